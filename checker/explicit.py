@@ -1,0 +1,222 @@
+"""The explicit-state engine: exhaustive breadth-first search with state hashing.
+
+Breadth-first order makes the first violation found a shortest counterexample (fewest
+steps, counting every warp step and every completion of asynchronous hardware).  A
+state with no enabled step in which some warp has not exited is a deadlock.  When the
+whole reachable state space has been explored without a violation the verdict is
+PROVEN for this configuration; when a state or time limit stops the search first, the
+verdict is UNKNOWN with the depth reached -- never SAFE by default.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections import deque
+from typing import Any, Callable, Iterator, Optional
+
+from ..model.system import DONE, ConcreteState, System
+from ..model.values import CONCRETE
+from .packed import PackedState, Packer
+from .trace import BarrierChange, Event, Trace
+from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
+
+V = CONCRETE
+
+
+class Explorer:
+    """Successor generation over packed states."""
+
+    def __init__(self, system: System):
+        self.sys = system
+        flat = list(system.initial_state())
+        S = ConcreteState(flat)
+        for a in range(len(system.agents)):
+            system.run_local(V, S, a, [])
+        self.packer = Packer(system.layout.names, S.v)
+        self.initial = self.packer.initial
+        self.pc_slots = [ag.pc for ag in system.agents]
+
+    def pc(self, state: tuple, a: int) -> int:
+        ci, off = self.packer.where[self.pc_slots[a]]
+        return self.packer.table[state[ci]][off]
+
+    def successors(self, state: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
+        """Yield ``(step, next_state, violation)``; ``step`` identifies the transition:
+        ``("a", agent, choice)`` or ``("e", item)``; ``violation`` is ``(prop, detail)``."""
+        sysm = self.sys
+        for a in range(len(sysm.agents)):
+            pc = self.pc(state, a)
+            if pc == DONE:
+                continue
+            for choice in range(sysm.agent_choices(a, pc)):
+                S = PackedState(self.packer, state)
+                out = sysm.exec_agent(V, S, a, pc, choice)
+                if not out.enabled:
+                    break
+                yield ("a", a, choice), S.freeze(), _first_violation(out.checks)
+        flat_pool = None
+        for item in self._env_items(state):
+            S = PackedState(self.packer, state)
+            out = sysm.exec_env(V, S, item)
+            yield ("e", item), S.freeze(), _first_violation(out.checks)
+
+    def _env_items(self, state: tuple) -> list[tuple]:
+        sysm = self.sys
+        get = PackedState(self.packer, state).get
+        out: list[tuple] = []
+        seen = set()
+        for item in get(sysm.pool):
+            if item not in seen:
+                seen.add(item)
+                out.append(("tma",) + item)
+        for ag in sysm.agents:
+            if get(ag.qtc):
+                out.append(("tcgen05", ag.index))
+            if get(ag.qcp):
+                out.append(("cp.async", ag.index))
+            if get(ag.qbg):
+                out.append(("bulk", ag.index))
+        return out
+
+    def all_done(self, state: tuple) -> bool:
+        return all(self.pc(state, a) == DONE for a in range(len(self.sys.agents)))
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, steps: list[tuple], violation: Optional[tuple],
+               stuck_state: Optional[tuple] = None) -> Trace:
+        """Re-execute ``steps`` from the initial state and describe each one."""
+        sysm = self.sys
+        state = self.initial
+        trace = Trace()
+        for i, step in enumerate(steps, 1):
+            S = PackedState(self.packer, state)
+            before = self.packer.unpack(state)
+            if step[0] == "a":
+                _, a, choice = step
+                pc = self.pc(state, a)
+                ins = sysm.code(a)[pc]
+                out = sysm.exec_agent(V, S, a, pc, choice)
+                if not out.enabled:
+                    raise RuntimeError(f"replay mismatch at step {i}: {step} is not enabled")
+                ag = sysm.agents[a]
+                actor, role, cta, kind = ag.name, ag.role, ag.cta, "agent"
+                loc = str(ins.loc) if ins.loc.line else ""
+            else:
+                out = sysm.exec_env(V, S, step[1])
+                actor, role, cta, kind = sysm.env_name(step[1]), "async", None, "env"
+                loc = ""
+            state = S.freeze()
+            after = self.packer.unpack(state)
+            viol = _first_violation(out.checks)
+            ev_viol = None
+            if i == len(steps) and violation is not None:
+                if viol is None or viol[0] != violation[0]:
+                    raise RuntimeError("replay mismatch: the last step does not violate "
+                                       f"{violation[0]}")
+                ev_viol = f"VIOLATED {viol[0]}: {viol[1]}"
+            elif viol is not None:
+                raise RuntimeError(f"replay mismatch: step {i} violates {viol[0]} early")
+            trace.events.append(Event(i, actor, role, cta, out.what, loc, kind,
+                                      _changes(sysm, before, after), ev_viol))
+        if violation is not None:
+            trace.violated, trace.detail = violation
+        if stuck_state is not None:
+            flat = self.packer.unpack(stuck_state)
+            trace.blocked = [f"{ag.name} ({ag.role}) {sysm.blocked_reason(flat, ag.index)}"
+                             for ag in sysm.agents if flat[ag.pc] != DONE]
+        return trace
+
+
+def _first_violation(checks: list) -> Optional[tuple]:
+    for c in checks:
+        if c.condition is True or (c.condition and not isinstance(c.condition, bool)):
+            return (c.prop, c.detail)
+    return None
+
+
+def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, ...]:
+    out = []
+    for ref, b in sysm.bar.items():
+        if before[b:b + 5] != after[b:b + 5]:
+            out.append(BarrierChange(str(ref), (before[b], after[b]),
+                                     (before[b + 1], after[b + 1]),
+                                     (before[b + 3], after[b + 3]), after[b + 2]))
+    return tuple(out)
+
+
+def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
+                   progress: Optional[Callable[[int, int, float], None]] = None) -> Verdict:
+    """Exhaustive BFS; the first violation (or deadlock) found is a shortest one."""
+    t0 = time.perf_counter()
+    tracemalloc_started = False
+    ex = Explorer(system)
+    init = ex.initial
+    index: dict[tuple, int] = {init: 0}
+    parent: list[tuple[int, Any]] = [(-1, None)]
+    depth_of: list[int] = [0]
+    queue: deque[tuple] = deque([init])
+    stats = Stats(engine="explicit")
+    transitions = 0
+    max_depth = 0
+    next_report = time.perf_counter() + 1.0
+
+    def path_to(i: int) -> list:
+        steps = []
+        while i > 0:
+            p, step = parent[i]
+            steps.append(step)
+            i = p
+        steps.reverse()
+        return steps
+
+    def finish(v: Verdict) -> Verdict:
+        stats.states = len(parent)
+        stats.transitions = transitions
+        stats.depth = max_depth
+        stats.seconds = time.perf_counter() - t0
+        stats.extra["components"] = len(ex.packer.table)
+        v.stats = stats
+        return v
+
+    while queue:
+        state = queue.popleft()
+        si = index[state]
+        d = depth_of[si]
+        any_succ = False
+        for step, nxt, viol in ex.successors(state):
+            any_succ = True
+            transitions += 1
+            if viol is not None:
+                steps = path_to(si) + [step]
+                trace = ex.replay(steps, viol)
+                return finish(Verdict(VIOLATED, viol[0], viol[1], trace, depth=len(steps)))
+            if nxt not in index:
+                index[nxt] = len(parent)
+                parent.append((si, step))
+                depth_of.append(d + 1)
+                if d + 1 > max_depth:
+                    max_depth = d + 1
+                queue.append(nxt)
+        if not any_succ and not ex.all_done(state):
+            steps = path_to(si)
+            trace = ex.replay(steps, None, stuck_state=state)
+            trace.violated = "deadlock"
+            trace.detail = "no warp can move and no asynchronous operation is in flight, " \
+                           "but some warps have not exited"
+            return finish(Verdict(VIOLATED, "deadlock", trace.detail, trace, depth=len(steps)))
+        if len(parent) > max_states:
+            return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "
+                                  f"(explored to depth {max_depth}); use --engine bmc or "
+                                  "smaller parameters", depth=max_depth))
+        now = time.perf_counter()
+        if now - t0 > timeout:
+            return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "
+                                  f"{len(parent)} states explored to depth {max_depth}",
+                                  depth=max_depth))
+        if progress is not None and now >= next_report:
+            progress(len(parent), max_depth, now - t0)
+            next_report = now + 1.0
+    v = finish(Verdict(PROVEN, depth=max_depth, bounded=False))
+    return v

@@ -1,0 +1,97 @@
+"""Compact concrete states for the explicit engine.
+
+The model's state is a flat vector of slots (``model.system.StateLayout``).  Storing a
+full tuple per visited state is too costly, so slots are grouped into *components* (one
+warp, one barrier array of one CTA, one buffer ring of one CTA, ...); each distinct
+component tuple is stored once and numbered, and a state is the tuple of its component
+numbers.  Successors copy only the components a step changes (copy-on-write accessor),
+and hashing a state touches a few dozen small ints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def component_of(name: str) -> str:
+    """Group a slot name into its component ("cta0.w4.pc" -> "cta0.w4")."""
+    head = name.split(".", 1)[0]
+    if name.startswith("cta") and ".w" in name:
+        return ".".join(name.split(".")[:2])
+    if "@cta" in name:
+        # "ab.full[1]@cta0.phase" / "ab.full@cta0.ivis" / "ab.buf[0]@cta1.wip"
+        base, rest = name.split("@cta", 1)
+        cta = rest.split(".", 1)[0]
+        arr = base.split("[", 1)[0]
+        return f"{arr}@cta{cta}"
+    return head
+
+
+class Packer:
+    """Slot <-> (component, offset) mapping and the component intern table."""
+
+    def __init__(self, names: list[str], init: list[Any]):
+        comps: dict[str, list[int]] = {}
+        for i, n in enumerate(names):
+            comps.setdefault(component_of(n), []).append(i)
+        self.comp_names = list(comps)
+        self.comp_slots = [comps[c] for c in self.comp_names]
+        self.where: list[tuple[int, int]] = [(0, 0)] * len(names)
+        for ci, slots in enumerate(self.comp_slots):
+            for off, s in enumerate(slots):
+                self.where[s] = (ci, off)
+        self.table: list[tuple] = []
+        self.ids: dict[tuple, int] = {}
+        self.initial = self.pack(init)
+
+    def intern(self, comp: tuple) -> int:
+        i = self.ids.get(comp)
+        if i is None:
+            i = len(self.table)
+            self.table.append(comp)
+            self.ids[comp] = i
+        return i
+
+    def pack(self, flat: list[Any]) -> tuple:
+        return tuple(self.intern(tuple(flat[s] for s in slots)) for slots in self.comp_slots)
+
+    def unpack(self, state: tuple) -> tuple:
+        flat: list[Any] = [None] * len(self.where)
+        for ci, cid in enumerate(state):
+            for off, s in enumerate(self.comp_slots[ci]):
+                flat[s] = self.table[cid][off]
+        return tuple(flat)
+
+
+class PackedState:
+    """Copy-on-write accessor (the ``S`` of ``model.system``) over a packed state."""
+
+    __slots__ = ("p", "state", "lists")
+
+    def __init__(self, packer: Packer, state: tuple):
+        self.p = packer
+        self.state = state
+        self.lists: dict[int, list] = {}
+
+    def get(self, i: int) -> Any:
+        ci, off = self.p.where[i]
+        lst = self.lists.get(ci)
+        if lst is not None:
+            return lst[off]
+        return self.p.table[self.state[ci]][off]
+
+    def set(self, i: int, x: Any) -> None:
+        ci, off = self.p.where[i]
+        lst = self.lists.get(ci)
+        if lst is None:
+            lst = list(self.p.table[self.state[ci]])
+            self.lists[ci] = lst
+        lst[off] = x
+
+    def freeze(self) -> tuple:
+        if not self.lists:
+            return self.state
+        st = list(self.state)
+        for ci, lst in self.lists.items():
+            st[ci] = self.p.intern(tuple(lst))
+        return tuple(st)

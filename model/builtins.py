@@ -1,0 +1,665 @@
+"""Names a ``.pipe`` kernel can use besides its own variables.
+
+They mirror the CuTe DSL: module prefixes (``cute.``, ``cutlass.pipeline.``,
+``cute.arch.``, ``cpasync.`` ...) are accepted and ignored, so code copied from a kernel
+reads the same.  Each builtin is a function ``f(cx, args, kwargs)`` evaluated by the
+compiler for one warp; functions with run-time effects emit instructions through ``cx``.
+
+Ghost and asynchronous-hardware builtins (``tma_load``, ``tma_store``, ``cp_async``,
+``clc_query``, ``read``, ``write``, ``tcgen05_mma``, ``wgmma``...) stand for the data
+movement a kernel does between pipeline calls; they are what lets the model check that
+no stage buffer is read before it is full or overwritten before it is released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional
+
+from .cluster import ClusterVMNK, Layout, mask_ranks, tiled_divide
+from .groups import WARP_SIZE, Agent, CooperativeGroup
+from .pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_acquire,
+                             fill_tag_for_wait, make_pipeline_state, state_from_index_phase)
+from .pipelines.base import (PipelineBase, elected, release_effects, write_begin_effects,
+                             write_end_effects)
+from .pipelines.pipeline_async import BarrierPtr
+from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWait,
+                      CompleteTx, CpAsync, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
+                      Nop, TmaLoad, TmaStore, Wait)
+from .properties import Prop
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module prefix such as ``cute.arch``: attribute lookup falls through to builtins."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """An enum-like namespace: ``Agent``, ``PipelineUserType``, ``PipelineOp``."""
+
+    name: str
+    members: tuple[tuple[str, Any], ...]
+
+    def get(self, attr: str) -> Any:
+        for k, v in self.members:
+            if k == attr:
+                return v
+        raise KeyError(attr)
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+    fn: Callable[..., Any]
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Builtin) and other.name == self.name
+
+
+@dataclass(frozen=True)
+class PipelineClassRef:
+    """A pipeline class name: ``PipelineTmaAsync.create(...)``."""
+
+    cls: Any
+
+    @property
+    def name(self) -> str:
+        return self.cls.CLASS
+
+
+@dataclass(frozen=True)
+class ElectOne:
+    """The value of ``elect_one()``: used only as ``with elect_one():``."""
+
+
+MODULE_ROOTS = ("cute", "cutlass", "pipeline", "cpasync", "tcgen05", "warpgroup", "arch",
+                "utils", "nvgpu", "fa", "flash_attn", "sm90", "sm100", "core")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _args(cx: Any, args: tuple, kw: dict, names: tuple[str, ...], what: str,
+          required: int = 0) -> list:
+    """Bind positional and keyword arguments to ``names`` (missing ones are None)."""
+    out: list = [None] * len(names)
+    for i, a in enumerate(args):
+        if i >= len(names):
+            cx.error(f"{what} takes at most {len(names)} positional arguments")
+        out[i] = a
+    for k in list(kw):
+        if k in names:
+            out[names.index(k)] = kw.pop(k)
+    cx.no_more_kwargs(kw, what)
+    for i in range(required):
+        if out[i] is None:
+            cx.error(f"{what} needs argument {names[i]!r}")
+    return out
+
+
+def _state_arg(cx: Any, pipe: Any, x: Any, what: str) -> PipelineStateVal:
+    from .pipelines.participants import Handle, PipelineConsumer, PipelineProducer
+
+    if isinstance(x, Handle):
+        return x.state
+    if isinstance(x, (PipelineProducer, PipelineConsumer)):
+        return x.state
+    if isinstance(x, PipelineStateVal):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool) and isinstance(pipe, PipelineBase):
+        if not 0 <= x < pipe.decl.stages:
+            cx.error(f"{what}: stage index {x} outside [0, {pipe.decl.stages})")
+        return state_from_index_phase(pipe.decl.stages, x, 0)
+    cx.error(f"{what} expects a pipeline state, handle or stage index, got {x!r}")
+
+
+def _pipe_arg(cx: Any, x: Any, what: str) -> PipelineBase:
+    if not isinstance(x, PipelineBase):
+        cx.error(f"{what} expects a pipeline as its first argument, got {x!r}")
+    return x
+
+
+def _mask_arg(cx: Any, mask: Any, what: str) -> Optional[int]:
+    if mask is None:
+        return None
+    if not isinstance(mask, int) or isinstance(mask, bool):
+        cx.error(f"{what}: the multicast mask must be a static int, got {mask!r}")
+    if mask <= 0:
+        cx.error(f"{what}: an empty multicast mask (0) sends the copy nowhere")
+    if mask >> cx.kernel.cluster_size:
+        bad = [r for r in mask_ranks(mask) if r >= cx.kernel.cluster_size]
+        cx.error(f"{what}: multicast mask {mask:#x} selects CTA rank(s) "
+                 f"{', '.join(map(str, bad))} outside the cluster of {cx.kernel.cluster_size}",
+                 prop=Prop.MASK_OUTSIDE_CLUSTER)
+    return mask
+
+
+# --------------------------------------------------------------------------- values
+
+
+def b_cooperative_group(cx: Any, args: tuple, kw: dict) -> CooperativeGroup:
+    agent, size, _alignment = _args(cx, args, kw, ("agent", "size", "alignment"),
+                                    "CooperativeGroup", 1)
+    try:
+        return CooperativeGroup(agent, 1 if size is None else size)
+    except ValueError as e:
+        cx.error(str(e))
+
+
+def b_make_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
+    utype, stages = _args(cx, args, kw, ("type", "stages"), "make_pipeline_state", 2)
+    if not isinstance(stages, int) or stages < 1:
+        cx.error(f"make_pipeline_state: stages must be a static int >= 1, got {stages!r}")
+    try:
+        return make_pipeline_state(utype, stages, cx.track_count)
+    except ValueError as e:
+        cx.error(str(e))
+
+
+def b_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
+    stages, count, index, phase = _args(cx, args, kw, ("stages", "count", "index", "phase"),
+                                        "PipelineState", 4)
+    for n, v in (("stages", stages), ("count", count), ("index", index), ("phase", phase)):
+        if not isinstance(v, int):
+            cx.unsupported(f"PipelineState({n}=...) with a run-time value")
+    return PipelineStateVal(stages, index, phase & 1, count if cx.track_count else None,
+                            tracked=False)
+
+
+def b_make_layout(cx: Any, args: tuple, kw: dict) -> Layout:
+    shape, _stride = _args(cx, args, kw, ("shape", "stride"), "make_layout", 1)
+    if isinstance(shape, int):
+        shape = (shape,)
+    flat = _flatten(shape)
+    try:
+        return Layout(tuple(flat))
+    except ValueError as e:
+        cx.error(str(e))
+
+
+def _flatten(x: Any) -> list:
+    if isinstance(x, (tuple, list)):
+        out = []
+        for e in x:
+            out.extend(_flatten(e))
+        return out
+    return [x]
+
+
+def b_tiled_divide(cx: Any, args: tuple, kw: dict) -> Layout:
+    layout, tiler = _args(cx, args, kw, ("layout", "tiler"), "tiled_divide", 2)
+    if isinstance(tiler, int):
+        tiler = (tiler,)
+    try:
+        return tiled_divide(layout, tuple(_flatten(tiler)))
+    except (ValueError, AttributeError) as e:
+        cx.error(f"tiled_divide: {e}")
+
+
+def b_size(cx: Any, args: tuple, kw: dict) -> int:
+    (x, _mode) = _args(cx, args, kw, ("a", "mode"), "size", 1)
+    if isinstance(x, Layout):
+        return x.size
+    if isinstance(x, (tuple, list)):
+        n = 1
+        for e in _flatten(x):
+            n *= e
+        return n
+    if isinstance(x, int):
+        return x
+    cx.error(f"size() of {x!r}")
+
+
+def b_image_mask(cx: Any, args: tuple, kw: dict) -> int:
+    layout, coord, mode = _args(cx, args, kw, ("layout", "coord", "mode"),
+                                "make_layout_image_mask", 3)
+    return _image_mask(cx, layout, coord, mode, "make_layout_image_mask")
+
+
+def b_tma_multicast_mask(cx: Any, args: tuple, kw: dict) -> int:
+    layout, coord, mode = _args(cx, args, kw, ("cta_layout_vmnk", "cta_coord_vmnk",
+                                               "mcast_mode"), "create_tma_multicast_mask", 3)
+    return _image_mask(cx, layout, coord, mode, "create_tma_multicast_mask")
+
+
+def _image_mask(cx: Any, layout: Any, coord: Any, mode: Any, what: str) -> int:
+    if not isinstance(layout, Layout):
+        cx.error(f"{what}: first argument must be a layout")
+    coord = tuple(_flatten(coord))
+    if len(coord) != len(layout.shape) or not all(isinstance(c, int) for c in coord):
+        cx.error(f"{what}: coordinate {coord} does not match layout shape {layout.shape}")
+    if not isinstance(mode, int) or not 0 <= mode < len(layout.shape):
+        cx.error(f"{what}: mode {mode!r} outside the layout's {len(layout.shape)} modes")
+    return layout.image_mask(coord, mode)
+
+
+def b_get_coord(cx: Any, layout: Layout, args: tuple, kw: dict) -> tuple:
+    (rank,) = _args(cx, args, kw, ("rank",), "get_flat_coord", 1)
+    if not isinstance(rank, int) or not 0 <= rank < layout.size:
+        cx.error(f"rank {rank!r} outside a layout of {layout.size} CTAs")
+    return layout.coord(rank)
+
+
+def b_warp_idx(cx: Any, args: tuple, kw: dict) -> int:
+    _args(cx, args, kw, (), "warp_idx")
+    return cx.warp
+
+
+def b_identity(cx: Any, args: tuple, kw: dict) -> Any:
+    (x,) = _args(cx, args, kw, ("x",), "make_warp_uniform", 1)
+    return x
+
+
+def b_block_idx_in_cluster(cx: Any, args: tuple, kw: dict) -> int:
+    _args(cx, args, kw, (), "block_idx_in_cluster")
+    return cx.cta
+
+
+def b_cluster_size(cx: Any, args: tuple, kw: dict) -> int:
+    _args(cx, args, kw, (), "cluster_size")
+    return cx.kernel.cluster_size
+
+
+def b_elect_one(cx: Any, args: tuple, kw: dict) -> ElectOne:
+    _args(cx, args, kw, (), "elect_one")
+    return ElectOne()
+
+
+def b_launch(cx: Any, args: tuple, kw: dict) -> None:
+    kw.clear()
+    return None
+
+
+def _pyfn(name: str, f: Callable[..., Any]) -> Builtin:
+    def fn(cx: Any, args: tuple, kw: dict) -> Any:
+        if kw:
+            cx.error(f"{name}() takes no keyword arguments")
+        if any(not isinstance(a, (int, bool, tuple)) for a in args):
+            cx.unsupported(f"{name}() of a run-time value")
+        try:
+            return f(*args)
+        except (TypeError, ValueError) as e:
+            cx.error(f"{name}(): {e}")
+
+    return Builtin(name, fn)
+
+
+# --------------------------------------------------------------------------- synchronisation
+
+
+def b_sync_threads(cx: Any, args: tuple, kw: dict) -> None:
+    _args(cx, args, kw, (), "sync_threads")
+    cx.named_barrier(0, None, True, True, "sync_threads() (bar.sync 0)")
+
+
+def b_barrier(cx: Any, args: tuple, kw: dict) -> None:
+    bid, n = _args(cx, args, kw, ("barrier_id", "number_of_threads"), "barrier")
+    bid = 0 if bid is None else bid
+    cx.named_barrier(cx.as_int(bid, "barrier_id"), None if n is None else cx.as_int(n, "number_of_threads"),
+                     True, True, f"barrier(id={bid}, threads={n})")
+
+
+def b_barrier_arrive(cx: Any, args: tuple, kw: dict) -> None:
+    bid, n = _args(cx, args, kw, ("barrier_id", "number_of_threads"), "barrier_arrive", 2)
+    cx.named_barrier(cx.as_int(bid, "barrier_id"), cx.as_int(n, "number_of_threads"), False,
+                     True, f"barrier_arrive(id={bid}, threads={n})")
+
+
+def _cluster_arrive(relaxed: bool) -> Callable[..., None]:
+    def fn(cx: Any, args: tuple, kw: dict) -> None:
+        _args(cx, args, kw, ("aligned",), "cluster_arrive")
+        cx.emit(ClusterArrive(relaxed=relaxed, loc=cx.loc,
+                              label="cluster_arrive_relaxed()" if relaxed else "cluster_arrive()",
+                              pre=write_end_effects(cx)))
+    return fn
+
+
+def b_cluster_wait(cx: Any, args: tuple, kw: dict) -> None:
+    _args(cx, args, kw, ("aligned",), "cluster_wait")
+    cx.emit(ClusterWait(loc=cx.loc, label="cluster_wait()"))
+
+
+def b_cluster_sync(cx: Any, args: tuple, kw: dict) -> None:
+    _cluster_arrive(False)(cx, args, kw)
+    b_cluster_wait(cx, (), {})
+
+
+def b_mbarrier_init_fence(cx: Any, args: tuple, kw: dict) -> None:
+    _args(cx, args, kw, (), "mbarrier_init_fence")
+    cx.emit(FenceMbarInit(cta=cx.cta, loc=cx.loc,
+                          label="mbarrier_init_fence() (fence.mbarrier_init.release.cluster)"))
+
+
+def b_pipeline_init_arrive(cx: Any, args: tuple, kw: dict) -> None:
+    """``pipeline_init_arrive``: the fence, then a cluster arrive only for clusters > 1."""
+    shape, relaxed = _args(cx, args, kw, ("cluster_shape_mn", "is_relaxed"),
+                           "pipeline_init_arrive")
+    b_mbarrier_init_fence(cx, (), {})
+    if shape is not None and b_size(cx, (shape,), {}) > 1:
+        _check_cluster_shape(cx, shape, "pipeline_init_arrive")
+        _cluster_arrive(bool(relaxed))(cx, (), {})
+
+
+def b_pipeline_init_wait(cx: Any, args: tuple, kw: dict) -> None:
+    """``pipeline_init_wait``: ``sync_threads`` without a cluster, else ``cluster_wait``."""
+    (shape,) = _args(cx, args, kw, ("cluster_shape_mn",), "pipeline_init_wait")
+    if shape is None or b_size(cx, (shape,), {}) == 1:
+        b_sync_threads(cx, (), {})
+    else:
+        _check_cluster_shape(cx, shape, "pipeline_init_wait")
+        b_cluster_wait(cx, (), {})
+
+
+def _check_cluster_shape(cx: Any, shape: Any, what: str) -> None:
+    size = b_size(cx, (shape,), {})
+    if size != cx.kernel.cluster_size:
+        cx.error(f"{what}: cluster_shape_mn {shape} has {size} CTAs but the kernel is "
+                 f"launched with {cx.kernel.cluster_size}")
+
+
+def b_agent_sync(cx: Any, args: tuple, kw: dict) -> None:
+    group, relaxed = _args(cx, args, kw, ("group", "is_relaxed"), "agent_sync", 1)
+    if group == Agent.ThreadBlock:
+        b_sync_threads(cx, (), {})
+    elif group == Agent.ThreadBlockCluster:
+        _cluster_arrive(bool(relaxed))(cx, (), {})
+        b_cluster_wait(cx, (), {})
+    else:
+        cx.error("agent_sync supports Agent.ThreadBlock and Agent.ThreadBlockCluster")
+
+
+def b_fence_proxy_async(cx: Any, args: tuple, kw: dict) -> None:
+    kw.clear()
+    effects = cx.proxy_fence()
+    cx.attach(effects, "fence.proxy.async.shared::cta")
+
+
+# --------------------------------------------------------------------------- raw mbarrier ops
+
+
+def _bar_arg(cx: Any, ptr: Any, what: str) -> BarRef:
+    if not isinstance(ptr, BarrierPtr):
+        cx.error(f"{what} expects an mbarrier pointer (producer_get_barrier(state), "
+                 f"handle.barrier, ...), got {ptr!r}")
+    return ptr.bar
+
+
+def _peer(cx: Any, bar: BarRef, peer: Any, what: str) -> BarRef:
+    if peer is None:
+        return bar
+    r = cx.as_int(peer, "peer_cta_rank_in_cluster")
+    if not 0 <= r < cx.kernel.cluster_size:
+        cx.error(f"{what}: peer CTA rank {r} is outside the cluster of {cx.kernel.cluster_size}",
+                 prop=Prop.MASK_OUTSIDE_CLUSTER)
+    return BarRef(r, bar.array, bar.stage)
+
+
+def b_mbarrier_arrive(cx: Any, args: tuple, kw: dict) -> None:
+    ptr, peer = _args(cx, args, kw, ("mbar_ptr", "peer_cta_rank_in_cluster"),
+                      "mbarrier_arrive", 1)
+    bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_arrive"), peer, "mbarrier_arrive")
+    cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), 0),), loc=cx.loc,
+                   label=f"mbarrier_arrive({bar}) x{len(cx.lanes)} lanes",
+                   pre=write_end_effects(cx)))
+
+
+def b_mbarrier_arrive_and_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
+    ptr, nbytes, peer = _args(cx, args, kw, ("mbar_ptr", "bytes", "peer_cta_rank_in_cluster"),
+                              "mbarrier_arrive_and_expect_tx", 2)
+    bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_arrive_and_expect_tx"), peer,
+                "mbarrier_arrive_and_expect_tx")
+    tx = cx.as_int(nbytes, "bytes")
+    cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), tx * len(cx.lanes)),), loc=cx.loc,
+                   label=f"mbarrier_arrive_and_expect_tx({bar}, {tx} B) x{len(cx.lanes)} lanes",
+                   pre=write_end_effects(cx)))
+
+
+def b_mbarrier_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
+    ptr, nbytes, peer = _args(cx, args, kw, ("mbar_ptr", "bytes", "peer_cta_rank_in_cluster"),
+                              "mbarrier_expect_tx", 2)
+    bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_expect_tx"), peer, "mbarrier_expect_tx")
+    tx = cx.as_int(nbytes, "bytes") * len(cx.lanes)
+    cx.emit(ExpectTx(bar=bar, tx=tx, loc=cx.loc, label=f"mbarrier_expect_tx({bar}, {tx} B)"))
+
+
+def b_mbarrier_complete_tx(cx: Any, args: tuple, kw: dict) -> None:
+    ptr, nbytes, peer = _args(cx, args, kw, ("mbar_ptr", "bytes", "peer_cta_rank_in_cluster"),
+                              "mbarrier_complete_tx", 2)
+    bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_complete_tx"), peer, "mbarrier_complete_tx")
+    tx = cx.as_int(nbytes, "bytes") * len(cx.lanes)
+    cx.emit(CompleteTx(bar=bar, tx=tx, loc=cx.loc, label=f"mbarrier_complete_tx({bar}, {tx} B)"))
+
+
+def b_mbarrier_wait(cx: Any, args: tuple, kw: dict) -> None:
+    ptr, phase = _args(cx, args, kw, ("mbar_ptr", "phase"), "mbarrier_wait", 2)
+    bar = _bar_arg(cx, ptr, "mbarrier_wait")
+    if bar.cta != cx.cta:
+        cx.fail(Prop.REMOTE_WAIT, "mbarrier waits only work on the CTA's own barriers")
+        return
+    p = cx.as_int(phase, "phase")
+    cx.emit(Wait(bar=bar, parity=p & 1, ghost=None, loc=cx.loc,
+                 label=f"mbarrier_wait({bar}, phase={p & 1})"))
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+def b_tma_load(cx: Any, args: tuple, kw: dict) -> None:
+    """A TMA load of ``bytes`` per destination CTA into the stage of ``state``.
+
+    The copy is issued by one elected lane (``cute.copy`` of a TMA atom elects itself),
+    lands in the stage buffer of every CTA of ``mcast_mask`` (or only this CTA), and
+    completes ``bytes`` of tx on the barrier at the same offset in each destination --
+    or, for a 2-CTA (``cta_group::2``) pipeline, on the pair leader's barrier.
+    """
+    pipe, state, nbytes, mask, bar_ptr = _args(
+        cx, args, kw, ("pipeline", "state", "bytes", "mcast_mask", "tma_bar_ptr"),
+        "tma_load", 3)
+    pipe = _pipe_arg(cx, pipe, "tma_load")
+    st = _state_arg(cx, pipe, state, "tma_load")
+    nb = cx.as_int(nbytes, "bytes")
+    if nb <= 0 or nb % 16:
+        cx.error(f"tma_load: bytes={nb} must be a positive multiple of 16 (PTX ISA "
+                 "cp.async.bulk size rule)")
+    mask = _mask_arg(cx, mask, "tma_load")
+    if not elected(cx, "tma_load (cute.copy of a TMA atom)"):
+        return
+    if not hasattr(pipe, "tma_target_cta"):
+        cx.error(f"tma_load into a {pipe.decl.cls}: its producer is not a TMA load")
+    base = _bar_arg(cx, bar_ptr, "tma_load") if bar_ptr is not None else pipe.bar("full", st.index)
+    dests = mask_ranks(mask) if mask is not None else (cx.cta,)
+    tag = fill_tag_for_acquire(st)
+    deliveries = []
+    for r in dests:
+        target = pipe.tma_target_cta(cx.cta, r)
+        deliveries.append(Delivery(BarRef(target, base.array, base.stage), nb,
+                                   pipe.buf(st.index, r), tag))
+    cx.emit(TmaLoad(deliveries=tuple(deliveries), loc=cx.loc,
+                    label=f"tma_load({pipe.decl.var} stage {st.index}, {nb} B"
+                    + (f", mcast_mask={mask:#x}" if mask is not None else "") + ")",
+                    pre=tuple(GhostEffect("write_begin", d.buf, tag) for d in deliveries)))
+
+
+def b_tma_store(cx: Any, args: tuple, kw: dict) -> None:
+    pipe, index = _args(cx, args, kw, ("pipeline", "index"), "tma_store", 2)
+    pipe = _pipe_arg(cx, pipe, "tma_store")
+    i = cx.as_int(index, "index") % pipe.decl.stages
+    if not elected(cx, "tma_store (cute.copy of a TMA atom)"):
+        return
+    buf = pipe.buf(i)
+    cx.emit(TmaStore(buf=buf, loc=cx.loc, label=f"tma_store({pipe.decl.var} buffer {i})",
+                     pre=(GhostEffect("async_read", buf),)))
+
+
+def b_cp_async(cx: Any, args: tuple, kw: dict) -> None:
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "cp_async", 2)
+    pipe = _pipe_arg(cx, pipe, "cp_async")
+    st = _state_arg(cx, pipe, state, "cp_async")
+    buf = pipe.buf(st.index)
+    tag = fill_tag_for_acquire(st)
+    cx.add_cp_async_effect(GhostEffect("write_end", buf, tag))
+    cx.emit(CpAsync(buf=buf, tag=tag, loc=cx.loc,
+                    label=f"cp_async into {pipe.decl.var} stage {st.index} "
+                    f"({len(cx.lanes)} lanes)", pre=(GhostEffect("write_begin", buf, tag),)))
+
+
+def b_read(cx: Any, args: tuple, kw: dict) -> None:
+    """Ghost: the calling warp reads the stage now (must be complete, of the right fill)."""
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "read", 2)
+    pipe = _pipe_arg(cx, pipe, "read")
+    st = _state_arg(cx, pipe, state, "read")
+    tag = fill_tag_for_wait(st)
+    cx.attach(tuple(GhostEffect("read", b, tag) for b in pipe.read_bufs(cx, st.index)),
+              f"read({pipe.decl.var} stage {st.index})")
+
+
+def b_write(cx: Any, args: tuple, kw: dict) -> None:
+    """Ghost: the calling warp writes the stage with ordinary stores (generic proxy)."""
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "write", 2)
+    pipe = _pipe_arg(cx, pipe, "write")
+    st = _state_arg(cx, pipe, state, "write")
+    bufs = (pipe.buf(st.index % pipe.decl.stages),)
+    effects = write_begin_effects(cx, bufs, fill_tag_for_acquire(st))
+    effects += cx.mark_dirty(bufs)
+    cx.attach(effects, f"write({pipe.decl.var} stage {st.index % pipe.decl.stages})")
+
+
+def b_tcgen05_mma(cx: Any, args: tuple, kw: dict) -> None:
+    """An asynchronous tcgen05 MMA reading a stage: its reads last until the next commit."""
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "tcgen05_mma", 2)
+    pipe = _pipe_arg(cx, pipe, "tcgen05_mma")
+    st = _state_arg(cx, pipe, state, "tcgen05_mma")
+    tag = fill_tag_for_wait(st)
+    bufs = pipe.read_bufs(cx, st.index)
+    pre = tuple(GhostEffect("read", b, tag) for b in bufs)
+    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    cx.add_umma_effects(tuple(GhostEffect("unhold", b) for b in bufs))
+    cx.attach(pre, f"tcgen05 MMA reads {pipe.decl.var} stage {st.index}")
+
+
+def b_wgmma(cx: Any, args: tuple, kw: dict) -> None:
+    """An asynchronous wgmma reading a stage: its reads last until ``wgmma_wait_group``."""
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "wgmma", 2)
+    pipe = _pipe_arg(cx, pipe, "wgmma")
+    st = _state_arg(cx, pipe, state, "wgmma")
+    tag = fill_tag_for_wait(st)
+    bufs = pipe.read_bufs(cx, st.index)
+    pre = tuple(GhostEffect("read", b, tag) for b in bufs)
+    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    cx.open_wgmma(bufs)
+    cx.attach(pre, f"wgmma reads {pipe.decl.var} stage {st.index}")
+
+
+def b_wgmma_wait_group(cx: Any, args: tuple, kw: dict) -> None:
+    (n,) = _args(cx, args, kw, ("group",), "wgmma_wait_group", 1)
+    effects = cx.close_wgmma(cx.as_int(n, "group"))
+    cx.attach(effects, f"warpgroup.wait_group({n})")
+
+
+def b_clc_query(cx: Any, args: tuple, kw: dict) -> None:
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "clc_query", 2)
+    pipe = _pipe_arg(cx, pipe, "clc_query")
+    if not hasattr(pipe, "clc_deliveries"):
+        cx.error("clc_query needs a PipelineClcFetchAsync")
+    st = _state_arg(cx, pipe, state, "clc_query")
+    if not elected(cx, "clc_query (the tile scheduler elects a lane)"):
+        return
+    deliveries = pipe.clc_deliveries(cx, st)
+    cx.emit(TmaLoad(deliveries=deliveries, kind="clc", loc=cx.loc,
+                    label=f"clusterlaunchcontrol.try_cancel multicast ({pipe.decl.var} stage "
+                    f"{st.index})",
+                    pre=tuple(GhostEffect("write_begin", d.buf, d.tag) for d in deliveries)))
+
+
+def b_clc_response_valid(cx: Any, args: tuple, kw: dict) -> Any:
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "clc_response_valid", 2)
+    pipe = _pipe_arg(cx, pipe, "clc_response_valid")
+    st = _state_arg(cx, pipe, state, "clc_response_valid")
+    return cx.read_clc_response(pipe.buf(st.index))
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _namespace(name: str, members: dict[str, Any]) -> Namespace:
+    return Namespace(name, tuple(members.items()))
+
+
+def builtins_table() -> dict[str, Any]:
+    from .pipelines import registry
+
+    table: dict[str, Any] = {
+        "Agent": _namespace("Agent", {a: a for a in Agent.ALL}),
+        "PipelineUserType": _namespace("PipelineUserType", {
+            "Producer": PipelineUserType.Producer, "Consumer": PipelineUserType.Consumer,
+            "ProducerConsumer": PipelineUserType.ProducerConsumer}),
+        "PipelineOp": _namespace("PipelineOp", {
+            n: n for n in ("AsyncThread", "TCGen05Mma", "TmaLoad", "ClcLoad", "TmaStore",
+                           "Composite", "AsyncLoad")}),
+        "WARP_SIZE": WARP_SIZE,
+    }
+    fns: dict[str, Callable[..., Any]] = {
+        "CooperativeGroup": b_cooperative_group,
+        "make_pipeline_state": b_make_pipeline_state,
+        "PipelineState": b_pipeline_state,
+        "make_layout": b_make_layout,
+        "tiled_divide": b_tiled_divide,
+        "size": b_size,
+        "make_layout_image_mask": b_image_mask,
+        "create_tma_multicast_mask": b_tma_multicast_mask,
+        "warp_idx": b_warp_idx,
+        "make_warp_uniform": b_identity,
+        "block_idx_in_cluster": b_block_idx_in_cluster,
+        "cta_rank_in_cluster": b_block_idx_in_cluster,
+        "cluster_size": b_cluster_size,
+        "elect_one": b_elect_one,
+        "launch": b_launch,
+        "sync_threads": b_sync_threads,
+        "barrier": b_barrier,
+        "barrier_arrive": b_barrier_arrive,
+        "cluster_arrive": _cluster_arrive(False),
+        "cluster_arrive_relaxed": _cluster_arrive(True),
+        "cluster_wait": b_cluster_wait,
+        "cluster_sync": b_cluster_sync,
+        "mbarrier_init_fence": b_mbarrier_init_fence,
+        "pipeline_init_arrive": b_pipeline_init_arrive,
+        "pipeline_init_wait": b_pipeline_init_wait,
+        "agent_sync": b_agent_sync,
+        "fence_proxy_async": b_fence_proxy_async,
+        "fence_view_async_shared": b_fence_proxy_async,
+        "mbarrier_arrive": b_mbarrier_arrive,
+        "mbarrier_arrive_and_expect_tx": b_mbarrier_arrive_and_expect_tx,
+        "mbarrier_expect_tx": b_mbarrier_expect_tx,
+        "mbarrier_complete_tx": b_mbarrier_complete_tx,
+        "mbarrier_wait": b_mbarrier_wait,
+        "tma_load": b_tma_load,
+        "tma_store": b_tma_store,
+        "cp_async": b_cp_async,
+        "read": b_read,
+        "write": b_write,
+        "tcgen05_mma": b_tcgen05_mma,
+        "wgmma": b_wgmma,
+        "wgmma_wait_group": b_wgmma_wait_group,
+        "clc_query": b_clc_query,
+        "clc_response_valid": b_clc_response_valid,
+    }
+    for name, fn in fns.items():
+        table[name] = Builtin(name, fn)
+    for name, f in (("min", min), ("max", max), ("abs", abs), ("int", int), ("bool", bool),
+                    ("len", len)):
+        table[name] = _pyfn(name, f)
+    for cls in registry.PIPELINE_CLASSES:
+        table[cls.CLASS] = PipelineClassRef(cls)
+    for cls in registry.CONSTRUCTED:
+        table[cls.CLASS] = PipelineClassRef(cls)
+    return table
+
+
+__all__ = ["Module", "Namespace", "Builtin", "PipelineClassRef", "ElectOne", "MODULE_ROOTS",
+           "builtins_table", "ClusterVMNK", "release_effects", "replace", "Nop"]

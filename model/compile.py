@@ -1,0 +1,1021 @@
+"""Compile a kernel (IR) into one program per warp of every CTA.
+
+The kernel body is run by every warp of every CTA, as a CuTe DSL kernel body is.  For
+each warp the compiler *specialises* the body (online partial evaluation of a flow
+graph): parameters, the warp index, the CTA rank, loop counters, pipeline states,
+layouts and masks are known, so pipeline calls lower to instructions with concrete
+stage indices, parities and destinations.  Loops are unrolled; a loop whose state
+repeats (a persistent ``while True`` loop, whose pipeline states are periodic) closes
+into a cycle.  Only values that depend on run-time data -- a ``try_wait`` token, a CLC
+response -- stay dynamic; branches on them become ``Branch`` instructions.
+
+The compiler also tracks, statically, which stage buffers the warp owns (``Ghost``), so
+that every instruction carries the ghost effects the data-race properties need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Optional
+
+from . import ir
+from .builtins import (MODULE_ROOTS, Builtin, ElectOne, Module, Namespace, PipelineClassRef,
+                       builtins_table)
+from .cluster import Layout, MAX_CLUSTER_SIZE
+from .errors import ConfigError, Unsupported
+from .groups import WARP_SIZE
+from .pipeline_state import PipelineStateVal
+from .pipelines.base import Ghost, PipelineBase, PipelineDecl, write_end_effects
+from .pipelines.named_barrier import NamedBarrier
+from .pipelines.tma_store_fence import TmaStoreFence
+from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
+                      NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
+from .properties import Prop
+
+MAX_BLOCK_THREADS = 1024
+#: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
+MAX_SPECIALISATIONS = 200_000
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What ``launch(...)`` and the parameters fix."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...]
+    block_threads: int
+    cluster_shape: tuple[int, int, int]
+
+    @property
+    def num_warps(self) -> int:
+        return self.block_threads // WARP_SIZE
+
+    @property
+    def cluster_size(self) -> int:
+        x, y, z = self.cluster_shape
+        return x * y * z
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    info: KernelInfo
+    programs: tuple[AgentProgram, ...]
+    pipelines: tuple[PipelineDecl, ...]
+    named_barrier_ids: tuple[int, ...]
+    source_file: str = ""
+
+    def program(self, cta: int, warp: int) -> AgentProgram:
+        for p in self.programs:
+            if p.cta == cta and p.warp == warp:
+                return p
+        raise KeyError((cta, warp))
+
+
+# --------------------------------------------------------------------------- flow graph
+
+
+@dataclass
+class FNode:
+    kind: str  # stmt | branch | jump | end | elect_enter | elect_leave | role_enter | role_leave
+    stmt: Any = None
+    cond: Any = None
+    next: int = -1
+    then: int = -1
+    orelse: int = -1
+    loc: ir.Loc = ir.NOLOC
+    role: Optional[ir.RoleBlock] = None
+
+
+class _Flow:
+    """Turn structured statements into a flow graph with explicit jumps."""
+
+    def __init__(self) -> None:
+        self.nodes: list[FNode] = []
+        self.end = self.add(FNode("end"))
+
+    def add(self, n: FNode) -> int:
+        self.nodes.append(n)
+        return len(self.nodes) - 1
+
+    def block(self, stmts: tuple, cont: int, brk: Optional[int], cnt: Optional[int],
+              in_elect: bool = False) -> int:
+        entry = cont
+        for s in reversed(stmts):
+            entry = self.stmt(s, entry, brk, cnt, in_elect)
+        return entry
+
+    def stmt(self, s: Any, cont: int, brk: Optional[int], cnt: Optional[int],
+             in_elect: bool) -> int:
+        if isinstance(s, (ir.Assign, ir.AugAssign, ir.ExprStmt)):
+            return self.add(FNode("stmt", stmt=s, next=cont, loc=s.loc))
+        if isinstance(s, ir.Pass):
+            return cont
+        if isinstance(s, ir.If):
+            t = self.block(s.body, cont, brk, cnt, in_elect)
+            e = self.block(s.orelse, cont, brk, cnt, in_elect)
+            return self.add(FNode("branch", cond=s.cond, then=t, orelse=e, loc=s.loc))
+        if isinstance(s, ir.For):
+            head = self.add(FNode("branch", loc=s.loc))
+            incr = self.add(FNode("stmt", stmt=ir.AugAssign(s.var, "+", s.step, s.loc),
+                                  next=head, loc=s.loc))
+            body = self.block(s.body, incr, cont, incr, in_elect)
+            n = self.nodes[head]
+            n.cond = ("for", s)
+            n.then, n.orelse = body, cont
+            return self.add(FNode("stmt", stmt=ir.Assign((s.var,), s.start, False, s.loc),
+                                  next=head, loc=s.loc))
+        if isinstance(s, ir.While):
+            head = self.add(FNode("branch", cond=s.cond, loc=s.loc))
+            body = self.block(s.body, head, cont, head, in_elect)
+            self.nodes[head].then, self.nodes[head].orelse = body, cont
+            return head
+        if isinstance(s, ir.With):
+            leave = self.add(FNode("elect_leave", next=cont, loc=s.loc))
+            body = self.block(s.body, leave, None, None, True)
+            return self.add(FNode("elect_enter", stmt=s.ctx, next=body, loc=s.loc))
+        if isinstance(s, ir.RoleBlock):
+            leave = self.add(FNode("role_leave", next=cont, loc=s.loc))
+            body = self.block(s.body, leave, brk, cnt, in_elect)
+            return self.add(FNode("role_enter", role=s, then=body, orelse=cont, loc=s.loc))
+        if isinstance(s, ir.Break):
+            if brk is None:
+                raise ConfigError("'break' outside a loop (or inside 'with elect_one()')", s.loc)
+            return self.add(FNode("jump", next=brk, loc=s.loc))
+        if isinstance(s, ir.Continue):
+            if cnt is None:
+                raise ConfigError("'continue' outside a loop (or inside 'with elect_one()')",
+                                  s.loc)
+            return self.add(FNode("jump", next=cnt, loc=s.loc))
+        if isinstance(s, ir.Return):
+            if in_elect:
+                raise ConfigError("'return' inside 'with elect_one()' is not supported", s.loc)
+            return self.add(FNode("jump", next=self.end, loc=s.loc))
+        raise ConfigError(f"unsupported statement {type(s).__name__}", getattr(s, "loc", None))
+
+
+def _in_degrees(nodes: list[FNode]) -> list[int]:
+    deg = [0] * len(nodes)
+    for n in nodes:
+        for t in (n.next, n.then, n.orelse):
+            if t >= 0:
+                deg[t] += 1
+    return deg
+
+
+# --------------------------------------------------------------------------- launch
+
+
+def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelInfo:
+    """Bind parameters and read ``launch(block=..., cluster=...)`` from the top level."""
+    params: dict[str, Any] = {}
+    names = [p.name for p in kernel.params]
+    for k in overrides:
+        if k not in names:
+            raise ConfigError(f"--param {k}: the kernel has no parameter {k!r} "
+                              f"(parameters: {', '.join(names) or 'none'})", kernel.loc)
+    ev = _Evaluator(None)
+    for p in kernel.params:
+        if p.name in overrides:
+            params[p.name] = overrides[p.name]
+        elif p.default is not None:
+            params[p.name] = ev.eval_static(p.default, params)
+        else:
+            raise ConfigError(f"parameter {p.name!r} has no default; pass --param "
+                              f"{p.name}=VALUE", p.loc)
+    env = dict(params)
+    block, cluster = None, None
+    for s in kernel.body:
+        if isinstance(s, ir.ExprStmt) and isinstance(s.expr, ir.Call) and \
+                isinstance(s.expr.func, ir.Name) and s.expr.func.id == "launch":
+            kw = {k: ev.eval_static(v, env) for k, v in s.expr.kwargs}
+            for k in kw:
+                if k not in ("block", "cluster", "grid"):
+                    raise ConfigError(f"launch() has no argument {k!r}; expected block=..., "
+                                      "cluster=...", s.loc)
+            if s.expr.args:
+                raise ConfigError("launch() takes keyword arguments: launch(block=N, "
+                                  "cluster=(x, y, z))", s.loc)
+            block = kw.get("block")
+            cluster = kw.get("cluster", (1, 1, 1))
+            loc = s.loc
+            break
+        if isinstance(s, ir.Assign) and not s.unpack:
+            try:
+                env[s.targets[0]] = ev.eval_static(s.value, env)
+            except (ConfigError, Unsupported):
+                pass
+    if block is None:
+        raise ConfigError("the kernel body must call launch(block=THREADS, cluster=(x, y, z)) "
+                          "before anything else", kernel.loc)
+    if isinstance(block, (tuple, list)):
+        b = 1
+        for v in block:
+            b *= v
+        block = b
+    if not isinstance(block, int) or block <= 0 or block % WARP_SIZE or block > MAX_BLOCK_THREADS:
+        raise ConfigError(f"launch(block={block}): the block must be a multiple of 32 threads, "
+                          f"between 32 and {MAX_BLOCK_THREADS}", loc)
+    if isinstance(cluster, int):
+        cluster = (cluster, 1, 1)
+    cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+    if len(cluster) != 3 or not all(isinstance(c, int) and c >= 1 for c in cluster):
+        raise ConfigError(f"launch(cluster={cluster}): expected three positive ints", loc)
+    size = cluster[0] * cluster[1] * cluster[2]
+    if size > MAX_CLUSTER_SIZE:
+        raise ConfigError(f"a cluster of {size} CTAs exceeds the hardware limit of "
+                          f"{MAX_CLUSTER_SIZE}", loc)
+    return KernelInfo(kernel.name, tuple(params.items()), block, cluster)  # type: ignore
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+class _Evaluator:
+    """Static evaluation of expressions (shared by the launch pre-pass and the agents)."""
+
+    def __init__(self, agent: Optional["_Agent"]):
+        self.agent = agent
+        self.table = builtins_table()
+
+    def lookup(self, name: str, env: dict, loc: ir.Loc) -> Any:
+        if name in env:
+            return env[name]
+        if name in self.table:
+            return self.table[name]
+        if name in MODULE_ROOTS:
+            return Module(name)
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        raise ConfigError(f"name {name!r} is not defined", loc)
+
+    def eval_static(self, e: Any, env: dict) -> Any:
+        v = self.eval(e, env)
+        if isinstance(v, DynExpr):
+            raise ConfigError("this value must be known before the kernel runs", e.loc)
+        return v
+
+    def eval(self, e: Any, env: dict) -> Any:
+        if isinstance(e, ir.Const):
+            return e.value
+        if isinstance(e, ir.Name):
+            return self.lookup(e.id, env, e.loc)
+        if isinstance(e, ir.TupleExpr):
+            return tuple(self.eval(x, env) for x in e.elts)
+        if isinstance(e, ir.ListExpr):
+            return tuple(self.eval(x, env) for x in e.elts)
+        if isinstance(e, ir.Attr):
+            return self.attr(self.eval(e.obj, env), e.name, e)
+        if isinstance(e, ir.Subscript):
+            obj = self.eval(e.obj, env)
+            idx = self.eval(e.index, env)
+            if isinstance(obj, DynExpr) or isinstance(idx, DynExpr):
+                self._unsupported("indexing with a run-time value", e.loc)
+            try:
+                return obj[idx]
+            except (TypeError, IndexError, KeyError) as ex:
+                raise ConfigError(f"cannot index {obj!r} with {idx!r}: {ex}", e.loc) from None
+        if isinstance(e, ir.BinOp):
+            return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.loc)
+        if isinstance(e, ir.UnaryOp):
+            v = self.eval(e.operand, env)
+            if isinstance(v, DynExpr):
+                if e.op == "not":
+                    return DynExpr("not", (v,))
+                self._unsupported(f"unary {e.op} of a run-time value", e.loc)
+            if e.op == "not":
+                return not v
+            if e.op == "-":
+                return -v
+            if e.op == "+":
+                return +v
+            return ~v
+        if isinstance(e, ir.Compare):
+            return self.compare(e.op, self.eval(e.left, env), self.eval(e.right, env), e.loc)
+        if isinstance(e, ir.BoolOp):
+            vals = []
+            for x in e.values:
+                v = self.eval(x, env)
+                if not isinstance(v, DynExpr):
+                    if e.op == "and" and not v:
+                        return v if not vals else False
+                    if e.op == "or" and v:
+                        return v if not vals else True
+                    continue
+                vals.append(v)
+            if not vals:
+                return e.op == "and"
+            return vals[0] if len(vals) == 1 else DynExpr(e.op, tuple(vals))
+        if isinstance(e, ir.IfExp):
+            c = self.eval(e.cond, env)
+            if isinstance(c, DynExpr):
+                self._unsupported("a conditional expression on a run-time value", e.loc)
+            return self.eval(e.then if c else e.orelse, env)
+        if isinstance(e, ir.Call):
+            return self.call(e, env)
+        raise ConfigError(f"unsupported expression {type(e).__name__}", getattr(e, "loc", None))
+
+    def _unsupported(self, what: str, loc: ir.Loc) -> None:
+        raise Unsupported(f"unsupported: {what}", loc)
+
+    def binop(self, op: str, a: Any, b: Any, loc: ir.Loc) -> Any:
+        if isinstance(a, DynExpr) or isinstance(b, DynExpr):
+            if op in ("+", "-"):
+                wrap = lambda x: x if isinstance(x, DynExpr) else DynExpr("const", (x,))  # noqa: E731
+                return DynExpr("add" if op == "+" else "sub", (wrap(a), wrap(b)))
+            self._unsupported(f"operator {op} on a run-time value", loc)
+        try:
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op == "//":
+                return a // b
+            if op == "/":
+                if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+                    return a // b
+                raise ConfigError("'/' must divide exactly; use '//'", loc)
+            if op == "%":
+                return a % b
+            if op == "**":
+                return a ** b
+            if op == "<<":
+                return a << b
+            if op == ">>":
+                return a >> b
+            if op == "&":
+                return a & b
+            if op == "|":
+                return a | b
+            if op == "^":
+                return a ^ b
+        except ZeroDivisionError:
+            raise ConfigError("division by zero", loc) from None
+        except TypeError:
+            raise ConfigError(f"cannot apply {op} to {a!r} and {b!r}", loc) from None
+        raise ConfigError(f"unknown operator {op}", loc)
+
+    def compare(self, op: str, a: Any, b: Any, loc: ir.Loc) -> Any:
+        if isinstance(a, DynExpr) or isinstance(b, DynExpr):
+            wrap = lambda x: x if isinstance(x, DynExpr) else DynExpr("const", (x,))  # noqa: E731
+            m = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le"}
+            if op in m:
+                return DynExpr(m[op], (wrap(a), wrap(b)))
+            if op == ">":
+                return DynExpr("lt", (wrap(b), wrap(a)))
+            if op == ">=":
+                return DynExpr("le", (wrap(b), wrap(a)))
+            self._unsupported(f"comparison {op} of a run-time value", loc)
+        try:
+            if op == "==":
+                return a == b
+            if op == "!=":
+                return a != b
+            if op == "<":
+                return a < b
+            if op == "<=":
+                return a <= b
+            if op == ">":
+                return a > b
+            if op == ">=":
+                return a >= b
+            if op == "in":
+                return a in b
+            if op == "not in":
+                return a not in b
+        except TypeError:
+            raise ConfigError(f"cannot compare {a!r} {op} {b!r}", loc) from None
+        raise ConfigError(f"unknown comparison {op}", loc)
+
+    def attr(self, obj: Any, name: str, e: Any) -> Any:
+        loc = e.loc
+        if isinstance(obj, Module):
+            if name in self.table:
+                return self.table[name]
+            return Module(f"{obj.path}.{name}")
+        if isinstance(obj, Namespace):
+            try:
+                return obj.get(name)
+            except KeyError:
+                raise ConfigError(f"{obj.name} has no member {name!r}", loc) from None
+        if isinstance(obj, PipelineClassRef):
+            if name == "create":
+                return ("create", obj)
+            raise ConfigError(f"{obj.name}.{name} is not supported; use {obj.name}.create(...)",
+                              loc)
+        if isinstance(obj, PipelineStateVal):
+            if name in ("index", "phase", "stages"):
+                return getattr(obj, name)
+            if name == "count":
+                if obj.count is None:
+                    raise Unsupported("PipelineState.count inside a loop that never ends", loc)
+                return obj.count
+            return ("method", obj, name)
+        if isinstance(obj, Layout):
+            if name == "shape":
+                return obj.shape
+            return ("method", obj, name)
+        if isinstance(obj, DynExpr):
+            self._unsupported(f"attribute {name} of a run-time value", loc)
+        if hasattr(obj, "call") or hasattr(obj, "attribute"):
+            if self.agent is None:
+                raise ConfigError(f"{name} cannot be used here", loc)
+            fn = getattr(obj, "m_" + name, None)
+            if fn is not None:
+                return ("method", obj, name)
+            with self.agent.at(loc, name):
+                return obj.attribute(self.agent, name)
+        raise ConfigError(f"{type(obj).__name__} value has no attribute {name!r}", loc)
+
+    def call(self, e: ir.Call, env: dict) -> Any:
+        if self.agent is None:
+            f = self.eval(e.func, env)
+            if isinstance(f, Builtin) and f.name in ("make_layout", "tiled_divide", "size", "min",
+                                                     "max", "abs", "int", "bool", "len"):
+                args = tuple(self.eval(a, env) for a in e.args)
+                kw = {k: self.eval(v, env) for k, v in e.kwargs}
+                return f.fn(_StaticCx(e.loc), args, kw)
+            raise ConfigError("only constants and arithmetic are allowed here", e.loc)
+        return self.agent.call(e, env)
+
+
+class _StaticCx:
+    """The tiny context static builtins get before any warp exists."""
+
+    def __init__(self, loc: ir.Loc):
+        self.loc = loc
+
+    def error(self, msg: str, hint: str = "", prop: str = "") -> None:
+        raise ConfigError(msg, self.loc, hint)
+
+    def unsupported(self, msg: str) -> None:
+        raise Unsupported(f"unsupported: {msg}", self.loc)
+
+    def no_more_kwargs(self, kw: dict, what: str) -> None:
+        if kw:
+            self.error(f"{what}: unexpected keyword argument(s) {', '.join(kw)}")
+
+
+# --------------------------------------------------------------------------- one warp
+
+
+_LANES = "__lanes__"
+_ROLE = "__role__"
+_GHOST = "__ghost__"
+
+
+def _freeze(env: dict) -> tuple:
+    return tuple(sorted(env.items(), key=lambda kv: kv[0]))
+
+
+class _Agent:
+    """Specialise the flow graph for one warp; this object is also the ``cx`` that
+    pipeline classes and builtins emit through."""
+
+    def __init__(self, compiler: "_Compiler", cta: int, warp: int):
+        self.compiler = compiler
+        self.kernel = compiler.info
+        self.cta = cta
+        self.warp = warp
+        self.code: list[Instr] = []
+        self.targets: set[int] = set()
+        self.memo: dict[tuple, int] = {}
+        self.visits: dict[int, int] = {}
+        self.worklist: list[tuple[int, str, int, dict]] = []
+        self.locals: list[str] = []
+        self.role: Optional[str] = None
+        self.ev = _Evaluator(self)
+        self.env: dict = {}
+        self.loc = ir.NOLOC
+        self.label = ""
+        self.track_count = compiler.track_count
+        self._self_update: Optional[Any] = None
+        self._arg_updates: dict[int, Any] = {}
+        self._capture: Optional[dict[int, Any]] = None
+
+    # ---------------------------------------------------------------- the cx interface
+
+    @property
+    def lanes(self) -> tuple[int, ...]:
+        return self.env[_LANES]
+
+    @property
+    def ghost(self) -> Ghost:
+        return self.env[_GHOST]
+
+    @ghost.setter
+    def ghost(self, g: Ghost) -> None:
+        self.env[_GHOST] = g
+
+    @contextlib.contextmanager
+    def at(self, loc: ir.Loc, label: str) -> Iterator[None]:
+        old = (self.loc, self.label)
+        self.loc, self.label = loc, label
+        try:
+            yield
+        finally:
+            self.loc, self.label = old
+
+    def emit(self, instr: Instr) -> int:
+        self.code.append(instr)
+        return len(self.code) - 1
+
+    def attach(self, effects: tuple[GhostEffect, ...], label: str) -> None:
+        """Ghost effects of a statement that is not a synchronisation itself: they run
+        atomically after the warp's previous instruction when nothing can jump in
+        between, else as a step of their own."""
+        if not effects:
+            return
+        pos = len(self.code)
+        if pos and pos not in self.targets and self.code[-1].is_sync \
+                and not isinstance(self.code[-1], Exit):
+            last = self.code[-1]
+            self.code[-1] = replace(last, post=last.post + tuple(effects))
+        else:
+            self.emit(Nop(loc=self.loc, label=label, post=tuple(effects)))
+
+    def error(self, msg: str, hint: str = "", prop: str = "") -> None:
+        if prop:
+            msg = f"{msg} [{prop}]"
+        raise ConfigError(msg, self.loc, hint)
+
+    def unsupported(self, msg: str) -> None:
+        raise Unsupported(f"unsupported: {msg}", self.loc)
+
+    def fail(self, prop: str, message: str) -> None:
+        self.emit(Fail(prop=prop, message=message, loc=self.loc, label=self.label))
+
+    def need(self, kw: dict, key: str) -> Any:
+        if key not in kw:
+            self.error(f"missing argument {key}=")
+        return kw.pop(key)
+
+    def need_int(self, kw: dict, key: str, minimum: Optional[int] = None) -> int:
+        v = self.need(kw, key)
+        if isinstance(v, DynExpr) or not isinstance(v, int) or isinstance(v, bool):
+            self.error(f"{key} must be a static int, got {v!r}")
+        if minimum is not None and v < minimum:
+            if key == "num_stages":
+                self.error(f"num_stages={v}: a pipeline needs at least one stage")
+            self.error(f"{key}={v} must be at least {minimum}")
+        return v
+
+    def as_int(self, v: Any, what: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, DynExpr):
+                self.unsupported(f"{what} that depends on run-time data")
+            self.error(f"{what} must be an int, got {v!r}")
+        return v
+
+    def optional_rank(self, kw: dict, key: str) -> Optional[int]:
+        v = kw.pop(key, None)
+        if v is None:
+            return None
+        r = self.as_int(v, key)
+        if not 0 <= r < self.kernel.cluster_size:
+            self.error(f"{key}={r} names a CTA outside the cluster of {self.kernel.cluster_size}",
+                       prop=Prop.MASK_OUTSIDE_CLUSTER)
+        return r
+
+    def no_more_kwargs(self, kw: dict, what: str) -> None:
+        if kw:
+            self.error(f"{what}: unexpected keyword argument(s) {', '.join(sorted(kw))}")
+
+    def register(self, decl: PipelineDecl) -> PipelineDecl:
+        return self.compiler.register(decl, self.loc)
+
+    def new_local(self, hint: str) -> str:
+        name = f"{hint}@{self.loc.line}:{self.loc.column}"
+        if name not in self.locals:
+            self.locals.append(name)
+        return name
+
+    def builtin(self, name: str) -> None:
+        b = self.ev.table[name]
+        b.fn(self, (), {})
+
+    def branch_unless(self, cond: DynExpr, emit_fn: Callable[[], None]) -> None:
+        """``if not cond: emit_fn()`` with a run-time ``cond``."""
+        p = self.emit(Branch(cond=cond, then=-1, orelse=-1, loc=self.loc, label=self.label))
+        self.code[p] = replace(self.code[p], orelse=p + 1)
+        self.targets.add(p + 1)
+        emit_fn()
+        end = len(self.code)
+        self.code[p] = replace(self.code[p], then=end)
+        self.targets.add(end)
+
+    def set_arg(self, i: int, value: Any) -> None:
+        if self._capture is not None:
+            self._capture[i] = value
+        else:
+            self._arg_updates[i] = value
+
+    def set_self(self, value: Any) -> None:
+        self._self_update = value
+
+    @contextlib.contextmanager
+    def capture_args(self) -> Iterator[dict]:
+        old = self._capture
+        self._capture = {}
+        try:
+            yield self._capture
+        finally:
+            self._capture = old
+
+    def named_barrier(self, bid: int, count: Optional[int], sync: bool, aligned: bool,
+                      label: str) -> None:
+        self.compiler.named_ids.add(bid)
+        if not 0 <= bid <= 15:
+            self.fail(Prop.NAMED_BARRIER_MISUSE, f"named barrier id {bid} is outside 0..15")
+            return
+        if count is not None:
+            if count <= 0 or count % WARP_SIZE:
+                self.fail(Prop.NAMED_BARRIER_MISUSE,
+                          f"named barrier {bid}: thread count {count} is not a positive "
+                          "multiple of 32")
+                return
+            if count > self.kernel.block_threads:
+                self.fail(Prop.NAMED_BARRIER_MISUSE,
+                          f"named barrier {bid}: thread count {count} exceeds the block's "
+                          f"{self.kernel.block_threads} threads")
+                return
+        if len(self.lanes) < WARP_SIZE and aligned:
+            self.fail(Prop.NAMED_BARRIER_MISUSE,
+                      f"aligned bar.{'sync' if sync else 'arrive'} {bid} inside elect_one(): "
+                      "the other lanes of the warp never reach it")
+            return
+        self.emit(NamedBarrierOp(id=bid, count=count, sync=sync, aligned=aligned, loc=self.loc,
+                                 label=label, pre=write_end_effects(self)))
+        if sync:
+            self.emit(NamedWait(id=bid, loc=self.loc, label=label + " (wait)"))
+
+    def proxy_fence(self) -> tuple[GhostEffect, ...]:
+        g = self.ghost
+        effects = tuple(GhostEffect("clean", b) for b in sorted(g.dirty))
+        self.ghost = replace(g, dirty=frozenset())
+        return effects
+
+    def mark_dirty(self, bufs: tuple) -> tuple[GhostEffect, ...]:
+        g = self.ghost
+        new = tuple(b for b in bufs if b not in g.dirty)
+        self.ghost = replace(g, dirty=g.dirty | set(new))
+        return tuple(GhostEffect("dirty", b) for b in new)
+
+    def add_umma_effects(self, effects: tuple[GhostEffect, ...]) -> None:
+        self.ghost = replace(self.ghost, umma=self.ghost.umma | set(effects))
+
+    def add_cp_async_effect(self, effect: GhostEffect) -> None:
+        self.ghost = replace(self.ghost, cp_async=self.ghost.cp_async | {effect})
+
+    def open_wgmma(self, bufs: tuple) -> None:
+        self.ghost = replace(self.ghost, wgmma=self.ghost.wgmma + (frozenset(bufs),))
+
+    def close_wgmma(self, keep: int) -> tuple[GhostEffect, ...]:
+        groups = self.ghost.wgmma
+        done = groups[:max(len(groups) - keep, 0)]
+        self.ghost = replace(self.ghost, wgmma=groups[len(done):])
+        out: list[GhostEffect] = []
+        for g in done:
+            out.extend(GhostEffect("unhold", b) for b in sorted(g))
+        return tuple(out)
+
+    def read_clc_response(self, buf: Any) -> DynExpr:
+        from .program import GhostEffect as _G
+
+        dest = self.new_local("clc_valid")
+        self.emit(SetLocal(dest=dest, value=DynExpr("response", (buf,)), loc=self.loc,
+                           label=f"read CLC response {buf}", pre=(_G("read", buf, -2),)))
+        return dyn_local(dest)
+
+    # ---------------------------------------------------------------- calls
+
+    def call(self, e: ir.Call, env: dict) -> Any:
+        f = self.ev.eval(e.func, env)
+        args = tuple(self.ev.eval(a, env) for a in e.args)
+        kw = {k: self.ev.eval(v, env) for k, v in e.kwargs}
+        label = _render_call(e)
+        with self.at(e.loc, label):
+            if isinstance(f, Builtin):
+                return f.fn(self, args, kw)
+            if isinstance(f, tuple) and f and f[0] == "create":
+                return self.create(f[1], args, kw)
+            if isinstance(f, PipelineClassRef) and f.cls in (NamedBarrier, TmaStoreFence):
+                return f.cls.construct(self, args, kw)
+            if isinstance(f, tuple) and f and f[0] == "method":
+                _tag, obj, name = f
+                return self.method(obj, name, args, kw, e)
+            if isinstance(f, PipelineClassRef):
+                self.error(f"use {f.name}.create(...) to build a {f.name}")
+            self.error(f"{_render_expr(e.func)} is not callable")
+
+    def create(self, clsref: PipelineClassRef, args: tuple, kw: dict) -> Any:
+        if args:
+            self.error(f"{clsref.name}.create takes keyword arguments only")
+        var = self.compiler.current_target or f"pipeline_{self.loc.line}"
+        return clsref.cls.create(self, var, dict(kw))
+
+    def method(self, obj: Any, name: str, args: tuple, kw: dict, e: ir.Call) -> Any:
+        if isinstance(obj, PipelineStateVal):
+            if args or kw:
+                self.error(f"PipelineState.{name}() takes no arguments")
+            if name in ("advance", "reverse", "reset_count"):
+                self._self_update = getattr(obj, name)()
+                return None
+            if name == "clone":
+                return obj
+            self.error(f"PipelineState has no method {name}()")
+        if isinstance(obj, Layout):
+            if name in ("get_flat_coord", "get_hier_coord"):
+                from .builtins import b_get_coord
+
+                return b_get_coord(self, obj, args, kw)
+            self.error(f"a layout has no method {name}()")
+        return obj.call(self, name, args, kw)
+
+
+def _render_expr(e: Any) -> str:
+    if isinstance(e, ir.Name):
+        return e.id
+    if isinstance(e, ir.Attr):
+        return f"{_render_expr(e.obj)}.{e.name}"
+    if isinstance(e, ir.Const):
+        return repr(e.value)
+    if isinstance(e, ir.Call):
+        return _render_call(e)
+    if isinstance(e, ir.TupleExpr):
+        return "(" + ", ".join(_render_expr(x) for x in e.elts) + ")"
+    if isinstance(e, ir.BinOp):
+        return f"{_render_expr(e.left)} {e.op} {_render_expr(e.right)}"
+    return "..."
+
+
+def _render_call(e: ir.Call) -> str:
+    parts = [_render_expr(a) for a in e.args] + [f"{k}={_render_expr(v)}" for k, v in e.kwargs]
+    s = f"{_render_expr(e.func)}({', '.join(parts)})"
+    return s if len(s) < 90 else s[:87] + "..."
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+class _Compiler:
+    def __init__(self, kernel: ir.Kernel, info: KernelInfo):
+        self.kernel = kernel
+        self.info = info
+        flow = _Flow()
+        self.entry = flow.block(kernel.body, flow.end, None, None)
+        self.nodes = flow.nodes
+        self.end = flow.end
+        deg = _in_degrees(self.nodes)
+        deg[self.entry] += 1
+        self.join = [d > 1 for d in deg]
+        self.decls: dict[str, tuple[PipelineDecl, ir.Loc]] = {}
+        self.named_ids: set[int] = set()
+        self.current_target: Optional[str] = None
+        self.track_count = _reads_count(kernel)
+        self._check_roles()
+
+    def _check_roles(self) -> None:
+        ev = _Evaluator(None)
+        env = dict(self.info.params)
+        for s in _walk_stmts(self.kernel.body):
+            if isinstance(s, ir.RoleBlock):
+                try:
+                    warps = _as_tuple(ev.eval_static(s.warps, env))
+                except (ConfigError, Unsupported):
+                    continue
+                for w in warps:
+                    if not isinstance(w, int) or not 0 <= w < self.info.num_warps:
+                        raise ConfigError(
+                            f"role {s.name!r} names warp {w}, but the block has "
+                            f"{self.info.num_warps} warps (block={self.info.block_threads})",
+                            s.loc)
+                if s.ctas is not None:
+                    try:
+                        ctas = _as_tuple(ev.eval_static(s.ctas, env))
+                    except (ConfigError, Unsupported):
+                        continue
+                    for c in ctas:
+                        if not isinstance(c, int) or not 0 <= c < self.info.cluster_size:
+                            raise ConfigError(
+                                f"role {s.name!r} names CTA {c}, but the cluster has "
+                                f"{self.info.cluster_size} CTAs", s.loc)
+
+    def register(self, decl: PipelineDecl, loc: ir.Loc) -> PipelineDecl:
+        old = self.decls.get(decl.var)
+        if old is None:
+            self.decls[decl.var] = (decl, loc)
+            return decl
+        if old[0] != decl:
+            raise ConfigError(f"pipeline {decl.var!r} is created with different parameters by "
+                              f"different warps or CTAs (first at {old[1]})", loc)
+        return old[0]
+
+    def compile_agent(self, cta: int, warp: int) -> AgentProgram:
+        a = _Agent(self, cta, warp)
+        env = dict(self.info.params)
+        env[_LANES] = tuple(range(WARP_SIZE))
+        env[_ROLE] = None
+        env[_GHOST] = Ghost()
+        a.worklist.append((-1, "", self.entry, env))
+        first = True
+        while a.worklist:
+            pos, which, node, wenv = a.worklist.pop()
+            start = self._specialise(a, node, wenv, first)
+            first = False
+            if pos >= 0:
+                a.code[pos] = replace(a.code[pos], **{which: start})
+        return AgentProgram(cta, warp, a.role or "", tuple(a.code), tuple(a.locals))
+
+    def _specialise(self, a: _Agent, node: int, env: dict, fresh: bool) -> int:
+        key = (node, _freeze(env))
+        if key in a.memo:
+            return a.memo[key]
+        start = len(a.code)
+        a.targets.add(start)
+        self._run(a, node, env)
+        return start
+
+    def _run(self, a: _Agent, node: int, env: dict) -> None:
+        while True:
+            n = self.nodes[node]
+            if self.join[node]:
+                key = (node, _freeze(env))
+                if key in a.memo:
+                    tgt = a.memo[key]
+                    a.targets.add(tgt)
+                    a.emit(Jump(target=tgt, loc=n.loc))
+                    return
+                a.memo[key] = len(a.code)
+                a.targets.add(len(a.code))
+                cnt = a.visits.get(node, 0) + 1
+                a.visits[node] = cnt
+                if cnt > MAX_SPECIALISATIONS // 10 or len(a.code) > MAX_SPECIALISATIONS:
+                    raise Unsupported(
+                        "unsupported: this loop does not reach a repeating state within "
+                        f"{cnt} iterations (a counter that grows forever in a loop that "
+                        "never ends?)", n.loc)
+            a.env = env
+            if n.kind == "end":
+                a.emit(Exit(loc=n.loc, label="exit", pre=write_end_effects(a)))
+                return
+            if n.kind == "jump":
+                node = n.next
+                continue
+            if n.kind == "stmt":
+                self._stmt(a, n.stmt, env)
+                node = n.next
+                continue
+            if n.kind == "elect_enter":
+                ctx = a.ev.eval(n.stmt, env)
+                if not isinstance(ctx, ElectOne):
+                    raise ConfigError("only 'with elect_one():' and 'with role(...):' are "
+                                      "supported", n.loc)
+                if len(env[_LANES]) < WARP_SIZE:
+                    with a.at(n.loc, "elect_one()"):
+                        a.fail(Prop.ELECT_MISUSE, "elect_one() inside elect_one(): elect.sync "
+                               "over the full warp waits for lanes that never arrive")
+                env = dict(env)
+                env[_LANES] = (0,)
+                env["__lanes_saved__"] = env.get("__lanes_saved__", ()) + (tuple(a.env[_LANES]),)
+                node = n.next
+                continue
+            if n.kind == "elect_leave":
+                env = dict(env)
+                saved = env["__lanes_saved__"]
+                env[_LANES] = saved[-1]
+                env["__lanes_saved__"] = saved[:-1]
+                if not env["__lanes_saved__"]:
+                    del env["__lanes_saved__"]
+                node = n.next
+                continue
+            if n.kind == "role_enter":
+                r = n.role
+                warps = _as_tuple(a.ev.eval_static(r.warps, env))
+                ctas = None if r.ctas is None else _as_tuple(a.ev.eval_static(r.ctas, env))
+                if a.warp in warps and (ctas is None or a.cta in ctas):
+                    env = dict(env)
+                    env[_ROLE] = r.name
+                    if a.role is None:
+                        a.role = r.name
+                    elif a.role != r.name and r.name not in a.role.split("+"):
+                        a.role = f"{a.role}+{r.name}"
+                    node = n.then
+                else:
+                    node = n.orelse
+                continue
+            if n.kind == "role_leave":
+                env = dict(env)
+                env[_ROLE] = None
+                node = n.next
+                continue
+            if n.kind == "branch":
+                if isinstance(n.cond, tuple) and n.cond[0] == "for":
+                    f: ir.For = n.cond[1]
+                    step = a.ev.eval_static(f.step, env)
+                    stop = a.ev.eval(f.stop, env)
+                    if isinstance(stop, DynExpr):
+                        raise Unsupported("unsupported: a for loop whose bound depends on "
+                                          "run-time data", f.loc)
+                    if not isinstance(step, int) or step == 0:
+                        raise ConfigError("range() step must be a non-zero int", f.loc)
+                    i = env[f.var]
+                    cond = i < stop if step > 0 else i > stop
+                else:
+                    with a.at(n.loc, "condition"):
+                        cond = a.ev.eval(n.cond, env)
+                if isinstance(cond, DynExpr):
+                    p = a.emit(Branch(cond=cond, then=-1, orelse=-1, loc=n.loc,
+                                      label=f"if {cond}"))
+                    a.worklist.append((p, "orelse", n.orelse, dict(env)))
+                    a.worklist.append((p, "then", n.then, dict(env)))
+                    return
+                node = n.then if cond else n.orelse
+                continue
+            raise AssertionError(n.kind)
+
+    def _stmt(self, a: _Agent, s: Any, env: dict) -> None:
+        if isinstance(s, ir.Assign):
+            self.current_target = s.targets[0] if len(s.targets) == 1 else None
+            try:
+                v = self._eval_call_stmt(a, s.value, env)
+            finally:
+                self.current_target = None
+            if s.unpack:
+                if not isinstance(v, tuple) or len(v) != len(s.targets):
+                    raise ConfigError(f"cannot unpack {v!r} into {len(s.targets)} names", s.loc)
+                for t, x in zip(s.targets, v):
+                    if t != "_":
+                        env[t] = x
+            else:
+                if s.targets[0] != "_":
+                    env[s.targets[0]] = v
+            return
+        if isinstance(s, ir.AugAssign):
+            cur = a.ev.lookup(s.target, env, s.loc)
+            env[s.target] = a.ev.binop(s.op, cur, a.ev.eval(s.value, env), s.loc)
+            return
+        if isinstance(s, ir.ExprStmt):
+            self._eval_call_stmt(a, s.expr, env)
+            return
+        raise AssertionError(s)
+
+    def _eval_call_stmt(self, a: _Agent, e: Any, env: dict) -> Any:
+        """Evaluate an expression; apply the rebinding of mutated receivers/arguments."""
+        a._self_update = None
+        a._arg_updates = {}
+        v = a.ev.eval(e, env)
+        if isinstance(e, ir.Call):
+            if a._self_update is not None:
+                if isinstance(e.func, ir.Attr) and isinstance(e.func.obj, ir.Name):
+                    env[e.func.obj.id] = a._self_update
+                else:
+                    raise Unsupported("unsupported: calling a mutating method on something "
+                                      "other than a plain variable", e.loc)
+            for i, new in a._arg_updates.items():
+                if i < len(e.args) and isinstance(e.args[i], ir.Name):
+                    env[e.args[i].id] = new
+        a._self_update = None
+        a._arg_updates = {}
+        return v
+
+
+def _walk_stmts(stmts: tuple) -> Iterator[Any]:
+    for s in stmts:
+        yield s
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, tuple):
+                yield from _walk_stmts(sub)
+
+
+def _as_tuple(v: Any) -> tuple:
+    if isinstance(v, (tuple, list)):
+        return tuple(v)
+    if isinstance(v, range):
+        return tuple(v)
+    return (v,)
+
+
+def _reads_count(kernel: ir.Kernel) -> bool:
+    """Does the kernel read ``.count`` of a state or handle?  If not, states drop it, so
+    that persistent loops reach a repeating state."""
+    for e in ir.walk_exprs(kernel.body):
+        if isinstance(e, ir.Attr) and e.name == "count":
+            return True
+    return False
+
+
+def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None) -> CompiledKernel:
+    """Specialise ``kernel`` for every warp of every CTA of one cluster."""
+    info = _static_eval_launch(kernel, overrides or {})
+    comp = _Compiler(kernel, info)
+    progs = []
+    for cta in range(info.cluster_size):
+        for warp in range(info.num_warps):
+            progs.append(comp.compile_agent(cta, warp))
+    decls = tuple(d for d, _ in comp.decls.values())
+    return CompiledKernel(info, tuple(progs), decls, tuple(sorted(comp.named_ids)),
+                          kernel.loc.file)

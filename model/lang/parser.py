@@ -1,0 +1,427 @@
+"""Parse ``.pipe`` files (grammar: ``spec/pipe.lark``) into the kernel IR.
+
+Parse errors name the file, line and column and list what was expected there.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any, Optional
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.indenter import Indenter
+
+from .. import ir
+from ..errors import ConfigError
+
+
+class _PipeIndenter(Indenter):
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("pipeproof.spec").joinpath("pipe.lark").read_text()
+    return Lark(grammar, parser="lalr", postlex=_PipeIndenter(), propagate_positions=True,
+                maybe_placeholders=True)
+
+
+_TOKEN_WORDS = {
+    "_NL": "end of line", "_INDENT": "an indented block", "_DEDENT": "end of block",
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "LPAR": "'('",
+    "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','",
+    "EQUAL": "'='", "DOT": "'.'", "$END": "end of file", "DEF": "'def'", "AT": "'@'",
+}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    words = sorted({_TOKEN_WORDS.get(t, t.lower().replace("_", " ") if t.isupper() else t)
+                    for t in expected})
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words)
+
+
+class _ToIR(Transformer):
+    def __init__(self, filename: str):
+        super().__init__()
+        self.filename = filename
+
+    def _loc(self, meta: Any) -> ir.Loc:
+        line = getattr(meta, "line", 0) or 0
+        col = getattr(meta, "column", 0) or 0
+        return ir.Loc(self.filename, line, col)
+
+    def _tok_loc(self, tok: Token) -> ir.Loc:
+        return ir.Loc(self.filename, tok.line or 0, tok.column or 0)
+
+    # ---- file and kernel
+    def start(self, items: list) -> ir.Kernel:
+        kernels = [i for i in items if isinstance(i, ir.Kernel)]
+        return kernels[0]
+
+    def import_stmt(self, items: list) -> None:
+        return None
+
+    def import_names(self, items: list) -> None:
+        return None
+
+    def dotted_name(self, items: list) -> str:
+        return ".".join(str(t) for t in items)
+
+    @v_args(meta=True)
+    def decorator(self, meta: Any, items: list) -> str:
+        return items[0]
+
+    @v_args(meta=True)
+    def kernel_def(self, meta: Any, items: list) -> ir.Kernel:
+        # items: decorators..., NAME, parameters|None, returns|None, suite
+        idx = 0
+        while isinstance(items[idx], str) and not isinstance(items[idx], Token):
+            idx += 1
+        name = items[idx]
+        params = items[idx + 1] or ()
+        body = items[-1]
+        return ir.Kernel(str(name), tuple(params), tuple(body), self._loc(meta))
+
+    def parameters(self, items: list) -> tuple:
+        return tuple(p for p in items if p is not None)
+
+    @v_args(meta=True)
+    def param(self, meta: Any, items: list) -> ir.Param:
+        name, _annotation, default = items
+        return ir.Param(str(name), default, self._loc(meta))
+
+    def suite(self, items: list) -> tuple:
+        out: list = []
+        for it in items:
+            if isinstance(it, list):
+                out.extend(it)
+            elif it is not None:
+                out.append(it)
+        return tuple(out)
+
+    def simple_stmt(self, items: list) -> list:
+        return [i for i in items if i is not None]
+
+    # ---- simple statements
+    @v_args(meta=True)
+    def assign_stmt(self, meta: Any, items: list) -> ir.Assign:
+        targets, value = items
+        names, unpack = targets
+        return ir.Assign(names, value, unpack, self._loc(meta))
+
+    def targets(self, items: list) -> tuple:
+        exprs = [t for t in items if t is not None]
+        unpack = len(exprs) > 1
+        if len(exprs) == 1 and isinstance(exprs[0], ir.TupleExpr):
+            exprs, unpack = list(exprs[0].elts), True
+        names = []
+        for e in exprs:
+            if not isinstance(e, ir.Name):
+                raise ConfigError("only names can be assigned to (a = ..., or a, b = ...)",
+                                  getattr(e, "loc", None))
+            names.append(e.id)
+        return tuple(names), unpack
+
+    @v_args(meta=True)
+    def augassign_stmt(self, meta: Any, items: list) -> ir.AugAssign:
+        name, op, value = items
+        return ir.AugAssign(str(name), str(op)[:-1], value, self._loc(meta))
+
+    @v_args(meta=True)
+    def expr_stmt(self, meta: Any, items: list) -> ir.ExprStmt:
+        return ir.ExprStmt(items[0], self._loc(meta))
+
+    @v_args(meta=True)
+    def pass_stmt(self, meta: Any, items: list) -> ir.Pass:
+        return ir.Pass(self._loc(meta))
+
+    @v_args(meta=True)
+    def break_stmt(self, meta: Any, items: list) -> ir.Break:
+        return ir.Break(self._loc(meta))
+
+    @v_args(meta=True)
+    def continue_stmt(self, meta: Any, items: list) -> ir.Continue:
+        return ir.Continue(self._loc(meta))
+
+    @v_args(meta=True)
+    def return_stmt(self, meta: Any, items: list) -> ir.Return:
+        if items and items[0] is not None:
+            raise ConfigError("a kernel body cannot return a value", self._loc(meta))
+        return ir.Return(self._loc(meta))
+
+    # ---- compound statements
+    @v_args(meta=True)
+    def if_stmt(self, meta: Any, items: list) -> ir.If:
+        cond, body = items[0], items[1]
+        rest = items[2:]
+        else_body: tuple = ()
+        if rest and rest[-1] is not None and isinstance(rest[-1], tuple) and rest[-1][:1] == ("else",):
+            else_body = rest[-1][1]
+        elifs = [r for r in rest if isinstance(r, tuple) and r[:1] == ("elif",)]
+        for _tag, econd, ebody, eloc in reversed(elifs):
+            else_body = (ir.If(econd, ebody, else_body, eloc),)
+        return ir.If(cond, body, else_body, self._loc(meta))
+
+    @v_args(meta=True)
+    def elif_clause(self, meta: Any, items: list) -> tuple:
+        return ("elif", items[0], items[1], self._loc(meta))
+
+    def else_clause(self, items: list) -> tuple:
+        return ("else", items[0])
+
+    @v_args(meta=True)
+    def for_stmt(self, meta: Any, items: list) -> ir.For:
+        var, it, body = items
+        loc = self._loc(meta)
+        if not (isinstance(it, ir.Call) and isinstance(it.func, ir.Name)
+                and it.func.id == "range" and not it.kwargs and 1 <= len(it.args) <= 3):
+            raise ConfigError("a for loop must iterate over range(stop), range(start, stop) "
+                              "or range(start, stop, step)", getattr(it, "loc", loc))
+        args = it.args
+        if len(args) == 1:
+            start, stop, step = ir.Const(0), args[0], ir.Const(1)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], ir.Const(1)
+        else:
+            start, stop, step = args
+        return ir.For(str(var), start, stop, step, body, loc)
+
+    @v_args(meta=True)
+    def while_stmt(self, meta: Any, items: list) -> ir.While:
+        return ir.While(items[0], items[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def with_stmt(self, meta: Any, items: list) -> Any:
+        ctx, alias, body = items
+        loc = self._loc(meta)
+        if alias is not None:
+            raise ConfigError("'with ... as NAME' is not supported", loc)
+        if isinstance(ctx, ir.Call) and isinstance(ctx.func, ir.Name) and ctx.func.id == "role":
+            return _role_block(ctx, body, loc)
+        return ir.With(ctx, body, loc)
+
+    # ---- expressions
+    @v_args(meta=True)
+    def ifexp(self, meta: Any, items: list) -> ir.IfExp:
+        then, cond, orelse = items
+        return ir.IfExp(cond, then, orelse, self._loc(meta))
+
+    @v_args(meta=True)
+    def or_test(self, meta: Any, items: list) -> ir.BoolOp:
+        return ir.BoolOp("or", tuple(items), self._loc(meta))
+
+    @v_args(meta=True)
+    def and_test(self, meta: Any, items: list) -> ir.BoolOp:
+        return ir.BoolOp("and", tuple(items), self._loc(meta))
+
+    @v_args(meta=True)
+    def not_op(self, meta: Any, items: list) -> ir.UnaryOp:
+        return ir.UnaryOp("not", items[0], self._loc(meta))
+
+    def comp_op(self, items: list) -> str:
+        return " ".join(str(t) for t in items)
+
+    @v_args(meta=True)
+    def comparison(self, meta: Any, items: list) -> Any:
+        loc = self._loc(meta)
+        parts = []
+        left = items[0]
+        for i in range(1, len(items), 2):
+            op, right = items[i], items[i + 1]
+            parts.append(ir.Compare(op, left, right, loc))
+            left = right
+        return parts[0] if len(parts) == 1 else ir.BoolOp("and", tuple(parts), loc)
+
+    def _binchain(self, meta: Any, items: list, op: Optional[str] = None) -> Any:
+        loc = self._loc(meta)
+        left = items[0]
+        i = 1
+        while i < len(items):
+            if op is None:
+                o, right = str(items[i]), items[i + 1]
+                i += 2
+            else:
+                o, right = op, items[i]
+                i += 1
+            left = ir.BinOp(o, left, right, loc)
+        return left
+
+    @v_args(meta=True)
+    def bor_expr(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items, "|")
+
+    @v_args(meta=True)
+    def xor_expr(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items, "^")
+
+    @v_args(meta=True)
+    def band_expr(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items, "&")
+
+    @v_args(meta=True)
+    def shift_expr(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items)
+
+    @v_args(meta=True)
+    def arith_expr(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items)
+
+    @v_args(meta=True)
+    def term(self, meta: Any, items: list) -> Any:
+        return self._binchain(meta, items)
+
+    @v_args(meta=True)
+    def power(self, meta: Any, items: list) -> Any:
+        return ir.BinOp("**", items[0], items[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def unary(self, meta: Any, items: list) -> Any:
+        op, operand = items
+        if str(op) == "-" and isinstance(operand, ir.Const) and isinstance(operand.value, int):
+            return ir.Const(-operand.value, self._loc(meta))
+        return ir.UnaryOp(str(op), operand, self._loc(meta))
+
+    @v_args(meta=True)
+    def call(self, meta: Any, items: list) -> ir.Call:
+        func, args = items
+        pos, kw = [], []
+        for a in args or ():
+            if isinstance(a, tuple) and len(a) == 3 and a[0] == "kw":
+                kw.append((a[1], a[2]))
+            else:
+                if kw:
+                    raise ConfigError("positional argument after keyword argument",
+                                      self._loc(meta))
+                pos.append(a)
+        return ir.Call(func, tuple(pos), tuple(kw), self._loc(meta))
+
+    def arguments(self, items: list) -> list:
+        return [i for i in items if i is not None]
+
+    def kwarg(self, items: list) -> tuple:
+        return ("kw", str(items[0]), items[1])
+
+    @v_args(meta=True)
+    def subscript(self, meta: Any, items: list) -> ir.Subscript:
+        return ir.Subscript(items[0], items[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def attr(self, meta: Any, items: list) -> ir.Attr:
+        return ir.Attr(items[0], str(items[1]), self._loc(meta))
+
+    @v_args(meta=True)
+    def name(self, meta: Any, items: list) -> ir.Name:
+        return ir.Name(str(items[0]), self._loc(meta))
+
+    @v_args(meta=True)
+    def number(self, meta: Any, items: list) -> ir.Const:
+        return ir.Const(int(str(items[0]).replace("_", ""), 0), self._loc(meta))
+
+    @v_args(meta=True)
+    def string(self, meta: Any, items: list) -> ir.Const:
+        s = str(items[0])
+        return ir.Const(s[1:-1], self._loc(meta))
+
+    @v_args(meta=True)
+    def true(self, meta: Any, items: list) -> ir.Const:
+        return ir.Const(True, self._loc(meta))
+
+    @v_args(meta=True)
+    def false(self, meta: Any, items: list) -> ir.Const:
+        return ir.Const(False, self._loc(meta))
+
+    @v_args(meta=True)
+    def none(self, meta: Any, items: list) -> ir.Const:
+        return ir.Const(None, self._loc(meta))
+
+    @v_args(meta=True)
+    def empty_tuple(self, meta: Any, items: list) -> ir.TupleExpr:
+        return ir.TupleExpr((), self._loc(meta))
+
+    @v_args(meta=True)
+    def tuple(self, meta: Any, items: list) -> ir.TupleExpr:
+        return ir.TupleExpr(tuple(i for i in items if i is not None), self._loc(meta))
+
+    @v_args(meta=True)
+    def list(self, meta: Any, items: list) -> ir.ListExpr:
+        return ir.ListExpr(tuple(i for i in items if i is not None), self._loc(meta))
+
+
+def _role_block(call: ir.Call, body: tuple, loc: ir.Loc) -> ir.RoleBlock:
+    kw = dict(call.kwargs)
+    args = list(call.args)
+    name: Optional[str] = None
+    if args and isinstance(args[0], ir.Const) and isinstance(args[0].value, str):
+        name = args.pop(0).value
+    if "name" in kw:
+        n = kw.pop("name")
+        if not (isinstance(n, ir.Const) and isinstance(n.value, str)):
+            raise ConfigError("role name must be a string", n.loc)
+        name = n.value
+    if name is None:
+        raise ConfigError('a role needs a name: with role("producer", warps=[0]):', loc)
+    warps = kw.pop("warps", None) or (args.pop(0) if args else None)
+    if warps is None:
+        raise ConfigError(f"role {name!r} needs warps=[...]", loc)
+    ctas = kw.pop("ctas", None)
+    if args or kw:
+        extra = ", ".join(list(kw) + [f"positional #{i}" for i in range(len(args))])
+        raise ConfigError(f"role {name!r}: unexpected argument(s) {extra}; "
+                          "expected role(name, warps=..., ctas=...)", loc)
+    return ir.RoleBlock(name, warps, ctas, body, loc)
+
+
+def parse(text: str, filename: str = "<string>") -> ir.Kernel:
+    """Parse the text of a ``.pipe`` file into a ``Kernel``; raise ``ConfigError``."""
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedCharacters as e:
+        raise ConfigError(
+            f"unexpected character {text[e.pos_in_stream]!r}"
+            + (f"; expected {_describe_expected(e.allowed)}" if e.allowed else ""),
+            ir.Loc(filename, e.line, e.column)) from None
+    except UnexpectedToken as e:
+        tok = e.token
+        what = "end of file" if tok.type == "$END" else (
+            "end of line" if tok.type == "_NL" else
+            "an indented block" if tok.type == "_INDENT" else
+            "end of block" if tok.type == "_DEDENT" else repr(str(tok)))
+        line = tok.line if tok.line is not None else e.line
+        col = tok.column if tok.column is not None else e.column
+        raise ConfigError(f"unexpected {what}; expected {_describe_expected(e.expected)}",
+                          ir.Loc(filename, line or 0, col or 0)) from None
+    except UnexpectedInput as e:  # pragma: no cover - other lark errors
+        raise ConfigError(f"syntax error: {e}", ir.Loc(filename, e.line, e.column)) from None
+    except ConfigError:
+        raise
+    try:
+        kernel = _ToIR(filename).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, ConfigError):
+            raise e.orig_exc from None
+        raise
+    if not isinstance(kernel, ir.Kernel):
+        raise ConfigError("the file does not define a kernel (def NAME(...):)",
+                          ir.Loc(filename, 1, 1))
+    return ir.Kernel(kernel.name, kernel.params, kernel.body, kernel.loc, text)
+
+
+def parse_file(path: str | Path) -> ir.Kernel:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read {p}: {e.strerror}", ir.Loc(str(p))) from None
+    return parse(text, str(p))

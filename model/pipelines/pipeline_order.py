@@ -1,0 +1,72 @@
+"""``PipelineOrder``: a token passed round-robin between ``length`` groups
+(``cutlass/pipeline/sm90.py``; C++ ``OrderedSequenceBarrier``; research note 6.5).
+
+``depth * length`` barriers, all counting ``arrive_count(producer_group)``; the barrier of
+(stage ``d``, group ``g``) is at ``d * length + g``.  Each group holds its own
+``PipelineState(depth)`` starting at phase 1 for group 0 (it holds the token) and 0 for
+the others.  ``wait()`` waits on its own barrier; ``arrive()`` arrives -- every calling
+thread, no election -- on the next group's barrier and advances the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..mbarrier import PHASE_MOD
+from ..pipeline_state import PipelineStateVal
+from .base import ArrayDecl, PipelineBase, PipelineDecl, create_effects, emit_arrive, emit_wait, group_count
+
+
+@dataclass(frozen=True)
+class PipelineOrder(PipelineBase):
+    length: int = 1
+    group_id: int = 0
+    state: PipelineStateVal = None  # type: ignore[assignment]
+
+    CLASS = "PipelineOrder"
+
+    @classmethod
+    def create(cls, cx: Any, var: str, kw: dict) -> "PipelineOrder":
+        depth = cx.need_int(kw, "depth", minimum=1)
+        length = cx.need_int(kw, "length", minimum=1)
+        group_id = cx.need_int(kw, "group_id", minimum=0)
+        if group_id >= length:
+            cx.error(f"group_id {group_id} is outside [0, length={length})")
+        count = group_count(cx, cx.need(kw, "producer_group"), "producer_group")
+        kw.pop("barrier_storage", None)
+        kw.pop("name", None)
+        defer = bool(kw.pop("defer_sync", False))
+        cx.no_more_kwargs(kw, f"{cls.CLASS}.create")
+        decl = cx.register(PipelineDecl(var, cls.CLASS, depth,
+                                        (ArrayDecl("bar", depth * length, count),),
+                                        f"{var}.none", "cta"))
+        ghost = PHASE_MOD - 1 if group_id == 0 else 0
+        state = PipelineStateVal(depth, 0, ghost, 0 if cx.track_count else None)
+        obj = cls(decl, cx.cta, length, group_id, state)
+        create_effects(cx, decl, defer)
+        return obj
+
+    def attribute(self, cx: Any, name: str) -> Any:
+        if name == "state":
+            return self.state
+        if name == "group_id":
+            return self.group_id
+        return super().attribute(cx, name)
+
+    def m_get_barrier_for_current_stage_idx(self, cx: Any, group_id: Any) -> Any:
+        from .pipeline_async import BarrierPtr
+
+        return BarrierPtr(self.bar("bar", self.state.index * self.length + int(group_id)))
+
+    def m_wait(self, cx: Any) -> None:
+        st = self.state
+        emit_wait(cx, self.bar("bar", st.index * self.length + self.group_id), st,
+                  f"{self.decl.var}.wait() group {self.group_id} ({st.describe()})")
+
+    def m_arrive(self, cx: Any) -> None:
+        st = self.state
+        nxt = (self.group_id + 1) % self.length
+        emit_arrive(cx, [(self.bar("bar", st.index * self.length + nxt), len(cx.lanes), 0)],
+                    f"{self.decl.var}.arrive() group {self.group_id} -> group {nxt}")
+        cx.set_self(replace(self, state=st.advance()))

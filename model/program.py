@@ -1,0 +1,419 @@
+"""Instructions of compiled agents: the PTX-level effect vocabulary of the pipelines.
+
+The compiler (``model/compile.py``) specialises the kernel body for every warp of every
+CTA.  Pipeline methods lower to these instructions in ``model/pipelines/``; the
+transition system (``model/system.py``) gives them meaning; the PTX emitter lowers the
+same instructions to PTX and GPU traces name them.  Operands are static: the compiler
+has already evaluated stage indices, parities, CTA ranks, counts and masks for the warp
+that runs the program (loops are unrolled until their state repeats).
+
+Three kinds of instructions:
+
+* synchronisation instructions (``Wait``, ``Arrive``, ``TmaLoad``, ...): one step of the
+  warp in the transition system each;
+* ghost effects (``GhostEffect``): bookkeeping of who reads or writes which stage buffer;
+  they carry the data-race checks and run atomically with the synchronisation
+  instruction they belong to (``pre`` effects run just before it, ``post`` just after);
+* control (``Jump``, ``Branch``, ``SetLocal``, ``Exit``): local to the warp.
+
+Terminology follows the research note ``cutlass-pipeline-semantics.md`` section 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from .ir import NOLOC, Loc
+
+
+@dataclass(frozen=True, order=True)
+class BarRef:
+    """An mbarrier: stage ``stage`` of barrier array ``array`` in CTA ``cta``."""
+
+    cta: int
+    array: str
+    stage: int
+
+    def __str__(self) -> str:
+        return f"{self.array}[{self.stage}]@cta{self.cta}"
+
+
+@dataclass(frozen=True, order=True)
+class BufRef:
+    """A stage buffer of a pipeline (smem tile, TMEM accumulator, CLC response)."""
+
+    cta: int
+    buffer: str
+    stage: int
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{self.stage}]@cta{self.cta}"
+
+
+# Data tags (ghost): which fill of a buffer a write produces and a read expects.  A tag is
+# the full-barrier phase (mod 4) the data belongs to; when only the parity of a state is
+# known (FlashAttention's *_w_index_phase methods) it is PARITY_TAG + parity and is
+# compared modulo 2.  NO_DATA is the stamp of a buffer never written.
+PARITY_TAG = 4
+NO_DATA = -1
+
+
+def tags_match(stamp: int, tag: int) -> bool:
+    if stamp == NO_DATA or tag == NO_DATA:
+        return False
+    if stamp >= PARITY_TAG or tag >= PARITY_TAG:
+        return (stamp % 2) == (tag % 2)
+    return stamp == tag
+
+
+# --------------------------------------------------------------------------- ghost effects
+
+
+@dataclass(frozen=True)
+class GhostEffect:
+    """Ghost bookkeeping on a stage buffer.
+
+    ``kind``:
+      * ``read``: the data must be complete and of fill ``tag`` (else read-before-full);
+      * ``hold``/``unhold``: a reader starts/stops owning the buffer;
+      * ``write_begin``: a writer starts (no reader may own it: overwrite-before-release);
+      * ``write_end``: the write is complete and visible; the buffer holds fill ``tag``;
+      * ``dirty``/``clean``: generic-proxy writes not yet followed by ``fence.proxy.async``;
+      * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty.
+    """
+
+    kind: str
+    buf: BufRef
+    tag: int = NO_DATA
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.buf}" + (f" (fill {self.tag})" if self.tag != NO_DATA else "")
+
+
+# --------------------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True)
+class Instr:
+    """Common fields: source location, a label in the user's words, ghost effects."""
+
+    loc: Loc = field(default=NOLOC, compare=False)
+    label: str = field(default="", compare=False)
+    pre: tuple[GhostEffect, ...] = ()
+    post: tuple[GhostEffect, ...] = ()
+
+    @property
+    def is_sync(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Nop(Instr):
+    """A step that only carries ghost effects (e.g. a ``read`` at the start of a role)."""
+
+
+@dataclass(frozen=True)
+class Wait(Instr):
+    """``mbarrier.try_wait.parity`` in a loop until it returns True (a blocking wait).
+
+    ``ghost`` is the phase (mod 4) the waiter means, when the compiler knows it; it
+    drives the stale-parity check.
+    """
+
+    bar: BarRef = None  # type: ignore[assignment]
+    parity: int = 0
+    ghost: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TryWait(Instr):
+    """One ``try_wait.parity`` (or ``test_wait`` when ``test``): result into local ``dest``."""
+
+    bar: BarRef = None  # type: ignore[assignment]
+    parity: int = 0
+    ghost: Optional[int] = None
+    dest: str = ""
+    test: bool = False
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One destination of an arrive instruction: ``count`` arrivals and ``tx`` bytes expected."""
+
+    bar: BarRef
+    count: int = 1
+    tx: int = 0
+
+
+@dataclass(frozen=True)
+class Arrive(Instr):
+    """``mbarrier.arrive{.expect_tx}`` by the active lanes of one warp.
+
+    Lanes that target the same barrier are summed into one ``Arrival``; a lane targeting
+    another CTA does a remote arrive (``mapa`` + ``.shared::cluster``).
+    """
+
+    arrivals: tuple[Arrival, ...] = ()
+    drop: bool = False
+
+
+@dataclass(frozen=True)
+class ExpectTx(Instr):
+    """Bare ``mbarrier.expect_tx`` (no arrival)."""
+
+    bar: BarRef = None  # type: ignore[assignment]
+    tx: int = 0
+
+
+@dataclass(frozen=True)
+class CompleteTx(Instr):
+    """Explicit ``mbarrier.complete_tx`` (synchronous, used by tests and emulation)."""
+
+    bar: BarRef = None  # type: ignore[assignment]
+    tx: int = 0
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Where one destination of an asynchronous copy lands."""
+
+    bar: BarRef
+    bytes: int
+    buf: Optional[BufRef]
+    tag: int = NO_DATA
+
+
+@dataclass(frozen=True)
+class TmaLoad(Instr):
+    """``cp.async.bulk{.tensor}...mbarrier::complete_tx::bytes{.multicast::cluster}``.
+
+    Each delivery completes on its own, in any order, any time after issue: its bytes
+    land in ``buf`` and a ``complete_tx(bytes)`` hits ``bar``.  ``kind`` is "tma" or
+    "clc" (a CLC ``try_cancel`` response, 16 bytes, whose validity is chosen at issue).
+    """
+
+    deliveries: tuple[Delivery, ...] = ()
+    kind: str = "tma"
+
+
+@dataclass(frozen=True)
+class CpAsync(Instr):
+    """``cp.async`` copies by the active lanes into ``buf`` (tracked per warp, in order)."""
+
+    buf: BufRef = None  # type: ignore[assignment]
+    tag: int = NO_DATA
+
+
+@dataclass(frozen=True)
+class CpAsyncArrive(Instr):
+    """``cp.async.mbarrier.arrive{.noinc}`` by ``count`` lanes: deferred until the warp's
+    earlier cp.async copies complete; without ``.noinc`` pending is raised at issue."""
+
+    bar: BarRef = None  # type: ignore[assignment]
+    count: int = 1
+    noinc: bool = True
+    effects: tuple[GhostEffect, ...] = ()
+
+
+@dataclass(frozen=True)
+class UmmaCommit(Instr):
+    """``tcgen05.commit...mbarrier::arrive::one{.multicast::cluster}``: one deferred arrive on
+    each barrier once the warp's earlier tcgen05 operations complete.  ``effects`` are ghost
+    effects (end of MMA reads of stage buffers, end of accumulator writes) performed when it
+    fires."""
+
+    bars: tuple[BarRef, ...] = ()
+    effects: tuple[GhostEffect, ...] = ()
+
+
+@dataclass(frozen=True)
+class TmaStore(Instr):
+    """``cp.async.bulk.tensor`` store from smem ``buf`` (reads it asynchronously)."""
+
+    buf: BufRef = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class BulkCommit(Instr):
+    """``cp.async.bulk.commit_group``: close this warp's pending stores into a group."""
+
+
+@dataclass(frozen=True)
+class BulkWaitRead(Instr):
+    """``cp.async.bulk.wait_group.read n``: block until at most ``n`` groups still read smem."""
+
+    n: int = 0
+
+
+@dataclass(frozen=True)
+class NamedBarrierOp(Instr):
+    """``bar.sync``/``bar.arrive`` (``barrier.sync``/``barrier.arrive`` when unaligned).
+
+    ``count`` None means all threads of the CTA (``__syncthreads``).  A sync is two steps
+    in the model: the arrival, then waiting for the generation to complete (``NamedWait``).
+    """
+
+    id: int = 0
+    count: Optional[int] = None
+    sync: bool = True
+    aligned: bool = True
+
+
+@dataclass(frozen=True)
+class NamedWait(Instr):
+    """Second half of ``bar.sync``: wait until the generation this warp arrived in completes."""
+
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class ClusterArrive(Instr):
+    """``barrier.cluster.arrive{.relaxed}``."""
+
+    relaxed: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterWait(Instr):
+    """``barrier.cluster.wait``."""
+
+
+@dataclass(frozen=True)
+class MbarInit(Instr):
+    """``mbarrier.init`` of every stage of the listed barrier arrays (one elected lane)."""
+
+    arrays: tuple[tuple[str, int], ...] = ()  # (array name, arrival count)
+    cta: int = 0
+
+
+@dataclass(frozen=True)
+class FenceMbarInit(Instr):
+    """``fence.mbarrier_init.release.cluster``: releases this warp's earlier inits."""
+
+    cta: int = 0
+
+
+@dataclass(frozen=True)
+class Fail(Instr):
+    """A misuse the compiler found statically; reaching it is a violation."""
+
+    prop: str = ""
+    message: str = ""
+
+
+# --------------------------------------------------------------------------- control
+
+
+@dataclass(frozen=True)
+class Jump(Instr):
+    target: int = 0
+
+    @property
+    def is_sync(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Branch(Instr):
+    """Branch on a dynamic local value (a try_wait token, a CLC response)."""
+
+    cond: Any = None  # a DynExpr
+    then: int = 0
+    orelse: int = 0
+
+    @property
+    def is_sync(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class SetLocal(Instr):
+    dest: str = ""
+    value: Any = None  # a DynExpr
+
+    @property
+    def is_sync(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Exit(Instr):
+    """The warp leaves the kernel."""
+
+
+# --------------------------------------------------------------------------- dynamic values
+
+
+@dataclass(frozen=True)
+class DynExpr:
+    """An expression over the warp's dynamic locals (``op`` in local/const/not/and/or/eq/ne/
+    lt/le/add/sub).  Static parts were folded by the compiler."""
+
+    op: str
+    args: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        if self.op == "local":
+            return str(self.args[0])
+        if self.op == "const":
+            return repr(self.args[0])
+        if self.op == "not":
+            return f"not {self.args[0]}"
+        return f"({f' {self.op} '.join(str(a) for a in self.args)})"
+
+
+def dyn_local(name: str) -> DynExpr:
+    return DynExpr("local", (name,))
+
+
+def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
+    """Evaluate a dynamic expression with value interface ``V``; ``get(name)`` reads a local."""
+    op, a = e.op, e.args
+    if op == "local":
+        return get(a[0])
+    if op == "const":
+        return a[0]
+    vals = [eval_dyn(V, x, get) for x in a]
+    if op == "not":
+        return V.not_(V.ne(vals[0], 0)) if not isinstance(vals[0], bool) else V.not_(vals[0])
+    if op == "and":
+        return V.and_(*[V.ne(v, 0) for v in vals])
+    if op == "or":
+        return V.or_(*[V.ne(v, 0) for v in vals])
+    if op == "eq":
+        return V.eq(vals[0], vals[1])
+    if op == "ne":
+        return V.ne(vals[0], vals[1])
+    if op == "lt":
+        return V.lt(vals[0], vals[1])
+    if op == "le":
+        return V.le(vals[0], vals[1])
+    if op == "add":
+        return vals[0] + vals[1]
+    if op == "sub":
+        return vals[0] - vals[1]
+    if op == "truth":
+        return V.ne(vals[0], 0)
+    raise ValueError(f"unknown dynamic operator {op}")
+
+
+SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
+                  CpAsyncArrive, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
+                  NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
+                  FenceMbarInit, Fail, Exit]
+
+
+@dataclass(frozen=True)
+class AgentProgram:
+    """The compiled program of one warp of one CTA."""
+
+    cta: int
+    warp: int
+    role: str
+    code: tuple[Instr, ...]
+    locals: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"cta{self.cta}.w{self.warp}"

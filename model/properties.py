@@ -1,0 +1,59 @@
+"""Names of everything that can go wrong, in the user's words.
+
+Each transition function of the model returns, next to the successor state, a list of
+``Check(condition, prop, detail)``: ``condition`` is a value of the value interface that
+is true exactly when the step goes wrong.  Engines evaluate it (concretely or as a z3
+term); they never decide on their own what is a violation.
+
+The catalogue with longer explanations and sources lives in ``spec/properties.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Prop:
+    """Property identifiers (stable strings: they appear in verdicts, JSON and tests)."""
+
+    # data races on stage buffers (ghost state, spec/semantics.md "buffers")
+    READ_BEFORE_FULL = "read-before-full"
+    OVERWRITE_BEFORE_RELEASE = "overwrite-before-release"
+    # mbarrier undefined behaviour (PTX ISA 9.7.13.15 mbarrier)
+    USE_BEFORE_INIT = "use-before-init"
+    DOUBLE_INIT = "double-init"
+    ARRIVAL_OVERFLOW = "arrival-overflow"
+    TX_OVERFLOW = "tx-overflow"
+    COUNT_OUT_OF_RANGE = "count-out-of-range"
+    ARRIVE_DROP_TO_ZERO = "arrive-drop-to-zero"
+    UNSPECIFIED_EXPECT_TX = "unspecified-expect-tx"
+    STALE_PARITY = "stale-parity"
+    PHASE_OVERRUN = "phase-overrun"
+    REMOTE_WAIT = "remote-wait"
+    # liveness
+    DEADLOCK = "deadlock"
+    STARVATION = "starvation"
+    # lifetime of CTAs and asynchronous work
+    DANGLING_ARRIVE_AT_EXIT = "dangling-arrive-at-exit"
+    REMOTE_OP_TO_EXITED_CTA = "remote-op-to-exited-cta"
+    MASK_OUTSIDE_CLUSTER = "mask-outside-cluster"
+    # other barriers
+    NAMED_BARRIER_MISUSE = "named-barrier-misuse"
+    CLUSTER_BARRIER_MISUSE = "cluster-barrier-misuse"
+    # API discipline
+    ROLE_MISUSE = "role-misuse"
+    ELECT_MISUSE = "elect-misuse"
+    MISSING_PROXY_FENCE = "missing-proxy-fence"
+
+
+ALL_PROPERTIES: tuple[str, ...] = tuple(
+    v for k, v in vars(Prop).items() if not k.startswith("_") and isinstance(v, str)
+)
+
+
+class Check(NamedTuple):
+    """``condition`` true means the step violates ``prop``; ``detail`` says how, in words."""
+
+    condition: Any
+    prop: str
+    detail: str

@@ -1,0 +1,746 @@
+"""The transition system of a compiled kernel.
+
+State: one flat vector of slots (``StateLayout``): per warp its program counter, dynamic
+locals and barrier bookkeeping; per mbarrier its phase, pending and expected counts,
+tx-count and ``observed`` ghost; per barrier array its init visibility; per stage buffer
+its ghost (writes in progress, fill stamp, owners, unfenced generic writes, CLC response
+validity); named and cluster barriers; and the asynchronous work in flight.
+
+Agents: every warp of every CTA (``AgentProgram``), plus *environment agents* for
+asynchronous hardware -- each in-flight TMA/CLC delivery, each warp's tcgen05 and
+cp.async completion queue and its bulk-store groups -- which complete
+nondeterministically, so late completions are explored rather than assumed away.
+
+One step of a warp is one synchronisation instruction together with the ghost effects
+attached to it and the local control flow that follows, up to its next synchronisation
+instruction.  All rules are written once, against the value interface ``V`` and a state
+accessor ``S``: the explicit engine runs them on Python ints, the BMC engine on z3 terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from . import mbarrier as mb
+from .compile import CompiledKernel
+from .groups import WARP_SIZE
+from .mbarrier import MBarrier
+from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
+                      BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait, CompleteTx,
+                      CpAsync, CpAsyncArrive, ExpectTx, Exit, Fail, FenceMbarInit,
+                      GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
+                      SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
+from .properties import Check, Prop
+
+#: program counter of a warp that has exited
+DONE = -1
+#: a read that needs complete data of any fill (a CLC response)
+ANY_FILL = -2
+
+# init visibility of a barrier array (per CTA)
+UNINIT, INIT_PRIVATE, VIS_CTA, VIS_CLUSTER = 0, 1, 2, 3
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass
+class AgentInfo:
+    index: int
+    program: AgentProgram
+    name: str
+    role: str
+    pc: int = 0
+    locals: dict[str, int] = field(default_factory=dict)
+    nbw: int = 0     # generation of the named barrier this warp is waiting on
+    cgen: int = 0    # cluster-barrier generation at this warp's arrive (-1: not arrived)
+    carr: int = 0    # 1 while this warp has arrived at the cluster barrier
+    qtc: int = 0     # tcgen05 commit queue (tuple of pcs)
+    qcp: int = 0     # cp.async queue (tuple of (kind, pc))
+    qbs: int = 0     # bulk stores not yet committed (tuple of pcs)
+    qbg: int = 0     # committed bulk-store groups (tuple of tuples of pcs)
+
+    @property
+    def cta(self) -> int:
+        return self.program.cta
+
+    @property
+    def warp(self) -> int:
+        return self.program.warp
+
+
+BAR_FIELDS = mb.FIELDS  # phase pending expected tx observed
+BUF_FIELDS = ("wip", "stamp", "rd", "dirty", "val")
+ARR_FIELDS = ("ivis", "fenced", "rel_cta", "rel_clu")
+NB_FIELDS = ("arrived", "expected", "gen")
+
+
+class StateLayout:
+    """Slot allocation.  ``names[i]`` describes slot ``i`` (for traces)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.init: list[Any] = []
+
+    def alloc(self, name: str, init: Any) -> int:
+        self.names.append(name)
+        self.init.append(init)
+        return len(self.names) - 1
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class ConcreteState:
+    """State accessor over a Python list (the explicit engine's representation)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, values: Iterable[Any]):
+        self.v = list(values)
+
+    def get(self, i: int) -> Any:
+        return self.v[i]
+
+    def set(self, i: int, x: Any) -> None:
+        self.v[i] = x
+
+    def freeze(self) -> tuple:
+        return tuple(self.v)
+
+
+@dataclass
+class Outcome:
+    """Result of executing one step: enabled (a value), checks, and a description."""
+
+    enabled: Any
+    checks: list[Check]
+    what: str = ""
+
+
+class System:
+    """The transition system of one cluster of a compiled kernel."""
+
+    def __init__(self, compiled: CompiledKernel):
+        self.compiled = compiled
+        self.info = compiled.info
+        self.layout = L = StateLayout()
+        self.agents: list[AgentInfo] = []
+        self.agents_of_cta: dict[int, list[int]] = {}
+        for i, prog in enumerate(compiled.programs):
+            name = f"cta{prog.cta}.w{prog.warp}"
+            ag = AgentInfo(i, prog, name, prog.role or "idle")
+            ag.pc = L.alloc(f"{name}.pc", 0)
+            for loc in prog.locals:
+                ag.locals[loc] = L.alloc(f"{name}.{loc}", 0)
+            ag.nbw = L.alloc(f"{name}.nbgen", 0)
+            ag.cgen = L.alloc(f"{name}.cgen", -1)
+            ag.carr = L.alloc(f"{name}.carrived", 0)
+            ag.qtc = L.alloc(f"{name}.tcgen05_queue", ())
+            ag.qcp = L.alloc(f"{name}.cp_async_queue", ())
+            ag.qbs = L.alloc(f"{name}.bulk_pending", ())
+            ag.qbg = L.alloc(f"{name}.bulk_groups", ())
+            self.agents.append(ag)
+            self.agents_of_cta.setdefault(prog.cta, []).append(i)
+        self.init_agent = {c: next(i for i in idx if self.agents[i].warp == 0)
+                           for c, idx in self.agents_of_cta.items()}
+        # barriers, arrays, buffers
+        self.bar: dict[BarRef, int] = {}
+        self.arr: dict[tuple[int, str], int] = {}
+        self.buf: dict[BufRef, int] = {}
+        self.arrays_of_cta: dict[int, list[str]] = {}
+        for cta in range(self.info.cluster_size):
+            for d in compiled.pipelines:
+                for a in d.arrays:
+                    name = f"{d.var}.{a.name}"
+                    base = L.alloc(f"{name}@cta{cta}.ivis", UNINIT)
+                    for f in ARR_FIELDS[1:]:
+                        L.alloc(f"{name}@cta{cta}.{f}", 0)
+                    self.arr[(cta, name)] = base
+                    self.arrays_of_cta.setdefault(cta, []).append(name)
+                    for s in range(a.stages):
+                        ref = BarRef(cta, name, s)
+                        b0 = None
+                        for f, init in zip(BAR_FIELDS, mb.UNINITIALISED):
+                            k = L.alloc(f"{ref}.{f}", init)
+                            b0 = k if b0 is None else b0
+                        self.bar[ref] = b0  # type: ignore[assignment]
+                for s in range(d.stages):
+                    ref = BufRef(cta, d.buffer, s)
+                    b0 = None
+                    for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0)):
+                        k = L.alloc(f"{ref}.{f}", init)
+                        b0 = k if b0 is None else b0
+                    self.buf[ref] = b0  # type: ignore[assignment]
+        self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
+        # named barriers: per (cta, id): arrived, expected, gen, then one flag per warp
+        self.nb: dict[tuple[int, int], int] = {}
+        self.nbflag: dict[tuple[int, int, int], int] = {}
+        for cta in range(self.info.cluster_size):
+            for bid in compiled.named_barrier_ids:
+                if not 0 <= bid <= 15:
+                    continue
+                base = L.alloc(f"named{bid}@cta{cta}.arrived", 0)
+                L.alloc(f"named{bid}@cta{cta}.expected", 0)
+                L.alloc(f"named{bid}@cta{cta}.gen", 0)
+                self.nb[(cta, bid)] = base
+                for i in self.agents_of_cta.get(cta, []):
+                    w = self.agents[i].warp
+                    self.nbflag[(cta, bid, w)] = L.alloc(f"named{bid}@cta{cta}.w{w}", 0)
+        self.cluster_gen = L.alloc("cluster_barrier.gen", 0)
+        self.pool = L.alloc("in_flight", ())
+        self.clc_failed = {c: L.alloc(f"cta{c}.clc_failed_seen", 0)
+                           for c in range(self.info.cluster_size)}
+        self.n = len(L)
+
+    # ---------------------------------------------------------------- basics
+
+    def initial_state(self) -> tuple:
+        return tuple(self.layout.init)
+
+    def code(self, a: int) -> tuple[Instr, ...]:
+        return self.agents[a].program.code
+
+    def done(self, V: Any, S: Any, a: int) -> Any:
+        return V.eq(S.get(self.agents[a].pc), DONE)
+
+    def exited(self, V: Any, S: Any, cta: int) -> Any:
+        return V.and_(*[self.done(V, S, a) for a in self.agents_of_cta[cta]])
+
+    def read_bar(self, S: Any, ref: BarRef) -> MBarrier:
+        b = self.bar[ref]
+        return MBarrier(S.get(b), S.get(b + 1), S.get(b + 2), S.get(b + 3), S.get(b + 4))
+
+    def write_bar(self, S: Any, ref: BarRef, v: MBarrier) -> None:
+        b = self.bar[ref]
+        for i, x in enumerate(v):
+            S.set(b + i, x)
+
+    def _bar_ref(self, ref: BarRef, checks: list[Check], V: Any) -> bool:
+        """Is this barrier declared?  (A reference to an unknown one is a model error.)"""
+        if ref not in self.bar:
+            checks.append(Check(True, Prop.MASK_OUTSIDE_CLUSTER,
+                                f"{ref} does not exist (CTA outside the cluster?)"))
+            return False
+        return True
+
+    # ---------------------------------------------------------------- init visibility
+
+    def use_check(self, V: Any, S: Any, ref: BarRef, user_cta: Optional[int],
+                  user_agent: Optional[int], what: str) -> Check:
+        """A barrier may be used only once its init is visible to the user.
+
+        CTA-local threads need the init ordered before them by a CTA barrier (or to be
+        the initialising warp); another CTA's threads and asynchronous units of another
+        CTA need ``fence.mbarrier_init`` (or a release) plus a cluster barrier
+        (research note 5, PTX ISA ``fence.mbarrier_init``).  ``user_cta`` None stands for
+        an asynchronous unit acting for the barrier's own CTA.
+        """
+        ivis = S.get(self.arr[(ref.cta, ref.array)])
+        if user_cta is not None and user_cta != ref.cta:
+            bad = V.ne(ivis, VIS_CLUSTER)
+            why = "its init is not yet visible to other CTAs (needs fence.mbarrier_init + " \
+                  "a cluster barrier)"
+        elif user_agent is not None and user_agent == self.init_agent.get(ref.cta):
+            bad = V.eq(ivis, UNINIT)
+            why = "it has not been initialised"
+        else:
+            bad = V.lt(ivis, VIS_CTA)
+            why = "its init is not yet visible (needs a CTA or cluster barrier after " \
+                  "mbarrier.init)"
+        return Check(bad, Prop.USE_BEFORE_INIT, f"{what} on {ref}: {why}")
+
+    # ---------------------------------------------------------------- ghost effects
+
+    def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: str) -> None:
+        b = self.buf.get(e.buf)
+        if b is None:
+            checks.append(Check(True, Prop.MASK_OUTSIDE_CLUSTER, f"{e.buf} does not exist"))
+            return
+        wip, stamp, rd, dirty = b, b + 1, b + 2, b + 3
+        k = e.kind
+        if k == "read":
+            checks.append(Check(V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
+                                f"{who} reads {e.buf} while a write to it is still in flight"))
+            st = S.get(stamp)
+            if e.tag == ANY_FILL:
+                bad = V.eq(st, NO_DATA)
+                msg = f"{who} reads {e.buf} before anything was written to it"
+            elif e.tag >= PARITY_TAG:
+                bad = V.or_(V.eq(st, NO_DATA), V.ne(V.mod(st, 2), e.tag % 2))
+                msg = f"{who} reads {e.buf} expecting a fill of parity {e.tag % 2}, " \
+                      "but it holds another (or nothing)"
+            else:
+                bad = V.or_(V.eq(st, NO_DATA),
+                            V.ite(V.le(PARITY_TAG, st), V.ne(V.mod(st, 2), e.tag % 2),
+                                  V.ne(st, e.tag)))
+                msg = f"{who} reads {e.buf} expecting fill {e.tag} (mod 4), but it holds " \
+                      "another fill or nothing"
+            checks.append(Check(bad, Prop.READ_BEFORE_FULL, msg))
+        elif k == "hold":
+            S.set(rd, S.get(rd) + 1)
+        elif k == "unhold":
+            S.set(rd, S.get(rd) - 1)
+        elif k == "write_begin":
+            checks.append(Check(V.lt(0, S.get(rd)), Prop.OVERWRITE_BEFORE_RELEASE,
+                                f"{who} starts writing {e.buf} while a consumer still owns it"))
+            S.set(wip, S.get(wip) + 1)
+        elif k == "write_end":
+            S.set(wip, S.get(wip) - 1)
+            S.set(stamp, e.tag)
+        elif k == "dirty":
+            S.set(dirty, S.get(dirty) + 1)
+        elif k == "clean":
+            S.set(dirty, S.get(dirty) - 1)
+        elif k == "async_read":
+            checks.append(Check(V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
+                                f"{who} reads {e.buf} (async proxy) while a write to it is "
+                                "still in progress"))
+            checks.append(Check(V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
+                                f"{who} reads {e.buf} through the async proxy after generic "
+                                "stores without fence.proxy.async"))
+            S.set(rd, S.get(rd) + 1)
+        else:  # pragma: no cover
+            raise ValueError(k)
+
+    # ---------------------------------------------------------------- mbarrier operations
+
+    def do_arrive(self, V: Any, S: Any, ref: BarRef, count: int, tx: int, checks: list[Check],
+                  user_cta: Optional[int], user_agent: Optional[int], what: str,
+                  drop: bool = False) -> None:
+        if not self._bar_ref(ref, checks, V):
+            return
+        checks.append(self.use_check(V, S, ref, user_cta, user_agent, what))
+        src_cta = user_cta
+        if src_cta is None or src_cta != ref.cta:
+            prop = Prop.REMOTE_OP_TO_EXITED_CTA if src_cta is not None else \
+                Prop.DANGLING_ARRIVE_AT_EXIT
+            checks.append(Check(self.exited(V, S, ref.cta), prop,
+                                f"{what} targets {ref} after CTA {ref.cta} exited"))
+        nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop)
+        checks.extend(_label(c, f"{what} on {ref}"))
+        self.write_bar(S, ref, nb)
+
+    def do_complete_tx(self, V: Any, S: Any, ref: BarRef, nbytes: int, checks: list[Check],
+                       src_cta: Optional[int], what: str) -> None:
+        if not self._bar_ref(ref, checks, V):
+            return
+        nb, c = mb.complete_tx(V, self.read_bar(S, ref), nbytes)
+        checks.extend(_label(c, f"{what} on {ref}"))
+        self.write_bar(S, ref, nb)
+
+    # ---------------------------------------------------------------- agent steps
+
+    def agent_choices(self, a: int, pc: int) -> int:
+        """How many nondeterministic outcomes the instruction at ``pc`` has."""
+        if pc == DONE:
+            return 0
+        ins = self.code(a)[pc]
+        if isinstance(ins, TmaLoad) and ins.kind == "clc":
+            return 2
+        return 1
+
+    def exec_agent(self, V: Any, S: Any, a: int, pc: int, choice: int = 0) -> Outcome:
+        """Execute warp ``a``'s instruction at ``pc`` (the state's pc must equal it)."""
+        ag = self.agents[a]
+        ins = self.code(a)[pc]
+        checks: list[Check] = []
+        who = f"{ag.name} ({ag.role})"
+        for e in ins.pre:
+            self.ghost(V, S, e, checks, who)
+        enabled: Any = True
+        nxt = pc + 1
+        t = type(ins)
+        if t is Wait:
+            if ins.bar.cta != ag.cta:
+                checks.append(Check(True, Prop.REMOTE_WAIT,
+                                    f"{who} waits on {ins.bar}, a barrier of another CTA"))
+            else:
+                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity"))
+                b = self.read_bar(S, ins.bar)
+                done = mb.wait_done(V, b, ins.parity)
+                if ins.ghost is not None:
+                    stale = mb.stale_check(V, b, ins.ghost)
+                    checks.append(Check(stale.condition, stale.prop,
+                                        f"{who} waits on {ins.bar} with parity {ins.parity}: "
+                                        + stale.detail))
+                    enabled = V.or_(done, stale.condition)
+                else:
+                    enabled = done
+                self.write_bar(S, ins.bar, mb.observe(V, b, done))
+        elif t is TryWait:
+            checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity"))
+            b = self.read_bar(S, ins.bar)
+            done = mb.wait_done(V, b, ins.parity)
+            if ins.ghost is not None:
+                stale = mb.stale_check(V, b, ins.ghost)
+                checks.append(Check(stale.condition, stale.prop,
+                                    f"{who} try_waits on {ins.bar}: " + stale.detail))
+            self.write_bar(S, ins.bar, mb.observe(V, b, done))
+            S.set(ag.locals[ins.dest], V.ite(done, 1, 0))
+        elif t is Arrive:
+            for arr in ins.arrivals:
+                self.do_arrive(V, S, arr.bar, arr.count, arr.tx, checks, ag.cta, a,
+                               f"{who} arrive", ins.drop)
+        elif t is ExpectTx:
+            if self._bar_ref(ins.bar, checks, V):
+                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "expect_tx"))
+                nb, c = mb.expect_tx(V, self.read_bar(S, ins.bar), ins.tx)
+                checks.extend(_label(c, f"{who} expect_tx on {ins.bar}"))
+                self.write_bar(S, ins.bar, nb)
+        elif t is CompleteTx:
+            if self._bar_ref(ins.bar, checks, V):
+                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "complete_tx"))
+                self.do_complete_tx(V, S, ins.bar, ins.tx, checks, ag.cta, f"{who} complete_tx")
+        elif t is TmaLoad:
+            if ins.kind == "clc":
+                checks.append(Check(V.eq(S.get(self.clc_failed[ag.cta]), 1), Prop.ROLE_MISUSE,
+                                    f"{who} issues another CLC try_cancel after observing a "
+                                    "failed response (undefined behaviour)"))
+            items = list(S.get(self.pool))
+            for d in range(len(ins.deliveries)):
+                items.append((a, pc, d, choice))
+            S.set(self.pool, tuple(sorted(items)))
+        elif t is CpAsync:
+            S.set(ag.qcp, S.get(ag.qcp) + (("c", pc),))
+        elif t is CpAsyncArrive:
+            if not ins.noinc and self._bar_ref(ins.bar, checks, V):
+                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "cp.async.mbarrier.arrive"))
+                b = self.read_bar(S, ins.bar)
+                for _ in range(ins.count):
+                    b, c = mb.increment_pending(V, b)
+                    checks.extend(_label(c, f"{who} cp.async.mbarrier.arrive on {ins.bar}"))
+                self.write_bar(S, ins.bar, b)
+            S.set(ag.qcp, S.get(ag.qcp) + (("a", pc),))
+        elif t is UmmaCommit:
+            S.set(ag.qtc, S.get(ag.qtc) + (pc,))
+        elif t is TmaStore:
+            S.set(ag.qbs, S.get(ag.qbs) + (pc,))
+        elif t is BulkCommit:
+            S.set(ag.qbg, S.get(ag.qbg) + (S.get(ag.qbs),))
+            S.set(ag.qbs, ())
+        elif t is BulkWaitRead:
+            enabled = V.le(len(S.get(ag.qbg)), ins.n)
+        elif t is NamedBarrierOp:
+            self._named_arrive(V, S, a, ins, checks, who)
+        elif t is NamedWait:
+            base = self.nb[(ag.cta, ins.id)]
+            enabled = V.ne(S.get(base + 2), S.get(ag.nbw))
+        elif t is ClusterArrive:
+            self._cluster_arrive(V, S, a, ins, checks, who)
+        elif t is ClusterWait:
+            cg = S.get(ag.cgen)
+            checks.append(Check(V.eq(cg, -1), Prop.CLUSTER_BARRIER_MISUSE,
+                                f"{who} waits on the cluster barrier without having arrived"))
+            enabled = V.or_(V.eq(cg, -1), V.ne(S.get(self.cluster_gen), cg))
+            S.set(ag.cgen, -1)
+        elif t is MbarInit:
+            for name, count in ins.arrays:
+                base = self.arr[(ins.cta, name)]
+                checks.append(Check(V.ne(S.get(base), UNINIT), Prop.DOUBLE_INIT,
+                                    f"{who} initialises {name}@cta{ins.cta} a second time"))
+                checks.extend(_label(mb.init_checks(V, count), f"{who} init {name}"))
+                S.set(base, INIT_PRIVATE)
+                for s in range(self.array_decl[name].stages):
+                    self.write_bar(S, BarRef(ins.cta, name, s), mb.init(count))
+        elif t is FenceMbarInit:
+            if a == self.init_agent.get(ag.cta):
+                for name in self.arrays_of_cta.get(ag.cta, []):
+                    base = self.arr[(ag.cta, name)]
+                    S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
+        elif t is Fail:
+            checks.append(Check(True, ins.prop, f"{who}: {ins.message}"))
+        elif t is Nop:
+            pass
+        elif t is Exit:
+            nxt = DONE
+        elif t is SetLocal:  # only reached as the first instruction of a program
+            pass
+        else:  # pragma: no cover
+            raise NotImplementedError(t.__name__)
+        for e in ins.post:
+            self.ghost(V, S, e, checks, who)
+        S.set(ag.pc, nxt)
+        if nxt == DONE:
+            self._after_exit(V, S, ag.cta, checks)
+        else:
+            self.run_local(V, S, a, checks)
+        return Outcome(enabled, checks, ins.label or type(ins).__name__)
+
+    def run_local(self, V: Any, S: Any, a: int, checks: list[Check]) -> None:
+        """Follow the warp's local control flow up to its next synchronisation instruction."""
+        ag = self.agents[a]
+        code = ag.program.code
+        pc = S.get(ag.pc)
+        steps = 0
+        while pc != DONE:
+            ins = code[pc]
+            t = type(ins)
+            if t is Jump:
+                pc = ins.target
+            elif t is Branch:
+                c = eval_dyn(V, ins.cond, lambda n: S.get(ag.locals[n]))
+                if not V.is_true(V.eq(c, c)) or getattr(V, "symbolic", False):
+                    raise NotImplementedError("symbolic branch")  # handled by the BMC engine
+                pc = ins.then if c else ins.orelse
+            elif t is SetLocal:
+                if ins.value.op == "response":
+                    buf = ins.value.args[0]
+                    val = S.get(self.buf[buf] + 4)
+                    for e in ins.pre:
+                        self.ghost(V, S, e, checks, f"{ag.name} ({ag.role})")
+                    S.set(self.clc_failed[ag.cta],
+                          V.ite(V.eq(val, 0), 1, S.get(self.clc_failed[ag.cta])))
+                    S.set(ag.locals[ins.dest], val)
+                else:
+                    S.set(ag.locals[ins.dest],
+                          eval_dyn(V, ins.value, lambda n: S.get(ag.locals[n])))
+                pc += 1
+            else:
+                break
+            steps += 1
+            if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
+                raise RuntimeError("local loop without synchronisation")
+        S.set(ag.pc, pc)
+
+    def _named_arrive(self, V: Any, S: Any, a: int, ins: NamedBarrierOp, checks: list[Check],
+                      who: str) -> None:
+        ag = self.agents[a]
+        base = self.nb[(ag.cta, ins.id)]
+        flag = self.nbflag[(ag.cta, ins.id, ag.warp)]
+        arrived, expected, gen = S.get(base), S.get(base + 1), S.get(base + 2)
+        if ins.count is not None:
+            want = ins.count
+            checks.append(Check(V.and_(V.ne(expected, 0), V.ne(expected, want)),
+                                Prop.NAMED_BARRIER_MISUSE,
+                                f"{who} arrives at named barrier {ins.id} with {want} threads "
+                                "while other warps of this generation used another count"))
+        else:
+            want = 0  # all threads of the CTA: completion counts non-exited warps
+        checks.append(Check(V.eq(S.get(flag), 1), Prop.NAMED_BARRIER_MISUSE,
+                            f"{who} arrives twice at named barrier {ins.id} in one generation"))
+        if ins.id == 0 or ins.count is None:
+            self._release_inits(V, S, a, "rel_cta")
+        S.set(flag, 1)
+        S.set(base, arrived + WARP_SIZE)
+        S.set(base + 1, V.ite(V.eq(expected, 0), want if want else -1, expected))
+        S.set(ag.nbw, gen)
+        self._named_complete(V, S, ag.cta, ins.id)
+
+    def _named_complete(self, V: Any, S: Any, cta: int, bid: int) -> None:
+        base = self.nb[(cta, bid)]
+        arrived, expected = S.get(base), S.get(base + 1)
+        live = 0
+        for i in self.agents_of_cta[cta]:
+            live = live + V.ite(self.done(V, S, i), 0, WARP_SIZE)
+        need = V.ite(V.eq(expected, -1), live, expected)
+        complete = V.and_(V.ne(expected, 0), V.le(need, arrived))
+        S.set(base, V.ite(complete, 0, arrived))
+        S.set(base + 1, V.ite(complete, 0, expected))
+        S.set(base + 2, V.ite(complete, 1 - S.get(base + 2), S.get(base + 2)))
+        for i in self.agents_of_cta[cta]:
+            f = self.nbflag[(cta, bid, self.agents[i].warp)]
+            S.set(f, V.ite(complete, 0, S.get(f)))
+        if bid == 0:
+            self._promote(V, S, complete, "rel_cta", VIS_CTA, [cta])
+
+    def _release_inits(self, V: Any, S: Any, a: int, which: str) -> None:
+        """The initialising warp's barrier arrival releases its earlier inits."""
+        ag = self.agents[a]
+        if a != self.init_agent.get(ag.cta):
+            return
+        off = ARR_FIELDS.index(which)
+        for name in self.arrays_of_cta.get(ag.cta, []):
+            base = self.arr[(ag.cta, name)]
+            S.set(base + off, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + off)))
+
+    def _promote(self, V: Any, S: Any, cond: Any, which: str, level: int,
+                 ctas: list[int]) -> None:
+        off = ARR_FIELDS.index(which)
+        for c in ctas:
+            for name in self.arrays_of_cta.get(c, []):
+                base = self.arr[(c, name)]
+                ok = V.and_(cond, V.eq(S.get(base + off), 1), V.lt(S.get(base), level),
+                            V.ne(S.get(base), UNINIT))
+                S.set(base, V.ite(ok, level, S.get(base)))
+
+    def _cluster_arrive(self, V: Any, S: Any, a: int, ins: ClusterArrive, checks: list[Check],
+                        who: str) -> None:
+        ag = self.agents[a]
+        checks.append(Check(V.eq(S.get(ag.carr), 1), Prop.CLUSTER_BARRIER_MISUSE,
+                            f"{who} arrives at the cluster barrier twice before waiting"))
+        if a == self.init_agent.get(ag.cta):
+            for name in self.arrays_of_cta.get(ag.cta, []):
+                base = self.arr[(ag.cta, name)]
+                released = V.ne(S.get(base), UNINIT) if not ins.relaxed else \
+                    V.and_(V.ne(S.get(base), UNINIT), V.eq(S.get(base + 1), 1))
+                S.set(base + 2, V.ite(released, 1, S.get(base + 2)))
+                S.set(base + 3, V.ite(released, 1, S.get(base + 3)))
+        S.set(ag.carr, 1)
+        S.set(ag.cgen, S.get(self.cluster_gen))
+        self._cluster_complete(V, S)
+
+    def _cluster_complete(self, V: Any, S: Any) -> None:
+        every = V.and_(*[V.or_(V.eq(S.get(ag.carr), 1), self.done(V, S, ag.index))
+                         for ag in self.agents])
+        anyone = V.or_(*[V.eq(S.get(ag.carr), 1) for ag in self.agents])
+        complete = V.and_(every, anyone)
+        g = S.get(self.cluster_gen)
+        S.set(self.cluster_gen, V.ite(complete, 1 - g, g))
+        for ag in self.agents:
+            S.set(ag.carr, V.ite(complete, 0, S.get(ag.carr)))
+        ctas = list(range(self.info.cluster_size))
+        self._promote(V, S, complete, "rel_clu", VIS_CLUSTER, ctas)
+        self._promote(V, S, complete, "rel_cta", VIS_CTA, ctas)
+
+    def _after_exit(self, V: Any, S: Any, cta: int, checks: list[Check]) -> None:
+        """An exit can complete barriers that count the CTA's (or cluster's) live threads."""
+        for (c, bid) in self.nb:
+            if c == cta:
+                self._named_complete(V, S, c, bid)
+        self._cluster_complete(V, S)
+
+    # ---------------------------------------------------------------- environment steps
+
+    def env_items(self, state: tuple) -> list[tuple]:
+        """Environment agents that can act in a concrete state."""
+        out: list[tuple] = []
+        seen = set()
+        for item in state[self.pool]:
+            if item not in seen:
+                seen.add(item)
+                out.append(("tma",) + item)
+        for ag in self.agents:
+            if state[ag.qtc]:
+                out.append(("tcgen05", ag.index))
+            if state[ag.qcp]:
+                out.append(("cp.async", ag.index))
+            if state[ag.qbg]:
+                out.append(("bulk", ag.index))
+        return out
+
+    def exec_env(self, V: Any, S: Any, item: tuple) -> Outcome:
+        kind = item[0]
+        checks: list[Check] = []
+        if kind == "tma":
+            _, a, pc, d, choice = item
+            ins = self.code(a)[pc]
+            dl = ins.deliveries[d]
+            items = list(S.get(self.pool))
+            items.remove((a, pc, d, choice))
+            S.set(self.pool, tuple(items))
+            src = self.agents[a].cta
+            what = ("CLC response" if ins.kind == "clc" else "TMA bytes") + \
+                f" from {self.agents[a].name}"
+            checks.append(Check(self.exited(V, S, dl.bar.cta),
+                                Prop.REMOTE_OP_TO_EXITED_CTA if dl.bar.cta != src
+                                else Prop.DANGLING_ARRIVE_AT_EXIT,
+                                f"{what} land in CTA {dl.bar.cta} after it exited"))
+            if dl.buf is not None:
+                checks.append(Check(self.exited(V, S, dl.buf.cta),
+                                    Prop.REMOTE_OP_TO_EXITED_CTA if dl.buf.cta != src
+                                    else Prop.DANGLING_ARRIVE_AT_EXIT,
+                                    f"{what} are written into CTA {dl.buf.cta} after it exited"))
+                self.ghost(V, S, GhostEffect("write_end", dl.buf, dl.tag), checks, what)
+                if ins.kind == "clc":
+                    S.set(self.buf[dl.buf] + 4, choice)
+            checks.append(self.use_check(V, S, dl.bar, src if dl.bar.cta != src else None,
+                                         None, "complete_tx"))
+            self.do_complete_tx(V, S, dl.bar, dl.bytes, checks, src, what)
+            label = f"{what}: {dl.bytes} B land in {dl.buf} -> complete_tx on {dl.bar}" \
+                if dl.buf is not None else f"{what}: complete_tx {dl.bytes} B on {dl.bar}"
+            if ins.kind == "clc":
+                label += " (response: " + ("valid tile" if choice else "no more work") + ")"
+            return Outcome(True, checks, label)
+        a = item[1]
+        ag = self.agents[a]
+        if kind == "tcgen05":
+            q = S.get(ag.qtc)
+            pc = q[0]
+            S.set(ag.qtc, q[1:])
+            ins = self.code(a)[pc]
+            what = f"tcgen05.commit of {ag.name}"
+            for e in ins.effects:
+                self.ghost(V, S, e, checks, what)
+            for bar in ins.bars:
+                self.do_arrive(V, S, bar, 1, 0, checks, None if bar.cta == ag.cta else ag.cta,
+                               None, what)
+            return Outcome(True, checks, f"{what} fires: arrive on "
+                           + ", ".join(str(b) for b in ins.bars))
+        if kind == "cp.async":
+            q = S.get(ag.qcp)
+            k, pc = q[0]
+            S.set(ag.qcp, q[1:])
+            ins = self.code(a)[pc]
+            if k == "c":
+                return Outcome(True, checks, f"cp.async copy of {ag.name} into {ins.buf} completes")
+            what = f"cp.async.mbarrier.arrive of {ag.name}"
+            for e in ins.effects:
+                self.ghost(V, S, e, checks, what)
+            self.do_arrive(V, S, ins.bar, ins.count, 0, checks, None, None, what)
+            return Outcome(True, checks, f"{what} fires on {ins.bar}")
+        if kind == "bulk":
+            groups = S.get(ag.qbg)
+            g = groups[0]
+            S.set(ag.qbg, groups[1:])
+            what = f"bulk store group of {ag.name}"
+            for pc in g:
+                ins = self.code(a)[pc]
+                checks.append(Check(self.exited(V, S, ins.buf.cta), Prop.DANGLING_ARRIVE_AT_EXIT,
+                                    f"{what} still reads {ins.buf} after its CTA exited"))
+                self.ghost(V, S, GhostEffect("unhold", ins.buf), checks, what)
+            return Outcome(True, checks, f"{what} finished reading shared memory")
+        raise ValueError(kind)  # pragma: no cover
+
+    def env_name(self, item: tuple) -> str:
+        kind = item[0]
+        if kind == "tma":
+            ins = self.code(item[1])[item[2]]
+            return "clc" if ins.kind == "clc" else "tma"
+        return kind
+
+    # ---------------------------------------------------------------- queries
+
+    def all_done(self, state: tuple) -> bool:
+        return all(state[ag.pc] == DONE for ag in self.agents)
+
+    def blocked_reason(self, state: tuple, a: int) -> str:
+        """Why warp ``a`` cannot move in ``state`` (for deadlock reports)."""
+        from .values import CONCRETE as V
+
+        ag = self.agents[a]
+        pc = state[ag.pc]
+        if pc == DONE:
+            return "exited"
+        ins = self.code(a)[pc]
+        S = ConcreteState(state)
+        if isinstance(ins, Wait):
+            b = self.read_bar(S, ins.bar)
+            missing = []
+            if b.pending > 0:
+                missing.append(f"{b.pending} of {b.expected} arrivals")
+            if b.tx > 0:
+                missing.append(f"{b.tx} bytes of tx")
+            if b.tx < 0:
+                missing.append(f"an expect_tx of {-b.tx} bytes")
+            miss = (" -- still missing " + " and ".join(missing)) if missing else ""
+            return (f"waits on {ins.bar} for parity {ins.parity} (barrier in phase "
+                    f"{b.phase} mod 4, parity {b.phase % 2}){miss}")
+        if isinstance(ins, NamedWait):
+            base = self.nb[(ag.cta, ins.id)]
+            return (f"waits at named barrier {ins.id} ({state[base]} threads arrived of "
+                    f"{state[base + 1] if state[base + 1] > 0 else 'all live'})")
+        if isinstance(ins, ClusterWait):
+            missing = [g.name for g in self.agents
+                       if state[g.carr] == 0 and state[g.pc] != DONE]
+            return "waits at the cluster barrier for " + ", ".join(missing[:8]) + \
+                (" ..." if len(missing) > 8 else "")
+        if isinstance(ins, BulkWaitRead):
+            return (f"waits for bulk stores (cp.async.bulk.wait_group.read {ins.n}; "
+                    f"{len(state[ag.qbg])} groups outstanding)")
+        return f"at {ins.label or type(ins).__name__}"
+
+
+def _label(checks: list[Check], prefix: str) -> list[Check]:
+    return [Check(c.condition, c.prop, f"{prefix}: {c.detail}") for c in checks]
