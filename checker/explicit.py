@@ -15,7 +15,7 @@ import tracemalloc
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
-from ..model.system import DONE, ConcreteState, System
+from ..model.system import BULK_MARK, DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .packed import PackedState, Packer
 from .trace import BarrierChange, Event, Trace
@@ -55,7 +55,6 @@ class Explorer:
                 if not out.enabled:
                     break
                 yield ("a", a, choice), S.freeze(), _first_violation(out.checks)
-        flat_pool = None
         for item in self._env_items(state):
             S = PackedState(self.packer, state)
             out = sysm.exec_env(V, S, item)
@@ -75,7 +74,7 @@ class Explorer:
                 out.append(("tcgen05", ag.index))
             if get(ag.qcp):
                 out.append(("cp.async", ag.index))
-            if get(ag.qbg):
+            if BULK_MARK in get(ag.qbs):
                 out.append(("bulk", ag.index))
         return out
 

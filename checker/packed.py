@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.system import QueueOps
+
 
 def component_of(name: str) -> str:
     """Group a slot name into its component ("cta0.w4.pc" -> "cta0.w4")."""
@@ -63,7 +65,7 @@ class Packer:
         return tuple(flat)
 
 
-class PackedState:
+class PackedState(QueueOps):
     """Copy-on-write accessor (the ``S`` of ``model.system``) over a packed state."""
 
     __slots__ = ("p", "state", "lists")

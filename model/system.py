@@ -37,6 +37,8 @@ from .properties import Check, Prop
 DONE = -1
 #: a read that needs complete data of any fill (a CLC response)
 ANY_FILL = -2
+#: commit-group marker in a warp's bulk-store queue
+BULK_MARK = -1
 
 # init visibility of a barrier array (per CTA)
 UNINIT, INIT_PRIVATE, VIS_CTA, VIS_CLUSTER = 0, 1, 2, 3
@@ -58,8 +60,7 @@ class AgentInfo:
     carr: int = 0    # 1 while this warp has arrived at the cluster barrier
     qtc: int = 0     # tcgen05 commit queue (tuple of pcs)
     qcp: int = 0     # cp.async queue (tuple of (kind, pc))
-    qbs: int = 0     # bulk stores not yet committed (tuple of pcs)
-    qbg: int = 0     # committed bulk-store groups (tuple of tuples of pcs)
+    qbs: int = 0     # bulk stores and commit-group markers (BULK_MARK), in order
 
     @property
     def cta(self) -> int:
@@ -92,8 +93,42 @@ class StateLayout:
         return len(self.names)
 
 
-class ConcreteState:
-    """State accessor over a Python list (the explicit engine's representation)."""
+class QueueOps:
+    """Queue and multiset operations of a state accessor, over tuple-valued slots.
+
+    Accessors provide ``get(slot)`` and ``set(slot, value)``.  Asynchronous work in
+    flight lives in *queue slots* (a warp's tcgen05 commits, cp.async copies and
+    arrives, bulk stores and group markers, in issue order) and in the *pool* slot (a
+    multiset of TMA/CLC deliveries).  Concrete accessors keep them as tuples (this
+    mixin); a symbolic accessor encodes them with fixed-size vectors and overrides these
+    methods, so the rules of ``System`` are written once.
+    """
+
+    def q_push(self, slot: int, x: Any) -> None:
+        self.set(slot, self.get(slot) + (x,))
+
+    def q_pop(self, slot: int) -> Any:
+        q = self.get(slot)
+        self.set(slot, q[1:])
+        return q[0]
+
+    def q_len(self, slot: int) -> Any:
+        return len(self.get(slot))
+
+    def q_count(self, slot: int, x: Any) -> Any:
+        return self.get(slot).count(x)
+
+    def pool_add(self, slot: int, item: tuple) -> None:
+        self.set(slot, tuple(sorted(self.get(slot) + (item,))))
+
+    def pool_remove(self, slot: int, item: tuple) -> None:
+        items = list(self.get(slot))
+        items.remove(item)
+        self.set(slot, tuple(items))
+
+
+class ConcreteState(QueueOps):
+    """State accessor over a Python list (replay, tests)."""
 
     __slots__ = ("v",)
 
@@ -139,8 +174,7 @@ class System:
             ag.carr = L.alloc(f"{name}.carrived", 0)
             ag.qtc = L.alloc(f"{name}.tcgen05_queue", ())
             ag.qcp = L.alloc(f"{name}.cp_async_queue", ())
-            ag.qbs = L.alloc(f"{name}.bulk_pending", ())
-            ag.qbg = L.alloc(f"{name}.bulk_groups", ())
+            ag.qbs = L.alloc(f"{name}.bulk_queue", ())
             self.agents.append(ag)
             self.agents_of_cta.setdefault(prog.cta, []).append(i)
         self.init_agent = {c: next(i for i in idx if self.agents[i].warp == 0)
@@ -398,12 +432,10 @@ class System:
                 checks.append(Check(V.eq(S.get(self.clc_failed[ag.cta]), 1), Prop.ROLE_MISUSE,
                                     f"{who} issues another CLC try_cancel after observing a "
                                     "failed response (undefined behaviour)"))
-            items = list(S.get(self.pool))
             for d in range(len(ins.deliveries)):
-                items.append((a, pc, d, choice))
-            S.set(self.pool, tuple(sorted(items)))
+                S.pool_add(self.pool, (a, pc, d, choice))
         elif t is CpAsync:
-            S.set(ag.qcp, S.get(ag.qcp) + (("c", pc),))
+            S.q_push(ag.qcp, pc)
         elif t is CpAsyncArrive:
             if not ins.noinc and self._bar_ref(ins.bar, checks, V):
                 checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "cp.async.mbarrier.arrive"))
@@ -412,16 +444,15 @@ class System:
                     b, c = mb.increment_pending(V, b)
                     checks.extend(_label(c, f"{who} cp.async.mbarrier.arrive on {ins.bar}"))
                 self.write_bar(S, ins.bar, b)
-            S.set(ag.qcp, S.get(ag.qcp) + (("a", pc),))
+            S.q_push(ag.qcp, pc)
         elif t is UmmaCommit:
-            S.set(ag.qtc, S.get(ag.qtc) + (pc,))
+            S.q_push(ag.qtc, pc)
         elif t is TmaStore:
-            S.set(ag.qbs, S.get(ag.qbs) + (pc,))
+            S.q_push(ag.qbs, pc)
         elif t is BulkCommit:
-            S.set(ag.qbg, S.get(ag.qbg) + (S.get(ag.qbs),))
-            S.set(ag.qbs, ())
+            S.q_push(ag.qbs, BULK_MARK)
         elif t is BulkWaitRead:
-            enabled = V.le(len(S.get(ag.qbg)), ins.n)
+            enabled = V.le(S.q_count(ag.qbs, BULK_MARK), ins.n)
         elif t is NamedBarrierOp:
             self._named_arrive(V, S, a, ins, checks, who)
         elif t is NamedWait:
@@ -616,7 +647,7 @@ class System:
                 out.append(("tcgen05", ag.index))
             if state[ag.qcp]:
                 out.append(("cp.async", ag.index))
-            if state[ag.qbg]:
+            if BULK_MARK in state[ag.qbs]:
                 out.append(("bulk", ag.index))
         return out
 
@@ -627,9 +658,7 @@ class System:
             _, a, pc, d, choice = item
             ins = self.code(a)[pc]
             dl = ins.deliveries[d]
-            items = list(S.get(self.pool))
-            items.remove((a, pc, d, choice))
-            S.set(self.pool, tuple(items))
+            S.pool_remove(self.pool, (a, pc, d, choice))
             src = self.agents[a].cta
             what = ("CLC response" if ins.kind == "clc" else "TMA bytes") + \
                 f" from {self.agents[a].name}"
@@ -656,9 +685,7 @@ class System:
         a = item[1]
         ag = self.agents[a]
         if kind == "tcgen05":
-            q = S.get(ag.qtc)
-            pc = q[0]
-            S.set(ag.qtc, q[1:])
+            pc = S.q_pop(ag.qtc)
             ins = self.code(a)[pc]
             what = f"tcgen05.commit of {ag.name}"
             for e in ins.effects:
@@ -669,11 +696,9 @@ class System:
             return Outcome(True, checks, f"{what} fires: arrive on "
                            + ", ".join(str(b) for b in ins.bars))
         if kind == "cp.async":
-            q = S.get(ag.qcp)
-            k, pc = q[0]
-            S.set(ag.qcp, q[1:])
+            pc = S.q_pop(ag.qcp)
             ins = self.code(a)[pc]
-            if k == "c":
+            if isinstance(ins, CpAsync):
                 return Outcome(True, checks, f"cp.async copy of {ag.name} into {ins.buf} completes")
             what = f"cp.async.mbarrier.arrive of {ag.name}"
             for e in ins.effects:
@@ -681,17 +706,56 @@ class System:
             self.do_arrive(V, S, ins.bar, ins.count, 0, checks, None, None, what)
             return Outcome(True, checks, f"{what} fires on {ins.bar}")
         if kind == "bulk":
-            groups = S.get(ag.qbg)
-            g = groups[0]
-            S.set(ag.qbg, groups[1:])
             what = f"bulk store group of {ag.name}"
-            for pc in g:
+            for pc in self.bulk_group(S.get(ag.qbs)):
+                S.q_pop(ag.qbs)
                 ins = self.code(a)[pc]
                 checks.append(Check(self.exited(V, S, ins.buf.cta), Prop.DANGLING_ARRIVE_AT_EXIT,
                                     f"{what} still reads {ins.buf} after its CTA exited"))
                 self.ghost(V, S, GhostEffect("unhold", ins.buf), checks, what)
+            S.q_pop(ag.qbs)  # the group's marker
             return Outcome(True, checks, f"{what} finished reading shared memory")
         raise ValueError(kind)  # pragma: no cover
+
+    @staticmethod
+    def bulk_group(queue: tuple) -> tuple:
+        """The stores of the oldest committed group (concrete queues only)."""
+        out = []
+        for x in queue:
+            if x == BULK_MARK:
+                return tuple(out)
+            out.append(x)
+        return ()
+
+    def static_env_items(self) -> list[tuple]:
+        """Every environment agent that can ever exist (for symbolic engines)."""
+        out: list[tuple] = []
+        for ag in self.agents:
+            code = ag.program.code
+            for pc, ins in enumerate(code):
+                if isinstance(ins, TmaLoad):
+                    for d in range(len(ins.deliveries)):
+                        for choice in range(2 if ins.kind == "clc" else 1):
+                            out.append(("tma", ag.index, pc, d, choice))
+            if any(isinstance(i, UmmaCommit) for i in code):
+                out.append(("tcgen05", ag.index))
+            if any(isinstance(i, (CpAsync, CpAsyncArrive)) for i in code):
+                out.append(("cp.async", ag.index))
+            if any(isinstance(i, TmaStore) for i in code):
+                out.append(("bulk", ag.index))
+        return out
+
+    def env_enabled(self, V: Any, S: Any, item: tuple) -> Any:
+        """Is environment agent ``item`` able to act (symbolic engines)?"""
+        kind = item[0]
+        if kind == "tma":
+            return V.lt(0, S.q_count(self.pool, item[1:]))
+        ag = self.agents[item[1]]
+        if kind == "tcgen05":
+            return V.lt(0, S.q_len(ag.qtc))
+        if kind == "cp.async":
+            return V.lt(0, S.q_len(ag.qcp))
+        return V.lt(0, S.q_count(ag.qbs, BULK_MARK))
 
     def env_name(self, item: tuple) -> str:
         kind = item[0]
@@ -738,7 +802,7 @@ class System:
                 (" ..." if len(missing) > 8 else "")
         if isinstance(ins, BulkWaitRead):
             return (f"waits for bulk stores (cp.async.bulk.wait_group.read {ins.n}; "
-                    f"{len(state[ag.qbg])} groups outstanding)")
+                    f"{state[ag.qbs].count(BULK_MARK)} groups outstanding)")
         return f"at {ins.label or type(ins).__name__}"
 
 

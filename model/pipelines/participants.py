@@ -16,8 +16,20 @@ from typing import Any
 from ..pipeline_state import PipelineStateVal
 
 
+class _Dispatch:
+    """``obj.method(...)`` from .pipe code calls ``m_method``."""
+
+    def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
+        fn = getattr(self, "m_" + name, None)
+        if fn is None:
+            cx.error(f"{type(self).__name__} has no method {name}()")
+        while args and args[-1] is None:
+            args = args[:-1]
+        return fn(cx, *args, **kwargs)
+
+
 @dataclass(frozen=True)
-class Handle:
+class Handle(_Dispatch):
     """``ImmutableResourceHandle``: the pipeline and a clone of the state."""
 
     pipe: Any
@@ -53,7 +65,7 @@ class Handle:
 
 
 @dataclass(frozen=True)
-class PipelineProducer:
+class PipelineProducer(_Dispatch):
     pipe: Any
     state: PipelineStateVal
 
@@ -102,7 +114,7 @@ class PipelineProducer:
 
 
 @dataclass(frozen=True)
-class PipelineConsumer:
+class PipelineConsumer(_Dispatch):
     pipe: Any
     state: PipelineStateVal
 

@@ -20,3 +20,13 @@ def register(cls: type) -> type:
     if cls not in PIPELINE_CLASSES:
         PIPELINE_CLASSES.append(cls)
     return cls
+
+
+def _load_all() -> None:
+    """Import the class modules that register themselves."""
+    from . import (pipeline_async_umma, pipeline_clc_fetch_async,  # noqa: F401
+                   pipeline_cp_async, pipeline_tma_multi_consumers_async, pipeline_tma_umma,
+                   pipeline_umma_async)
+
+
+_load_all()

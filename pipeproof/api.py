@@ -1,0 +1,109 @@
+"""The library entry points: parse, compile and check a kernel skeleton.
+
+``check_file(path, params)`` and ``check_kernel(kernel_ir, params)`` return a
+``CheckResult``: the verdict plus what was checked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .checker.trace import render_text
+from .checker.verdict import UNKNOWN, Verdict
+from .model.compile import CompiledKernel, compile_kernel
+from .model.errors import ConfigError, Unsupported
+from .model.ir import Kernel
+from .model.lang.parser import parse, parse_file
+from .model.system import System
+
+
+@dataclass
+class CheckResult:
+    verdict: Verdict
+    kernel: str
+    file: str
+    params: dict[str, Any]
+    cluster: tuple[int, int, int]
+    warps: int
+    engine: str
+    compiled: Optional[CompiledKernel] = field(default=None, repr=False)
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status
+
+    @property
+    def prop(self) -> Optional[str]:
+        return self.verdict.prop
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.verdict.to_json()
+        d.update({"kernel": self.kernel, "file": self.file, "params": self.params,
+                  "cluster": list(self.cluster), "warps_per_cta": self.warps,
+                  "engine": self.engine})
+        return d
+
+    def render_text(self, explain: bool = False) -> str:
+        v = self.verdict
+        ps = ", ".join(f"{k}={x}" for k, x in self.params.items())
+        lines = [f"{self.file}: kernel {self.kernel}({ps}), cluster "
+                 f"{'x'.join(map(str, self.cluster))}, {self.warps} warps per CTA"]
+        lines.append(v.headline())
+        st = v.stats
+        if st.states:
+            lines.append(f"  engine {st.engine}: {st.states:,} states, {st.transitions:,} "
+                         f"transitions, {st.seconds:.2f} s")
+        if v.status == "VIOLATED" and v.trace is not None:
+            lines.append(f"  {v.reason}")
+            lines.append("")
+            lines.append(f"Counterexample ({len(v.trace)} steps):")
+            lines.append(render_text(v.trace))
+            if explain:
+                from .checker.explain import explain as _explain
+
+                lines.append("")
+                lines.append(_explain(v))
+        elif v.status == UNKNOWN and v.reason:
+            pass
+        return "\n".join(lines)
+
+
+def compile_file(path: str | Path, params: Optional[dict[str, Any]] = None) -> CompiledKernel:
+    return compile_kernel(parse_file(path), params or {})
+
+
+def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
+                 engine: str = "explicit", depth: Optional[int] = None,
+                 timeout: float = 600.0, max_states: int = 3_000_000,
+                 progress: Optional[Callable[[int, int, float], None]] = None,
+                 file: str = "") -> CheckResult:
+    params = dict(params or {})
+    compiled = compile_kernel(kernel, params)
+    info = compiled.info
+    system = System(compiled)
+    if engine == "explicit":
+        from .checker.explicit import check_explicit
+
+        verdict = check_explicit(system, max_states=max_states, timeout=timeout,
+                                 progress=progress)
+    else:
+        raise ConfigError(f"unknown engine {engine!r}")
+    return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
+                       info.cluster_shape, info.num_warps, engine, compiled)
+
+
+def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:
+    kernel = parse_file(path)
+    return check_kernel(kernel, params, file=str(path), **kw)
+
+
+def check_source(text: str, params: Optional[dict[str, Any]] = None, filename: str = "<string>",
+                 **kw: Any) -> CheckResult:
+    return check_kernel(parse(text, filename), params, file=filename, **kw)

@@ -1,0 +1,47 @@
+"""Shared fixtures.  GPU tests are marked ``gpu`` and skipped without a GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _have_gpu() -> bool:
+    try:
+        from cuda.bindings import driver  # type: ignore
+    except Exception:
+        return False
+    try:
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return False
+        err, n = driver.cuDeviceGetCount()
+        return int(err) == 0 and n > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    if os.environ.get("PIPEPROOF_GPU") == "1" or _have_gpu():
+        return
+    skip = pytest.mark.skip(reason="no NVIDIA GPU with cuda-python here (GPU tests run on a "
+                                   "GPU machine: PIPEPROOF_GPU=1 pytest -m gpu)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def examples_dir() -> Path:
+    return EXAMPLES
+
+
+@pytest.fixture
+def have_ptxas() -> bool:
+    return shutil.which("ptxas") is not None
