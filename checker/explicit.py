@@ -15,7 +15,7 @@ import tracemalloc
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
-from ..model.system import BULK_MARK, DONE, ConcreteState, System
+from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .packed import PackedState, Packer
 from .trace import BarrierChange, Event, Trace
@@ -61,22 +61,7 @@ class Explorer:
             yield ("e", item), S.freeze(), _first_violation(out.checks)
 
     def _env_items(self, state: tuple) -> list[tuple]:
-        sysm = self.sys
-        get = PackedState(self.packer, state).get
-        out: list[tuple] = []
-        seen = set()
-        for item in get(sysm.pool):
-            if item not in seen:
-                seen.add(item)
-                out.append(("tma",) + item)
-        for ag in sysm.agents:
-            if get(ag.qtc):
-                out.append(("tcgen05", ag.index))
-            if get(ag.qcp):
-                out.append(("cp.async", ag.index))
-            if BULK_MARK in get(ag.qbs):
-                out.append(("bulk", ag.index))
-        return out
+        return self.sys.env_items_of(PackedState(self.packer, state).get)
 
     def all_done(self, state: tuple) -> bool:
         return all(self.pc(state, a) == DONE for a in range(len(self.sys.agents)))

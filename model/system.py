@@ -115,6 +115,9 @@ class QueueOps:
     def q_len(self, slot: int) -> Any:
         return len(self.get(slot))
 
+    def q_head(self, slot: int) -> Any:
+        return self.get(slot)[0]
+
     def q_count(self, slot: int, x: Any) -> Any:
         return self.get(slot).count(x)
 
@@ -634,22 +637,32 @@ class System:
 
     # ---------------------------------------------------------------- environment steps
 
-    def env_items(self, state: tuple) -> list[tuple]:
-        """Environment agents that can act in a concrete state."""
+    def env_items_of(self, get: Callable[[int], Any]) -> list[tuple]:
+        """Environment agents that can act, given a concrete slot reader ``get``.
+
+        ``("tma", agent, pc, delivery, choice)`` for each TMA/CLC delivery in flight, and
+        ``(queue, agent, head)`` for the head of a warp's tcgen05, cp.async or bulk-store
+        queue (``head`` is the pc of the instruction at the head, or BULK_MARK)."""
         out: list[tuple] = []
         seen = set()
-        for item in state[self.pool]:
+        for item in get(self.pool):
             if item not in seen:
                 seen.add(item)
                 out.append(("tma",) + item)
         for ag in self.agents:
-            if state[ag.qtc]:
-                out.append(("tcgen05", ag.index))
-            if state[ag.qcp]:
-                out.append(("cp.async", ag.index))
-            if BULK_MARK in state[ag.qbs]:
-                out.append(("bulk", ag.index))
+            q = get(ag.qtc)
+            if q:
+                out.append(("tcgen05", ag.index, q[0]))
+            q = get(ag.qcp)
+            if q:
+                out.append(("cp.async", ag.index, q[0]))
+            q = get(ag.qbs)
+            if q and BULK_MARK in q:
+                out.append(("bulk", ag.index, q[0]))
         return out
+
+    def env_items(self, state: tuple) -> list[tuple]:
+        return self.env_items_of(lambda i: state[i])
 
     def exec_env(self, V: Any, S: Any, item: tuple) -> Outcome:
         kind = item[0]
@@ -682,11 +695,11 @@ class System:
             if ins.kind == "clc":
                 label += " (response: " + ("valid tile" if choice else "no more work") + ")"
             return Outcome(True, checks, label)
-        a = item[1]
+        a, head = item[1], item[2]
         ag = self.agents[a]
         if kind == "tcgen05":
-            pc = S.q_pop(ag.qtc)
-            ins = self.code(a)[pc]
+            S.q_pop(ag.qtc)
+            ins = self.code(a)[head]
             what = f"tcgen05.commit of {ag.name}"
             for e in ins.effects:
                 self.ghost(V, S, e, checks, what)
@@ -696,8 +709,8 @@ class System:
             return Outcome(True, checks, f"{what} fires: arrive on "
                            + ", ".join(str(b) for b in ins.bars))
         if kind == "cp.async":
-            pc = S.q_pop(ag.qcp)
-            ins = self.code(a)[pc]
+            S.q_pop(ag.qcp)
+            ins = self.code(a)[head]
             if isinstance(ins, CpAsync):
                 return Outcome(True, checks, f"cp.async copy of {ag.name} into {ins.buf} completes")
             what = f"cp.async.mbarrier.arrive of {ag.name}"
@@ -706,26 +719,16 @@ class System:
             self.do_arrive(V, S, ins.bar, ins.count, 0, checks, None, None, what)
             return Outcome(True, checks, f"{what} fires on {ins.bar}")
         if kind == "bulk":
-            what = f"bulk store group of {ag.name}"
-            for pc in self.bulk_group(S.get(ag.qbs)):
-                S.q_pop(ag.qbs)
-                ins = self.code(a)[pc]
-                checks.append(Check(self.exited(V, S, ins.buf.cta), Prop.DANGLING_ARRIVE_AT_EXIT,
-                                    f"{what} still reads {ins.buf} after its CTA exited"))
-                self.ghost(V, S, GhostEffect("unhold", ins.buf), checks, what)
-            S.q_pop(ag.qbs)  # the group's marker
-            return Outcome(True, checks, f"{what} finished reading shared memory")
+            S.q_pop(ag.qbs)
+            if head == BULK_MARK:
+                return Outcome(True, checks, f"bulk store group of {ag.name} complete")
+            ins = self.code(a)[head]
+            what = f"bulk store of {ag.name}"
+            checks.append(Check(self.exited(V, S, ins.buf.cta), Prop.DANGLING_ARRIVE_AT_EXIT,
+                                f"{what} still reads {ins.buf} after its CTA exited"))
+            self.ghost(V, S, GhostEffect("unhold", ins.buf), checks, what)
+            return Outcome(True, checks, f"{what} finished reading {ins.buf}")
         raise ValueError(kind)  # pragma: no cover
-
-    @staticmethod
-    def bulk_group(queue: tuple) -> tuple:
-        """The stores of the oldest committed group (concrete queues only)."""
-        out = []
-        for x in queue:
-            if x == BULK_MARK:
-                return tuple(out)
-            out.append(x)
-        return ()
 
     def static_env_items(self) -> list[tuple]:
         """Every environment agent that can ever exist (for symbolic engines)."""
@@ -737,25 +740,29 @@ class System:
                     for d in range(len(ins.deliveries)):
                         for choice in range(2 if ins.kind == "clc" else 1):
                             out.append(("tma", ag.index, pc, d, choice))
-            if any(isinstance(i, UmmaCommit) for i in code):
-                out.append(("tcgen05", ag.index))
-            if any(isinstance(i, (CpAsync, CpAsyncArrive)) for i in code):
-                out.append(("cp.async", ag.index))
+                elif isinstance(ins, UmmaCommit):
+                    out.append(("tcgen05", ag.index, pc))
+                elif isinstance(ins, (CpAsync, CpAsyncArrive)):
+                    out.append(("cp.async", ag.index, pc))
+                elif isinstance(ins, TmaStore):
+                    out.append(("bulk", ag.index, pc))
             if any(isinstance(i, TmaStore) for i in code):
-                out.append(("bulk", ag.index))
+                out.append(("bulk", ag.index, BULK_MARK))
         return out
 
     def env_enabled(self, V: Any, S: Any, item: tuple) -> Any:
-        """Is environment agent ``item`` able to act (symbolic engines)?"""
+        """Can environment agent ``item`` act?  (Symbolic engines; the concrete engine
+        enumerates ``env_items`` instead.)  A queue item needs its pc at the head; a bulk
+        group needs a committed group, i.e. a marker somewhere in the queue."""
         kind = item[0]
         if kind == "tma":
             return V.lt(0, S.q_count(self.pool, item[1:]))
         ag = self.agents[item[1]]
-        if kind == "tcgen05":
-            return V.lt(0, S.q_len(ag.qtc))
-        if kind == "cp.async":
-            return V.lt(0, S.q_len(ag.qcp))
-        return V.lt(0, S.q_count(ag.qbs, BULK_MARK))
+        slot = {"tcgen05": ag.qtc, "cp.async": ag.qcp, "bulk": ag.qbs}[kind]
+        head = V.and_(V.lt(0, S.q_len(slot)), V.eq(S.q_head(slot), item[2]))
+        if kind == "bulk":
+            return V.and_(head, V.lt(0, S.q_count(slot, BULK_MARK)))
+        return head
 
     def env_name(self, item: tuple) -> str:
         kind = item[0]
