@@ -131,8 +131,13 @@ def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, 
 
 
 def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
-                   progress: Optional[Callable[[int, int, float], None]] = None) -> Verdict:
-    """Exhaustive BFS; the first violation (or deadlock) found is a shortest one."""
+                   progress: Optional[Callable[[int, int, float], None]] = None,
+                   reduce: bool = True) -> Verdict:
+    """Exhaustive BFS; the first violation (or deadlock) found is a shortest one.
+
+    ``reduce`` enables state-space reductions that preserve every verdict and the length
+    of shortest counterexamples; ``reduce=False`` explores the full interleaving graph
+    (the reference for differential tests)."""
     t0 = time.perf_counter()
     tracemalloc_started = False
     ex = Explorer(system)
