@@ -49,6 +49,15 @@ class Event:
     kind: str = "agent"  # agent | env
     changes: tuple[BarrierChange, ...] = ()
     violation: Optional[str] = None
+    # Structured view of the operation (ARCHITECTURE.md: operation, pipeline, barrier,
+    # stage, phase/parity, bytes); filled from the instruction by ``instr_fields`` /
+    # ``env_fields``; empty where unknown (e.g. hand-written or older traces).
+    op: str = ""                  # PTX-level operation: wait, arrive, arrive.expect_tx, ...
+    pipeline: str = ""            # pipeline variable ("ab"), or "" for raw barriers
+    barrier: str = ""             # the barrier it waits on / signals ("ab.full[0]@cta0")
+    stage: Optional[int] = None   # pipeline stage (barrier or buffer index)
+    parity: Optional[int] = None  # wait parity (phase bit) for waits
+    tx: Optional[int] = None      # bytes expected or delivered
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -78,6 +87,122 @@ class Trace:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2)
+
+
+def _pipe_of(name: str) -> str:
+    """``"ab.full"`` -> ``"ab"``; array names are ``<pipeline var>.<array>``."""
+    return name.rsplit(".", 1)[0] if "." in name else ""
+
+
+def instr_fields(ins: Any) -> dict[str, Any]:
+    """The structured fields of an ``Event`` for one instruction of a warp
+    (``model/program.py``): operation, pipeline, barrier, stage, parity, bytes."""
+    from ..model import program as P
+
+    t = type(ins)
+    bar = getattr(ins, "bar", None)
+    if t is P.Wait:
+        return _bar_fields("wait", bar, parity=ins.parity)
+    if t is P.TryWait:
+        return _bar_fields("test_wait" if ins.test else "try_wait", bar, parity=ins.parity)
+    if t is P.Arrive:
+        tx = sum(a.tx for a in ins.arrivals)
+        op = ("arrive_drop" if ins.drop else "arrive") + (".expect_tx" if tx else "")
+        if not ins.arrivals:
+            return {"op": op}
+        d = _bar_fields(op, ins.arrivals[0].bar, tx=tx or None)
+        if len(ins.arrivals) > 1:
+            d["barrier"] = ", ".join(str(a.bar) for a in ins.arrivals)
+        return d
+    if t is P.ExpectTx:
+        return _bar_fields("expect_tx", bar, tx=ins.tx)
+    if t is P.CompleteTx:
+        return _bar_fields("complete_tx", bar, tx=ins.tx)
+    if t is P.TmaLoad:
+        op = "clc.try_cancel" if ins.kind == "clc" else "tma_load"
+        if not ins.deliveries:
+            return {"op": op}
+        d0 = ins.deliveries[0]
+        d = _bar_fields(op, d0.bar, tx=sum(x.bytes for x in ins.deliveries))
+        if d0.buf is not None:
+            d["stage"] = d0.buf.stage
+        if len(ins.deliveries) > 1:
+            d["barrier"] = ", ".join(sorted({str(x.bar) for x in ins.deliveries}))
+        return d
+    if t is P.CpAsync:
+        return {"op": "cp.async", "pipeline": _pipe_of(ins.buf.buffer), "stage": ins.buf.stage}
+    if t is P.CpAsyncArrive:
+        return _bar_fields("cp.async.mbarrier.arrive", bar)
+    if t is P.UmmaCommit:
+        if not ins.bars:
+            return {"op": "tcgen05.commit"}
+        d = _bar_fields("tcgen05.commit", ins.bars[0])
+        if len(ins.bars) > 1:
+            d["barrier"] = ", ".join(str(b) for b in ins.bars)
+        return d
+    if t is P.TmaStore:
+        return {"op": "tma_store", "pipeline": _pipe_of(ins.buf.buffer), "stage": ins.buf.stage}
+    if t is P.BulkCommit:
+        return {"op": "bulk.commit_group"}
+    if t is P.BulkWaitRead:
+        return {"op": f"bulk.wait_group.read {ins.n}"}
+    if t is P.NamedBarrierOp:
+        return {"op": ("bar.sync" if ins.sync else "bar.arrive") + f" {ins.id}"}
+    if t is P.NamedWait:
+        return {"op": f"bar.sync {ins.id} (wait)"}
+    if t is P.ClusterArrive:
+        return {"op": "barrier.cluster.arrive" + (".relaxed" if ins.relaxed else "")}
+    if t is P.ClusterWait:
+        return {"op": "barrier.cluster.wait"}
+    if t is P.MbarInit:
+        return {"op": "mbarrier.init"}
+    if t is P.FenceMbarInit:
+        return {"op": "fence.mbarrier_init"}
+    if t is P.Fail:
+        return {"op": "misuse"}
+    if t is P.Exit:
+        return {"op": "exit"}
+    if t is P.Nop:
+        return {"op": "ghost"}
+    return {"op": t.__name__}
+
+
+def env_fields(system: Any, item: tuple) -> dict[str, Any]:
+    """The structured fields of an ``Event`` for one step of an environment agent
+    (``model/system.py`` ``exec_env`` items)."""
+    kind = item[0]
+    if kind == "tma":
+        ins = system.code(item[1])[item[2]]
+        dl = ins.deliveries[item[3]]
+        d = _bar_fields("complete_tx", dl.bar, tx=dl.bytes)
+        if dl.buf is not None:
+            d["stage"] = dl.buf.stage
+        return d
+    ins = system.code(item[1])[item[2]] if item[2] >= 0 else None
+    if kind == "tcgen05" and ins is not None and getattr(ins, "bars", ()):
+        d = _bar_fields("tcgen05.commit arrive", ins.bars[0])
+        if len(ins.bars) > 1:
+            d["barrier"] = ", ".join(str(b) for b in ins.bars)
+        return d
+    if kind == "cp.async" and ins is not None:
+        if getattr(ins, "bar", None) is not None:
+            return _bar_fields("cp.async.mbarrier.arrive fires", ins.bar)
+        return {"op": "cp.async done", "pipeline": _pipe_of(ins.buf.buffer),
+                "stage": ins.buf.stage}
+    if kind == "bulk":
+        if ins is not None and getattr(ins, "buf", None) is not None:
+            return {"op": "bulk store read done", "pipeline": _pipe_of(ins.buf.buffer),
+                    "stage": ins.buf.stage}
+        return {"op": "bulk group done"}
+    return {"op": kind}
+
+
+def _bar_fields(op: str, bar: Any, parity: Optional[int] = None,
+                tx: Optional[int] = None) -> dict[str, Any]:
+    if bar is None:
+        return {"op": op}
+    return {"op": op, "pipeline": _pipe_of(bar.array), "barrier": str(bar),
+            "stage": bar.stage, "parity": parity, "tx": tx}
 
 
 def render_text(trace: Trace, max_width: int = 110) -> str:
