@@ -15,27 +15,76 @@ import tracemalloc
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
+from ..model.program import TmaLoad
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .packed import PackedState, Packer
-from .trace import BarrierChange, Event, Trace
+from .trace import BarrierChange, Event, Trace, env_fields, instr_fields
 from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
 
 V = CONCRETE
 
 
 class Explorer:
-    """Successor generation over packed states."""
+    """Successor generation over packed states.
 
-    def __init__(self, system: System):
+    With ``symmetry``, warps of one CTA that run identical programs (and issue no TMA,
+    whose in-flight deliveries name their issuer) are interchangeable: every state is
+    replaced by the representative whose per-warp components are sorted, which divides
+    the state space by up to n! for a group of n such warps.  Everything a warp owns --
+    its pc, locals, barrier bookkeeping and queues -- lives in its own component, so the
+    permutation is exact.
+    """
+
+    def __init__(self, system: System, symmetry: bool = True):
         self.sys = system
         flat = list(system.initial_state())
         S = ConcreteState(flat)
         for a in range(len(system.agents)):
             system.run_local(V, S, a, [])
         self.packer = Packer(system.layout.names, S.v)
-        self.initial = self.packer.initial
         self.pc_slots = [ag.pc for ag in system.agents]
+        self.agent_comp = [self.packer.where[ag.pc][0] for ag in system.agents]
+        self.groups: list[list[int]] = []
+        if symmetry:
+            by_key: dict[tuple, list[int]] = {}
+            for ag in system.agents:
+                code = ag.program.code
+                if any(isinstance(i, TmaLoad) for i in code):
+                    continue
+                by_key.setdefault((ag.cta, code, ag.program.locals), []).append(ag.index)
+            self.groups = [g for g in by_key.values() if len(g) > 1]
+            for g in self.groups:
+                comps = [self.agent_comp[a] for a in g]
+                assert len(set(comps)) == len(comps)
+        self.comp_groups = [[self.agent_comp[a] for a in g] for g in self.groups]
+        self.initial = self.canon(self.packer.initial)
+
+    def canon(self, st: tuple) -> tuple:
+        """The representative of ``st`` under permutations of symmetric warps."""
+        lst = None
+        for g in self.comp_groups:
+            vals = [st[c] for c in g]
+            sv = sorted(vals)
+            if sv != vals:
+                if lst is None:
+                    lst = list(st)
+                for c, v in zip(g, sv):
+                    lst[c] = v
+        return st if lst is None else tuple(lst)
+
+    def canon_perm(self, st: tuple) -> tuple[tuple, list[int]]:
+        """``canon`` plus the permutation: warp position j of the result holds the warp
+        that was at position ``perm[j]``."""
+        perm = list(range(len(self.sys.agents)))
+        lst = list(st)
+        for g in self.groups:
+            comps = [self.agent_comp[a] for a in g]
+            order = sorted(range(len(g)), key=lambda j: st[comps[j]])
+            for j, src in enumerate(order):
+                lst[comps[j]] = st[comps[src]]
+                perm[g[j]] = g[src]
+        return tuple(lst), perm
 
     def pc(self, state: tuple, a: int) -> int:
         ci, off = self.packer.where[self.pc_slots[a]]
@@ -54,11 +103,11 @@ class Explorer:
                 out = sysm.exec_agent(V, S, a, pc, choice)
                 if not out.enabled:
                     break
-                yield ("a", a, choice), S.freeze(), _first_violation(out.checks)
+                yield ("a", a, choice), self.canon(S.freeze()), _first_violation(out.checks)
         for item in self._env_items(state):
             S = PackedState(self.packer, state)
             out = sysm.exec_env(V, S, item)
-            yield ("e", item), S.freeze(), _first_violation(out.checks)
+            yield ("e", item), self.canon(S.freeze()), _first_violation(out.checks)
 
     def _env_items(self, state: tuple) -> list[tuple]:
         return self.sys.env_items_of(PackedState(self.packer, state).get)
@@ -70,9 +119,14 @@ class Explorer:
 
     def replay(self, steps: list[tuple], violation: Optional[tuple],
                stuck_state: Optional[tuple] = None) -> Trace:
-        """Re-execute ``steps`` from the initial state and describe each one."""
+        """Re-execute ``steps`` from the initial state and describe each one.
+
+        Steps name warps by their position in the (canonical) state they were taken
+        from; ``who`` follows the symmetry permutations so that every event names the warp
+        that really acted."""
         sysm = self.sys
         state = self.initial
+        who = list(range(len(sysm.agents)))
         trace = Trace()
         for i, step in enumerate(steps, 1):
             S = PackedState(self.packer, state)
@@ -84,14 +138,22 @@ class Explorer:
                 out = sysm.exec_agent(V, S, a, pc, choice)
                 if not out.enabled:
                     raise RuntimeError(f"replay mismatch at step {i}: {step} is not enabled")
-                ag = sysm.agents[a]
+                ag = sysm.agents[who[a]]
                 actor, role, cta, kind = ag.name, ag.role, ag.cta, "agent"
                 loc = str(ins.loc) if ins.loc.line else ""
+                what = out.what
+                fields = instr_fields(ins)
             else:
-                out = sysm.exec_env(V, S, step[1])
-                actor, role, cta, kind = sysm.env_name(step[1]), "async", None, "env"
+                item = step[1]
+                out = sysm.exec_env(V, S, item)
+                actor, role, cta, kind = sysm.env_name(item), "async", None, "env"
                 loc = ""
-            state = S.freeze()
+                fields = env_fields(sysm, item)
+                what = out.what
+                if item[0] != "tma":
+                    what = what.replace(sysm.agents[item[1]].name, sysm.agents[who[item[1]]].name)
+            state, perm = self.canon_perm(S.freeze())
+            who = [who[p] for p in perm]
             after = self.packer.unpack(state)
             viol = _first_violation(out.checks)
             ev_viol = None
@@ -99,18 +161,29 @@ class Explorer:
                 if viol is None or viol[0] != violation[0]:
                     raise RuntimeError("replay mismatch: the last step does not violate "
                                        f"{violation[0]}")
-                ev_viol = f"VIOLATED {viol[0]}: {viol[1]}"
+                ev_viol = f"VIOLATED {viol[0]}: {_rename(viol[1], sysm, who)}"
             elif viol is not None:
                 raise RuntimeError(f"replay mismatch: step {i} violates {viol[0]} early")
-            trace.events.append(Event(i, actor, role, cta, out.what, loc, kind,
-                                      _changes(sysm, before, after), ev_viol))
+            trace.events.append(Event(i, actor, role, cta, _rename(what, sysm, who), loc, kind,
+                                      _changes(sysm, before, after), ev_viol, **fields))
         if violation is not None:
-            trace.violated, trace.detail = violation
+            trace.violated, trace.detail = violation[0], _rename(violation[1], sysm, who)
         if stuck_state is not None:
             flat = self.packer.unpack(stuck_state)
-            trace.blocked = [f"{ag.name} ({ag.role}) {sysm.blocked_reason(flat, ag.index)}"
+            trace.blocked = [f"{sysm.agents[who[ag.index]].name} ({ag.role}) "
+                             f"{sysm.blocked_reason(flat, ag.index)}"
                              for ag in sysm.agents if flat[ag.pc] != DONE]
         return trace
+
+
+def _rename(text: str, sysm: System, who: list[int]) -> str:
+    """Agent names inside a message refer to canonical positions; use the real warps."""
+    if all(w == i for i, w in enumerate(who)):
+        return text
+    import re
+
+    names = {ag.name: sysm.agents[who[ag.index]].name for ag in sysm.agents}
+    return re.sub(r"cta\d+\.w\d+", lambda m: names.get(m.group(0), m.group(0)), text)
 
 
 def _first_violation(checks: list) -> Optional[tuple]:
@@ -140,7 +213,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     (the reference for differential tests)."""
     t0 = time.perf_counter()
     tracemalloc_started = False
-    ex = Explorer(system)
+    ex = Explorer(system, symmetry=reduce)
     init = ex.initial
     index: dict[tuple, int] = {init: 0}
     parent: list[tuple[int, Any]] = [(-1, None)]
@@ -166,6 +239,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         stats.depth = max_depth
         stats.seconds = time.perf_counter() - t0
         stats.extra["components"] = len(ex.packer.table)
+        stats.extra["symmetric_groups"] = [len(g) for g in ex.groups]
         v.stats = stats
         return v
 

@@ -223,8 +223,9 @@ class System:
                 L.alloc(f"named{bid}@cta{cta}.gen", 0)
                 self.nb[(cta, bid)] = base
                 for i in self.agents_of_cta.get(cta, []):
-                    w = self.agents[i].warp
-                    self.nbflag[(cta, bid, w)] = L.alloc(f"named{bid}@cta{cta}.w{w}", 0)
+                    ag = self.agents[i]
+                    # kept with the warp's own slots so that identical warps stay symmetric
+                    self.nbflag[(cta, bid, ag.warp)] = L.alloc(f"{ag.name}.named{bid}", 0)
         self.cluster_gen = L.alloc("cluster_barrier.gen", 0)
         self.pool = L.alloc("in_flight", ())
         self.clc_failed = {c: L.alloc(f"cta{c}.clc_failed_seen", 0)
