@@ -1,0 +1,1005 @@
+"""Lower a compiled kernel to PTX: another interpreter of the model's instructions.
+
+The input is ``model.compile.CompiledKernel``: one ``AgentProgram`` per warp of every CTA
+of one cluster, whose instructions (``model/program.py``) carry static operands.  The
+emitter walks the same instruction lists the transition system executes
+(``model/system.py``) and prints, for each, the PTX with the same synchronisation
+effect; there is no second copy of the pipeline rules.  Role dispatch is a switch on
+``(%cluster_ctarank, warp)``; loops are the compiler's ``Jump``/``Branch`` instructions.
+
+Execution model of an emitted warp (all 32 lanes follow the program's control flow):
+
+* a *step* (every instruction the model executes with ``exec_agent``) runs in lane 0,
+  followed by ``bar.warp.sync``: arrivals of ``n`` lanes become one arrive with count
+  ``n`` (PTX ISA ``mbarrier.arrive`` count operand), so a step is atomic on the barrier
+  as it is in the model.  Named and cluster barriers are executed by all lanes.
+* **tracing**: lane 0 takes a per-cluster ticket (``atom.global.add``) *before* a signal
+  (arrive, TMA issue, commit, barrier arrival, exit) and *after* a wait returns, and
+  writes a 16-byte event (``impl/events.py``) at that index.
+* **data**: ghost effects become real accesses: a generic ``write_begin`` stores
+  ``POISON`` into the stage's stamp, ``write_end`` stores the fill tag, TMA/cp.async
+  copies bring the tag from global memory, and every ``read`` loads each stamp and
+  compares it with the tag the model expects (``impl/layout.py``).  A mismatch is a data
+  error (flag in the event, counter in the control block).
+* **watchdog**: every ``try_wait`` loop reads ``%globaltimer``; past ``timeout`` it sets the
+  cluster's abort flag, records ``STUCK`` with its pc and leaves; a warp that has waited
+  past ``grace`` while the abort flag is set does the same.  Warps that finish (or
+  give up) go to a common exit; the last warp of each CTA lingers until every CTA of the
+  cluster got there, so no remote operation ever targets an exited CTA's shared memory
+  (the model reports such operations as ``remote-op-to-exited-cta``; the trace shows
+  them, the GPU does not fault).
+* **jitter**: before each step lane 0 may ``nanosleep`` a pseudo-random time
+  (xorshift32 seeded per run, CTA and warp).
+
+Targets: ``sm_90a`` (runs on Hopper; Blackwell-only operations are emulated with the
+same synchronisation effect, see ``spec/hardware.md``) and ``sm_100a`` (the real
+``tcgen05.commit``, ``clusterlaunchcontrol.try_cancel`` and ``cta_group::2`` copies;
+assembled with ``ptxas`` only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from ..model.compile import CompiledKernel
+from ..model.errors import Unsupported
+from ..model.groups import WARP_SIZE
+from ..model.program import (PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
+                             BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait,
+                             CompleteTx, CpAsync, CpAsyncArrive, DynExpr, ExpectTx, Exit,
+                             Fail, FenceMbarInit, GhostEffect, Instr, Jump, MbarInit,
+                             NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
+                             TryWait, UmmaCommit, Wait)
+from . import events as E
+from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
+                     compute_layout, delivery_key, is_split, stamp_of)
+
+ARCHES = ("sm_90a", "sm_100a")
+PTX_VERSION = "8.7"
+
+#: kernel parameters, in order (the runner builds its argument list from this)
+PARAMS: tuple[tuple[str, str], ...] = (
+    ("trace", "u64"), ("ctrl", "u64"), ("src", "u64"), ("dst", "u64"), ("timing", "u64"),
+    ("work", "u64"), ("tmap", "u64"), ("src_stride", "u64"), ("dst_stride", "u64"),
+    ("timeout", "u64"), ("grace", "u64"), ("seed", "u32"), ("jit_prob", "u32"),
+    ("jit_mask", "u32"), ("cap", "u32"), ("num_tiles", "u32"),
+)
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    arch: str = "sm_90a"
+    trace: bool = True        # record events (tickets)
+    jitter: bool = True       # nanosleep jitter before each step
+    compact: bool = False     # force compact buffers (stamps only; bytes to the sink)
+
+
+@dataclass
+class Manifest:
+    """What the runner needs to launch an emitted kernel (JSON)."""
+
+    entry: str
+    arch: str
+    block: int
+    cluster: tuple[int, int, int]
+    num_warps: int
+    cluster_size: int
+    smem: int
+    src_bytes: int
+    src_stamps: list[tuple[int, int, int]]
+    dst_bytes: int
+    cap: int
+    cyclic: bool
+    has_clc: bool
+    trace: bool
+    jitter: bool
+    compact: bool
+    params: list[tuple[str, str]] = field(default_factory=lambda: [list(p) for p in PARAMS])
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+
+@dataclass
+class Emitted:
+    ptx: str
+    manifest: Manifest
+    layout: Layout
+
+
+class _Regs:
+    KINDS = {"r": ".b32", "rd": ".b64", "p": ".pred", "h": ".b16", "q": ".b128"}
+
+    def __init__(self) -> None:
+        self.n = {k: 0 for k in self.KINDS}
+
+    def new(self, kind: str) -> str:
+        i = self.n[kind]
+        self.n[kind] += 1
+        return f"%{kind}{i}"
+
+    def decls(self) -> list[str]:
+        return [f"\t.reg {t} %{k}<{max(self.n[k], 1)}>;" for k, t in self.KINDS.items()]
+
+
+class _Emitter:
+    def __init__(self, ck: CompiledKernel, opts: EmitOptions):
+        if opts.arch not in ARCHES:
+            raise ValueError(f"unknown arch {opts.arch!r}; expected one of {', '.join(ARCHES)}")
+        self.ck = ck
+        self.o = opts
+        self.info = ck.info
+        self.L = compute_layout(ck, opts.compact)
+        self.R = _Regs()
+        self.body: list[str] = []
+        self.nlabel = 0
+        self.csize = self.info.cluster_size
+        self.nw = self.info.num_warps
+        self.cluster = self.csize > 1
+        self.sem_scope = "cluster" if self.cluster else "cta"
+        self.b100 = opts.arch == "sm_100a"
+        self.cta_group = 2 if any(is_split(d) for p in ck.programs for i in p.code
+                                  if isinstance(i, TmaLoad) for d in i.deliveries) else 1
+        self.locals: dict[str, str] = {}
+        self.prog: Optional[AgentProgram] = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def __call__(self, line: str) -> None:
+        self.body.append("\t" + line)
+
+    def label(self, name: str) -> None:
+        self.body.append(f"{name}:")
+
+    def fresh(self, stem: str) -> str:
+        self.nlabel += 1
+        return f"$_{stem}{self.nlabel}"
+
+    def r(self) -> str:
+        return self.R.new("r")
+
+    def rd(self) -> str:
+        return self.R.new("rd")
+
+    def p(self) -> str:
+        return self.R.new("p")
+
+    def imm(self, v: int) -> str:
+        x = self.r()
+        self(f"mov.u32 {x}, {v & 0xFFFFFFFF};")
+        return x
+
+    # ------------------------------------------------------------------ addresses
+
+    def smem_addr(self, off: int) -> str:
+        a = self.r()
+        self(f"add.u32 {a}, %smem, {off};")
+        return a
+
+    def cluster_addr(self, off: int, cta: int) -> tuple[str, bool]:
+        """A shared::cluster address of offset ``off`` in CTA ``cta`` (remote?)."""
+        a = self.smem_addr(off)
+        if cta == self.prog.cta:  # type: ignore[union-attr]
+            return a, False
+        m = self.r()
+        self(f"mapa.shared::cluster.u32 {m}, {a}, {cta};")
+        return m, True
+
+    def bar_off(self, ref: BarRef) -> int:
+        try:
+            return self.L.bar_offset[(ref.array, ref.stage)]
+        except KeyError:
+            raise Unsupported(f"unsupported: barrier {ref} has no storage") from None
+
+    def bar_exists(self, ref: BarRef) -> bool:
+        return (ref.array, ref.stage) in self.L.bar_offset and 0 <= ref.cta < self.csize
+
+    def slot_off(self, buf: BufRef, key: tuple) -> int:
+        return self.L.buffers[buf.buffer].slot_addr(buf.stage, key)
+
+    # ------------------------------------------------------------------ tracing
+
+    def ticket(self) -> str:
+        t = self.r()
+        if self.o.trace:
+            self(f"atom.global.add.u32 {t}, [%ctrl], 1;")
+        return t
+
+    def record(self, kind: int, pc: int, t: str, obs0: str = "0", obs1: str = "0") -> None:
+        if not self.o.trace:
+            return
+        prog = self.prog
+        assert prog is not None
+        hdr = E.VALID | kind << 24 | prog.cta << 8 | prog.warp
+        ok = self.p()
+        self(f"setp.lt.u32 {ok}, {t}, %cap;")
+        off, addr = self.rd(), self.rd()
+        self(f"mul.wide.u32 {off}, {t}, {E.EVENT_BYTES};")
+        self(f"add.u64 {addr}, %ev, {off};")
+        regs = []
+        for v in (hdr, pc, obs0, obs1):
+            if isinstance(v, str) and v.startswith("%"):
+                regs.append(v)
+            else:
+                regs.append(self.imm(int(v)))
+        self(f"@{ok} st.global.v4.u32 [{addr}], {{{', '.join(regs)}}};")
+        self(f"@!{ok} red.global.add.u32 [%ctrl+{4 * E.C_OVERFLOW}], 1;")
+
+    # ------------------------------------------------------------------ ghost effects
+
+    def ghost(self, effects: tuple[GhostEffect, ...], st: "_Step", generic_writes: bool) -> None:
+        fenced = False
+        for e in effects:
+            if e.kind == "read":
+                self.read_check(e, st)
+            elif e.kind in ("write_begin", "write_end") and generic_writes:
+                val = POISON if e.kind == "write_begin" else stamp_of(e.tag)
+                self.store_stamp(e.buf, GEN_KEY, val)
+            elif e.kind == "clean" and not fenced:
+                self("fence.proxy.async.shared::cta;")
+                fenced = True
+
+    def store_stamp(self, buf: BufRef, key: tuple, val: int) -> None:
+        bl = self.L.buffers.get(buf.buffer)
+        if bl is None or key not in bl.slots:
+            return
+        a, remote = self.cluster_addr(self.slot_off(buf, key), buf.cta)
+        v = self.imm(val)
+        z = self.imm(0)
+        space = "shared::cluster" if remote else "shared::cta"
+        self(f"st.{space}.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
+
+    def read_check(self, e: GhostEffect, st: "_Step") -> None:
+        bl = self.L.buffers.get(e.buf.buffer)
+        if bl is None:
+            return
+        for s in bl.slots_for(e.buf.cta):
+            a, remote = self.cluster_addr(bl.slot_addr(e.buf.stage, s.key), e.buf.cta)
+            v = self.r()
+            self(f"ld.{'shared::cluster' if remote else 'shared::cta'}.u32 {v}, [{a}];")
+            bad = self.stamp_bad(v, e.tag)
+            ok = self.fresh("rdok")
+            self(f"@!{bad} bra {ok};")
+            self(f"or.b32 {st.flags}, {st.flags}, {E.F_DATA};")
+            lo = self.r()
+            self(f"shl.b32 {lo}, {v}, 16;")
+            self(f"or.b32 {st.flags}, {st.flags}, {lo};")
+            self(f"red.global.add.u32 [%ctrl+{4 * E.C_ERRORS}], 1;")
+            who = self.imm(self.prog.cta << 16 | self.prog.warp)  # type: ignore[union-attr]
+            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_WHO}], {who};")
+            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {st.pc};")
+            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_STAMP}], {v};")
+            self.label(ok)
+
+    def stamp_bad(self, v: str, tag: int) -> str:
+        """Predicate: stamp register ``v`` does not hold fill ``tag`` (model ``read`` rule)."""
+        hi, lo = self.r(), self.r()
+        self(f"and.b32 {hi}, {v}, 0xFF000000;")
+        self(f"and.b32 {lo}, {v}, 255;")
+        bad = self.p()
+        self(f"setp.ne.u32 {bad}, {hi}, {STAMP_BASE};")
+        if tag == -2:  # any complete fill
+            return bad
+        par = self.r()
+        self(f"and.b32 {par}, {lo}, 1;")
+        pbad = self.p()
+        self(f"setp.ne.u32 {pbad}, {par}, {tag % 2};")
+        if tag >= PARITY_TAG:
+            self(f"or.pred {bad}, {bad}, {pbad};")
+            return bad
+        # exact unless the stamp itself is a parity tag
+        isp, ebad = self.p(), self.p()
+        self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
+        self(f"setp.ne.u32 {ebad}, {lo}, {tag};")
+        self(f"@{isp} mov.pred {ebad}, {pbad};")
+        self(f"or.pred {bad}, {bad}, {ebad};")
+        return bad
+
+    # ------------------------------------------------------------------ kernel
+
+    def emit(self) -> Emitted:
+        ck, info = self.ck, self.info
+        name = f"pipeproof_{info.name}"
+        for prog in ck.programs:
+            self.program(prog)
+        head = self.prologue()
+        tail = self.epilogue()
+        params = ",\n".join(f"\t.param .{t} p_{n}" for n, t in PARAMS)
+        lines = [
+            "//", f"// pipeproof: kernel {info.name} ({ck.source_file or '<source>'}), "
+            f"params {dict(info.params)}",
+            f"// target {self.o.arch}; trace={self.o.trace} jitter={self.o.jitter} "
+            f"compact={self.L.compact}", "//",
+            f".version {PTX_VERSION}", f".target {self.o.arch}", ".address_size 64", "",
+            ".extern .shared .align 1024 .b8 pp_smem[];", "",
+            f".visible .entry {name}(", params, ")",
+            f".reqntid {info.block_threads}, 1, 1", "{",
+        ]
+        lines += self.R.decls()
+        lines += head + self.body + tail + ["}", ""]
+        cyclic = any(isinstance(i, Jump) and i.target <= pc
+                     for p in ck.programs for pc, i in enumerate(p.code))
+        nsteps = sum(1 for p in ck.programs for i in p.code if i.is_sync) + \
+            sum(1 for p in ck.programs for i in p.code if isinstance(i, UmmaCommit))
+        cap = 1 << 16 if cyclic else max(256, 2 * nsteps + 64)
+        man = Manifest(
+            entry=name, arch=self.o.arch, block=info.block_threads,
+            cluster=info.cluster_shape, num_warps=self.nw, cluster_size=self.csize,
+            smem=self.L.smem_bytes, src_bytes=self.L.src_bytes,
+            src_stamps=self.L.src_stamps(), dst_bytes=self.L.dst_bytes, cap=cap,
+            cyclic=cyclic, has_clc=any(isinstance(i, TmaLoad) and i.kind == "clc"
+                                       for p in ck.programs for i in p.code),
+            trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact)
+        return Emitted("\n".join(lines), man, self.L)
+
+    def prologue(self) -> list[str]:
+        saved, self.body = self.body, []
+        for n, t in PARAMS:
+            self.body.append(f"\t.reg .{'b64' if t == 'u64' else 'b32'} %{n};")
+        for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key"):
+            self.body.append(f"\t.reg .b32 %{n};")
+        for n in ("ev", "t0"):
+            self.body.append(f"\t.reg .b64 %{n};")
+        self.body.append("\t.reg .pred %pl0;")
+        for n, t in PARAMS:
+            self(f"ld.param.{t} %{n}, [p_{n}];")
+        self("mov.u32 %k_tid, %tid.x;")
+        self("shr.u32 %k_warp, %k_tid, 5;")
+        self("and.b32 %k_lane, %k_tid, 31;")
+        self("setp.eq.u32 %pl0, %k_lane, 0;")
+        self("mov.u32 %k_rank, %cluster_ctarank;")
+        cx, cy, cz, nx, ny = self.r(), self.r(), self.r(), self.r(), self.r()
+        self(f"mov.u32 {cx}, %clusterid.x;")
+        self(f"mov.u32 {cy}, %clusterid.y;")
+        self(f"mov.u32 {cz}, %clusterid.z;")
+        self(f"mov.u32 {nx}, %nclusterid.x;")
+        self(f"mov.u32 {ny}, %nclusterid.y;")
+        t = self.r()
+        self(f"mad.lo.u32 {t}, {cz}, {ny}, {cy};")
+        self(f"mad.lo.u32 %k_clus, {t}, {nx}, {cx};")
+        self("mov.u32 %smem, pp_smem;")
+        self("mov.u32 %stuck, 0;")
+        c64, off = self.rd(), self.rd()
+        self(f"cvt.u64.u32 {c64}, %k_clus;")
+        # per-cluster bases
+        capb = self.rd()
+        self(f"cvt.u64.u32 {capb}, %cap;")
+        self(f"mul.lo.u64 {off}, {c64}, {capb};")
+        self(f"shl.b64 {off}, {off}, 4;")
+        self(f"add.u64 %ev, %trace, {off};")
+        o2 = self.rd()
+        self(f"mul.lo.u64 {o2}, {c64}, {4 * E.CTRL_WORDS};")
+        self(f"add.u64 %ctrl, %ctrl, {o2};")
+        o3 = self.rd()
+        self(f"mul.lo.u64 {o3}, {c64}, %src_stride;")
+        self(f"add.u64 %src, %src, {o3};")
+        o4 = self.rd()
+        self(f"mul.lo.u64 {o4}, {c64}, %dst_stride;")
+        self(f"add.u64 %dst, %dst, {o4};")
+        slot = self.r()
+        self(f"mad.lo.u32 {slot}, %k_clus, {self.csize}, %k_rank;")
+        self(f"mad.lo.u32 {slot}, {slot}, {self.nw}, %k_warp;")
+        o5 = self.rd()
+        self(f"mul.wide.u32 {o5}, {slot}, 16;")
+        self(f"add.u64 %timing, %timing, {o5};")
+        # rng: seed ^ hash(slot); never zero
+        h = self.r()
+        self(f"mul.lo.u32 {h}, {slot}, 0x9E3779B9;")
+        self(f"xor.b32 %rng, %seed, {h};")
+        self("or.b32 %rng, %rng, 1;")
+        # poison every stamp, zero the header; lane 0 of warp 0
+        p0 = self.p()
+        skip = self.fresh("nopoison")
+        self(f"setp.ne.u32 {p0}, %k_tid, 0;")
+        self(f"@{p0} bra {skip};")
+        z = self.imm(0)
+        self(f"st.shared.u32 [%smem], {z};")
+        pz = self.imm(POISON)
+        for bl in self.L.buffers.values():
+            for stg in range(bl.stages):
+                for s in bl.slots.values():
+                    a = self.smem_addr(bl.slot_addr(stg, s.key))
+                    self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
+        self("fence.proxy.async.shared::cta;")
+        self.label(skip)
+        self("bar.sync 0;")
+        # dispatch on (rank, warp)
+        self(f"mad.lo.u32 %key, %k_rank, {self.nw}, %k_warp;")
+        for k, prog in enumerate(self.ck.programs):
+            pk = self.p()
+            self(f"setp.eq.u32 {pk}, %key, {prog.cta * self.nw + prog.warp};")
+            self(f"@{pk} bra $P{k};")
+        self("bra $EXIT;")
+        out, self.body = self.body, saved
+        return out
+
+    def epilogue(self) -> list[str]:
+        saved, self.body = self.body, []
+        self.label("$STUCK_EXIT")
+        self(f"@%pl0 red.global.add.u32 [%ctrl+{4 * E.C_STUCK}], 1;")
+        self.label("$EXIT")
+        self("bar.warp.sync -1;")
+        self("@!%pl0 bra $EXIT2;")
+        now = self.rd()
+        self(f"mov.u64 {now}, %globaltimer;")
+        self(f"st.global.u64 [%timing+8], {now};")
+        old, pl = self.r(), self.p()
+        self(f"atom.shared.add.u32 {old}, [%smem], 1;")
+        self(f"setp.ne.u32 {pl}, {old}, {self.nw - 1};")
+        self(f"@{pl} bra $EXIT2;")
+        if self.cluster:
+            self(f"red.release.gpu.global.add.u32 [%ctrl+{4 * E.C_EXITED}], 1;")
+            t0, c, el, lim, pd = self.rd(), self.r(), self.rd(), self.rd(), self.p()
+            self(f"mov.u64 {t0}, %globaltimer;")
+            self(f"shl.b64 {lim}, %timeout, 2;")
+            self.label("$LINGER")
+            self(f"ld.acquire.gpu.global.u32 {c}, [%ctrl+{4 * E.C_EXITED}];")
+            self(f"setp.ge.u32 {pd}, {c}, {self.csize};")
+            self(f"@{pd} bra $EXIT2;")
+            self(f"mov.u64 {now}, %globaltimer;")
+            self(f"sub.u64 {el}, {now}, {t0};")
+            self(f"setp.gt.u64 {pd}, {el}, {lim};")
+            self(f"@{pd} bra $EXIT2;")
+            self("nanosleep.u32 64;")
+            self("bra $LINGER;")
+        self.label("$EXIT2")
+        self("bar.warp.sync -1;")
+        self("exit;")
+        out, self.body = self.body, saved
+        return out
+
+    # ------------------------------------------------------------------ programs
+
+    def program(self, prog: AgentProgram) -> None:
+        self.prog = prog
+        k = self.ck.programs.index(prog)
+        self.k = k
+        self.label(f"$P{k}")
+        self.body.append(f"\t// ---- cta {prog.cta} warp {prog.warp} role {prog.role or 'idle'}")
+        now = self.rd()
+        self(f"mov.u64 {now}, %globaltimer;")
+        self(f"@%pl0 st.global.u64 [%timing], {now};")
+        self.locals = {}
+        for name in prog.locals:
+            reg = self.r()
+            self.locals[name] = reg
+            self(f"mov.u32 {reg}, 0;")
+        for pc, ins in enumerate(prog.code):
+            self.label(self.pc_label(pc))
+            self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
+            self.instr(pc, ins)
+
+    def pc_label(self, pc: int) -> str:
+        return f"$L{self.k}_{pc}"
+
+    def instr(self, pc: int, ins: Instr) -> None:
+        if isinstance(ins, Jump):
+            self(f"bra {self.pc_label(ins.target)};")
+            return
+        if isinstance(ins, Branch):
+            c = self.dyn(ins.cond)
+            pr = self.p()
+            self(f"setp.ne.u32 {pr}, {c}, 0;")
+            self(f"@{pr} bra {self.pc_label(ins.then)};")
+            self(f"bra {self.pc_label(ins.orelse)};")
+            return
+        if isinstance(ins, SetLocal):
+            if ins.value.op == "response":
+                self.response(pc, ins)
+            else:
+                v = self.dyn(ins.value)
+                self(f"mov.u32 {self.locals[ins.dest]}, {v};")
+            return
+        self.step(pc, ins)
+        if isinstance(ins, Exit):
+            self("bra $EXIT;")
+
+    # ------------------------------------------------------------------ dynamic values
+
+    def dyn(self, e: DynExpr) -> str:
+        op, a = e.op, e.args
+        if op == "local":
+            return self.locals[a[0]]
+        if op == "const":
+            return self.imm(int(a[0]))
+        vals = [self.dyn(x) for x in a]
+        out = self.r()
+        if op in ("not", "truth"):
+            pr = self.p()
+            self(f"setp.{'eq' if op == 'not' else 'ne'}.s32 {pr}, {vals[0]}, 0;")
+            self(f"selp.u32 {out}, 1, 0, {pr};")
+        elif op in ("and", "or"):
+            acc = self.p()
+            self(f"setp.ne.s32 {acc}, {vals[0]}, 0;")
+            for v in vals[1:]:
+                q = self.p()
+                self(f"setp.ne.s32 {q}, {v}, 0;")
+                self(f"{op}.pred {acc}, {acc}, {q};")
+            self(f"selp.u32 {out}, 1, 0, {acc};")
+        elif op in ("eq", "ne", "lt", "le"):
+            pr = self.p()
+            self(f"setp.{op}.s32 {pr}, {vals[0]}, {vals[1]};")
+            self(f"selp.u32 {out}, 1, 0, {pr};")
+        elif op in ("add", "sub"):
+            self(f"{op}.s32 {out}, {vals[0]}, {vals[1]};")
+        else:
+            raise Unsupported(f"unsupported: run-time operator {op} in emitted code")
+        return out
+
+    def response(self, pc: int, ins: SetLocal) -> None:
+        """Read an (emulated) CLC response into a local (all lanes read shared memory)."""
+        buf: BufRef = ins.value.args[0]
+        bl = self.L.buffers.get(buf.buffer)
+        slots = bl.slots_for(buf.cta) if bl else []
+        dest = self.locals[ins.dest]
+        if not slots:
+            self(f"mov.u32 {dest}, 0;")
+            return
+        off = bl.slot_addr(buf.stage, slots[0].key)  # type: ignore[union-attr]
+        a = self.smem_addr(off)
+        if self.b100:
+            q, pr = self.R.new("q"), self.p()
+            self(f"ld.shared.b128 {q}, [{a}];")
+            self(f"clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 {pr}, {q};")
+            self(f"selp.u32 {dest}, 1, 0, {pr};")
+        else:
+            self(f"ld.shared.u32 {dest}, [{a}+{4 * CLC_VALID_WORD}];")
+        # the ghost read of the response (tag ANY_FILL): count a data error, no event
+        st = _Step(self, pc)
+        skip = self.fresh("rsp")
+        self(f"@!%pl0 bra {skip};")
+        self.ghost(ins.pre, st, False)
+        self.label(skip)
+        self("bar.warp.sync -1;")
+
+    # ------------------------------------------------------------------ steps
+
+    def jitter(self) -> None:
+        if not self.o.jitter:
+            return
+        t, ns, pr = self.r(), self.r(), self.p()
+        for sh, op in ((13, "shl"), (17, "shr"), (5, "shl")):
+            self(f"{op}.b32 {t}, %rng, {sh};")
+            self("xor.b32 %rng, %rng, " + t + ";")
+        self(f"and.b32 {t}, %rng, 255;")
+        self(f"setp.lt.u32 {pr}, {t}, %jit_prob;")
+        self(f"shr.b32 {ns}, %rng, 8;")
+        self(f"and.b32 {ns}, {ns}, %jit_mask;")
+        self(f"@{pr} nanosleep.u32 {ns};")
+
+    def step(self, pc: int, ins: Instr) -> None:
+        st = _Step(self, pc)
+        t = type(ins)
+        if t is NamedBarrierOp:
+            self.named(pc, ins, st)
+            return
+        if t is ClusterArrive:
+            self.lane0_begin(st)
+            self.ghost(ins.pre, st, True)
+            tk = self.ticket()
+            self.ghost(ins.post, st, True)
+            self.record(E.K_STEP, pc, tk, "0", st.flags)
+            self.lane0_end(st)
+            self(f"barrier.cluster.arrive{'.relaxed' if ins.relaxed else ''}.aligned;")
+            return
+        if t is ClusterWait:
+            self("barrier.cluster.wait.aligned;")
+            self.lane0_begin(st)
+            self.ghost(ins.pre, st, True)
+            tk = self.ticket()
+            self.ghost(ins.post, st, True)
+            self.record(E.K_STEP, pc, tk, "0", st.flags)
+            self.lane0_end(st)
+            return
+        if t is NamedWait:
+            # the bar.sync itself was executed with the NamedBarrierOp before it
+            self.lane0_begin(st)
+            tk = self.ticket()
+            self.ghost(ins.post, st, True)
+            self.record(E.K_STEP, pc, tk, "0", st.flags)
+            self.lane0_end(st)
+            return
+        self.lane0_begin(st)
+        generic = t not in (TmaLoad, CpAsync)
+        if t in (Wait, TryWait, BulkWaitRead):
+            self.ghost(ins.pre, st, generic)
+            self.wait_like(pc, ins, st)
+            if t is Wait or t is BulkWaitRead:
+                tk = self.ticket()
+            else:
+                tk = st.ticket
+            self.ghost(ins.post, st, generic)
+            self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
+        else:
+            self.ghost(ins.pre, st, generic)
+            tk = self.ticket()
+            self.signal(pc, ins, st)
+            self.ghost(ins.post, st, generic)
+            self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
+            if t is UmmaCommit and not self.b100:
+                self.umma_fire(pc, ins)
+        self.lane0_end(st)
+        if t is TryWait:
+            dest = self.locals[ins.dest]
+            self(f"shfl.sync.idx.b32 {dest}, {dest}, 0, 31, -1;")
+
+    def lane0_begin(self, st: "_Step") -> None:
+        st.skip = self.fresh("s")
+        self(f"@!%pl0 bra {st.skip};")
+        self.jitter()
+
+    def lane0_end(self, st: "_Step") -> None:
+        self.label(st.skip)
+        self("bar.warp.sync -1;")
+        if st.can_stick:
+            s, pr = self.r(), self.p()
+            self(f"shfl.sync.idx.b32 {s}, %stuck, 0, 31, -1;")
+            self(f"setp.ne.u32 {pr}, {s}, 0;")
+            self(f"@{pr} bra $STUCK_EXIT;")
+
+    # ---- waits
+
+    def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
+        if isinstance(ins, BulkWaitRead):
+            self(f"cp.async.bulk.wait_group.read {ins.n};")
+            return
+        bar = ins.bar
+        if bar.cta != self.prog.cta or not self.bar_exists(bar):  # type: ignore[union-attr]
+            # remote wait: the model reports it; nothing to wait on here
+            if isinstance(ins, TryWait):
+                st.ticket = self.ticket()
+            return
+        a = self.smem_addr(self.bar_off(bar))
+        sem = f".acquire.{self.sem_scope}"
+        if isinstance(ins, TryWait):
+            pr = self.p()
+            op = "test_wait" if ins.test else "try_wait"
+            self(f"mbarrier.{op}.parity{sem}.shared::cta.b64 {pr}, [{a}], {ins.parity};")
+            st.ticket = self.ticket()
+            dest = self.locals[ins.dest]
+            self(f"selp.u32 {dest}, 1, 0, {pr};")
+            st.obs0 = dest
+            self(f"or.b32 {st.flags}, {st.flags}, {E.F_RESULT};")
+            return
+        st.can_stick = True
+        t0, now, el = self.rd(), self.rd(), self.rd()
+        spins, ab = self.r(), self.r()
+        pd, px = self.p(), self.p()
+        top, done, tmo, abt = (self.fresh(x) for x in ("w", "wd", "wt", "wa"))
+        self(f"mov.u64 {t0}, %globaltimer;")
+        self(f"mov.u32 {spins}, 0;")
+        self.label(top)
+        self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity};")
+        self(f"@{pd} bra {done};")
+        self(f"add.u32 {spins}, {spins}, 1;")
+        self(f"mov.u64 {now}, %globaltimer;")
+        self(f"sub.u64 {el}, {now}, {t0};")
+        self(f"setp.gt.u64 {px}, {el}, %timeout;")
+        self(f"@{px} bra {tmo};")
+        self(f"setp.lt.u64 {px}, {el}, %grace;")
+        self(f"@{px} bra {top};")
+        self(f"ld.relaxed.gpu.global.u32 {ab}, [%ctrl+{4 * E.C_ABORT}];")
+        self(f"setp.ne.u32 {px}, {ab}, 0;")
+        self(f"@{px} bra {abt};")
+        self(f"bra {top};")
+        for lbl, flag in ((tmo, 0), (abt, E.F_ABORT)):
+            self.label(lbl)
+            if flag == 0:
+                one = self.imm(1)
+                self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ABORT}], {one};")
+            self("mov.u32 %stuck, 1;")
+            tk = self.ticket()
+            self.record(E.K_STUCK, pc, tk, spins, str(flag))
+            self(f"bra {st.skip};")
+        self.label(done)
+        st.obs0 = spins
+
+    # ---- signals
+
+    def signal(self, pc: int, ins: Instr, st: "_Step") -> None:
+        t = type(ins)
+        if t is Arrive:
+            self.arrive(ins, st)
+        elif t is ExpectTx:
+            if self.bar_exists(ins.bar):
+                a, remote = self.cluster_addr(self.bar_off(ins.bar), ins.bar.cta)
+                sc = "cluster" if remote else "cta"
+                self._tx_op("expect_tx", a, sc, ins.tx)
+        elif t is CompleteTx:
+            if self.bar_exists(ins.bar):
+                a, remote = self.cluster_addr(self.bar_off(ins.bar), ins.bar.cta)
+                sc = "cluster" if remote else "cta"
+                self._tx_op("complete_tx", a, sc, ins.tx)
+        elif t is TmaLoad:
+            if ins.kind == "clc":
+                self.clc(pc, ins, st)
+            else:
+                self.tma(pc, ins)
+        elif t is CpAsync:
+            if ins.buf.cta != self.prog.cta:  # type: ignore[union-attr]
+                raise Unsupported("unsupported: cp.async into another CTA's shared memory")
+            bl = self.L.buffers[ins.buf.buffer]
+            dst = self.smem_addr(bl.slot_addr(ins.buf.stage, ("cpasync",)))
+            src = self.src_addr(pc)
+            self(f"cp.async.ca.shared.global [{dst}], [{src}], 16;")
+        elif t is CpAsyncArrive:
+            if self.bar_exists(ins.bar) and ins.bar.cta == self.prog.cta:  # type: ignore
+                a = self.smem_addr(self.bar_off(ins.bar))
+                for _ in range(ins.count):
+                    self(f"cp.async.mbarrier.arrive{'.noinc' if ins.noinc else ''}"
+                         f".shared::cta.b64 [{a}];")
+        elif t is UmmaCommit:
+            if self.b100:
+                self.ghost(ins.effects, st, True)
+                self.tcgen05_commit(ins)
+        elif t is TmaStore:
+            bl = self.L.buffers.get(ins.buf.buffer)
+            slots = bl.slots_for(ins.buf.cta) if bl else []
+            if slots and ins.buf.cta == self.prog.cta:  # type: ignore[union-attr]
+                srcs = self.smem_addr(bl.slot_addr(ins.buf.stage, slots[0].key))
+                d = self.rd()
+                off = self.L.dst[(self.prog.cta, self.prog.warp, pc)]  # type: ignore
+                self(f"add.u64 {d}, %dst, {off};")
+                self(f"cp.async.bulk.global.shared::cta.bulk_group [{d}], [{srcs}], "
+                     f"{STAMP_BYTES};")
+        elif t is BulkCommit:
+            self("cp.async.bulk.commit_group;")
+        elif t is MbarInit:
+            for name, count in ins.arrays:
+                stages, _ = self.L.arrays[name]
+                for s in range(stages):
+                    a = self.smem_addr(self.L.bar_offset[(name, s)])
+                    self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")
+        elif t is FenceMbarInit:
+            self("fence.mbarrier_init.release.cluster;")
+        elif t in (Nop, Fail, Exit):
+            pass
+        else:
+            raise Unsupported(f"unsupported: {t.__name__} in the PTX emitter")
+
+    def _tx_op(self, op: str, a: str, scope: str, tx: int) -> None:
+        space = "shared::cluster" if scope == "cluster" else "shared::cta"
+        if tx < 0:
+            raise Unsupported(f"unsupported: {op} with a negative byte count ({tx})")
+        self(f"mbarrier.{op}.relaxed.{scope}.{space}.b64 [{a}], {tx};")
+
+    def arrive(self, ins: Arrive, st: "_Step") -> None:
+        observed = False
+        for arr in ins.arrivals:
+            if not self.bar_exists(arr.bar) or arr.count < 0:
+                continue
+            a, remote = self.cluster_addr(self.bar_off(arr.bar), arr.bar.cta)
+            if arr.tx < 0:
+                raise Unsupported("unsupported: arrive.expect_tx with a negative byte count")
+            if remote:
+                scope = "release.cluster.shared::cluster"
+                if ins.drop:
+                    if arr.tx:
+                        self._tx_op("expect_tx", a, "cluster", arr.tx)
+                    self(f"mbarrier.arrive_drop.{scope}.b64 _, [{a}], {arr.count};")
+                elif arr.tx and arr.count == 1:
+                    self(f"mbarrier.arrive.expect_tx.{scope}.b64 _, [{a}], {arr.tx};")
+                else:
+                    if arr.tx:
+                        self._tx_op("expect_tx", a, "cluster", arr.tx)
+                    if arr.count:
+                        self(f"mbarrier.arrive.{scope}.b64 _, [{a}], {arr.count};")
+                continue
+            scope = f"release.{self.sem_scope}.shared::cta"
+            state = self.rd()
+            if ins.drop:
+                if arr.tx:
+                    self._tx_op("expect_tx", a, "cta", arr.tx)
+                self(f"mbarrier.arrive_drop.{scope}.b64 {state}, [{a}], {arr.count};")
+            elif arr.tx and arr.count == 1:
+                self(f"mbarrier.arrive.expect_tx.{scope}.b64 {state}, [{a}], {arr.tx};")
+            elif arr.count == 0:
+                if arr.tx:
+                    self._tx_op("expect_tx", a, "cta", arr.tx)
+                continue
+            else:
+                if arr.tx:
+                    self._tx_op("expect_tx", a, "cta", arr.tx)
+                self(f"mbarrier.arrive.{scope}.b64 {state}, [{a}], {arr.count};")
+            if not observed:
+                pend = self.r()
+                self(f"mbarrier.pending_count.b64 {pend}, {state};")
+                st.obs0 = pend
+                self(f"or.b32 {st.flags}, {st.flags}, {E.F_PENDING};")
+                observed = True
+
+    def src_addr(self, pc: int, extra: int = 0) -> str:
+        reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
+        s = self.rd()
+        self(f"add.u64 {s}, %src, {reg.offset + extra};")
+        return s
+
+    def tma(self, pc: int, ins: TmaLoad) -> None:
+        src = self.src_addr(pc)
+        key = delivery_key(self.prog, pc, ins)
+        normal = [d for d in ins.deliveries if d.buf is not None and not is_split(d)]
+        split = [d for d in ins.deliveries if d.buf is not None and is_split(d)]
+        for d in ins.deliveries:
+            if d.buf is None:
+                raise Unsupported("unsupported: a TMA delivery without a destination buffer")
+        if normal:
+            same = len({(d.bar.array, d.bar.stage, d.buf.buffer, d.buf.stage, d.bytes)
+                        for d in normal}) == 1
+            if len(normal) > 1 and same and len({d.buf.cta for d in normal}) == len(normal):
+                mask = sum(1 << d.buf.cta for d in normal)
+                self.bulk_copy(normal[0], key, src, mask)
+            else:
+                for d in normal:
+                    self.bulk_copy(d, key, src, None)
+        for d in split:
+            self.split_copy(d, key, src)
+
+    def bulk_copy(self, d: Any, key: tuple, src: str, mask: Optional[int]) -> None:
+        """cp.async.bulk global -> shared::cluster completing tx on ``d.bar`` (same CTA)."""
+        if not self.bar_exists(d.bar):
+            return
+        slot = self.slot_off(d.buf, key)
+        parts = [(slot, 0, d.bytes)]
+        if self.L.compact and d.bytes > STAMP_BYTES:
+            parts = [(slot, 0, STAMP_BYTES),
+                     (self.L.sink_offset, STAMP_BYTES, d.bytes - STAMP_BYTES)]
+        for dst_off, src_off, n in parts:
+            s = src
+            if src_off:
+                s = self.rd()
+                self(f"add.u64 {s}, {src}, {src_off};")
+            if mask is not None:
+                dst = self.smem_addr(dst_off)
+                bar = self.smem_addr(self.bar_off(d.bar))
+                h = self.R.new("h")
+                self(f"mov.b16 {h}, {mask};")
+                self("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     f".multicast::cluster [{dst}], [{s}], {n}, [{bar}], {h};")
+            else:
+                dst, _ = self.cluster_addr(dst_off, d.buf.cta)
+                bar, _ = self.cluster_addr(self.bar_off(d.bar), d.bar.cta)
+                self("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     f"[{dst}], [{s}], {n}, [{bar}];")
+
+    def split_copy(self, d: Any, key: tuple, src: str) -> None:
+        """Data in ``d.buf.cta``, tx on ``d.bar`` in another CTA (``cta_group::2``)."""
+        if not self.bar_exists(d.bar):
+            return
+        if self.b100:
+            dst, _ = self.cluster_addr(self.slot_off(d.buf, key), d.buf.cta)
+            bar, _ = self.cluster_addr(self.bar_off(d.bar), d.bar.cta)
+            c0 = self.imm(0)
+            self("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx"
+                 f"::bytes.cta_group::2 [{dst}], [%tmap, {{{c0}}}], [{bar}];")
+            return
+        # sm_90a: the stamp is stored at issue (generic, released by the fence below),
+        # the bytes go to the sink of the barrier's CTA and complete tx there
+        self.store_stamp(d.buf, key, stamp_of(d.tag))
+        self("fence.acq_rel.cluster;")
+        dst, _ = self.cluster_addr(self.L.sink_offset, d.bar.cta)
+        bar, _ = self.cluster_addr(self.bar_off(d.bar), d.bar.cta)
+        self("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+             f"[{dst}], [{src}], {d.bytes}, [{bar}];")
+
+    def clc(self, pc: int, ins: TmaLoad, st: "_Step") -> None:
+        ds = [d for d in ins.deliveries if d.buf is not None]
+        key = delivery_key(self.prog, pc, ins)
+        if self.b100:
+            own = [d for d in ds if d.buf.cta == self.prog.cta]  # type: ignore[union-attr]
+            d = own[0] if own else ds[0]
+            dst = self.smem_addr(self.slot_off(d.buf, key))
+            bar = self.smem_addr(self.bar_off(d.bar))
+            mc = ".multicast::cluster::all" if len(ds) > 1 else ""
+            self("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx"
+                 f"::bytes{mc}.b128 [{dst}], [{bar}];")
+            return
+        w, pv, ch = self.r(), self.p(), self.r()
+        self(f"atom.global.add.u32 {w}, [%work], 1;")
+        self(f"setp.lt.u32 {pv}, {w}, %num_tiles;")
+        self(f"selp.u32 {ch}, 1, 0, {pv};")
+        base = self.src_addr(pc)
+        alt = self.rd()
+        self(f"add.u64 {alt}, {base}, 16;")
+        src = self.rd()
+        self(f"selp.b64 {src}, {base}, {alt}, {pv};")
+        st.obs0 = ch
+        self(f"or.b32 {st.flags}, {st.flags}, {E.F_CHOICE};")
+        same = len({(d.bar.array, d.bar.stage, d.buf.buffer, d.buf.stage) for d in ds}) == 1
+        if len(ds) > 1 and same and all(d.buf.cta == d.bar.cta for d in ds):
+            self.bulk_copy(ds[0], key, src, sum(1 << d.buf.cta for d in ds))
+        else:
+            for d in ds:
+                if is_split(d):
+                    self.split_copy(d, key, src)
+                else:
+                    self.bulk_copy(d, key, src, None)
+
+    def tcgen05_commit(self, ins: UmmaCommit) -> None:
+        groups: dict[tuple[str, int], list[BarRef]] = {}
+        for b in ins.bars:
+            if self.bar_exists(b):
+                groups.setdefault((b.array, b.stage), []).append(b)
+        cg = f"cta_group::{self.cta_group}"
+        for (arr, stage), bars in groups.items():
+            a = self.smem_addr(self.L.bar_offset[(arr, stage)])
+            ctas = sorted({b.cta for b in bars})
+            if ctas == [self.prog.cta]:  # type: ignore[union-attr]
+                self(f"tcgen05.commit.{cg}.mbarrier::arrive::one.shared::cluster.b64 [{a}];")
+            else:
+                h = self.R.new("h")
+                self(f"mov.b16 {h}, {sum(1 << c for c in ctas)};")
+                self(f"tcgen05.commit.{cg}.mbarrier::arrive::one.shared::cluster"
+                     f".multicast::cluster.b64 [{a}], {h};")
+
+    def umma_fire(self, pc: int, ins: UmmaCommit) -> None:
+        """sm_90a emulation of a tcgen05.commit firing: after the emulated MMA's writes,
+        one arrive on each barrier (remote ones through mapa)."""
+        st = _Step(self, pc)
+        tk = self.ticket()
+        self.ghost(ins.effects, st, True)
+        for b in ins.bars:
+            if not self.bar_exists(b):
+                continue
+            a, remote = self.cluster_addr(self.bar_off(b), b.cta)
+            if remote:
+                self(f"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{a}], 1;")
+            else:
+                s = self.rd()
+                self(f"mbarrier.arrive.release.{self.sem_scope}.shared::cta.b64 {s}, [{a}], 1;")
+        self.record(E.K_ENV, pc, tk, "0", st.flags)
+
+    # ---- named barriers
+
+    def named(self, pc: int, ins: NamedBarrierOp, st: "_Step") -> None:
+        self.lane0_begin(st)
+        self.ghost(ins.pre, st, True)
+        tk = self.ticket()
+        self.ghost(ins.post, st, True)
+        self.record(E.K_STEP, pc, tk, "0", st.flags)
+        self.lane0_end(st)
+        if not 0 <= ins.id <= 15:
+            return
+        cnt = "" if ins.count is None else f", {ins.count}"
+        if ins.sync:
+            op = "bar.sync" if ins.aligned else "barrier.sync"
+        else:
+            op = "bar.arrive" if ins.aligned else "barrier.arrive"
+            if ins.count is None:
+                cnt = f", {self.info.block_threads}"
+        self(f"{op} {ins.id}{cnt};")
+
+
+class _Step:
+    """Per-step registers: observed value, flags, and where lane 0's block ends."""
+
+    def __init__(self, em: _Emitter, pc: int):
+        self.pc = pc
+        self.flags = em.r()
+        em(f"mov.u32 {self.flags}, 0;")
+        self.obs0 = "0"
+        self.skip = ""
+        self.ticket = ""
+        self.can_stick = False
+
+
+def _clean(s: str) -> str:
+    return s.replace("\n", " ")[:100]
+
+
+def emit(ck: CompiledKernel, opts: Optional[EmitOptions] = None) -> Emitted:
+    """Lower ``ck`` to PTX (see the module docstring)."""
+    return _Emitter(ck, opts or EmitOptions()).emit()
+
+
+def emit_file(path: str, params: Optional[dict[str, Any]] = None,
+              opts: Optional[EmitOptions] = None) -> Emitted:
+    from ..model.compile import compile_kernel
+    from ..model.lang.parser import parse_file
+
+    return emit(compile_kernel(parse_file(path), params or {}), opts)
+
+
+__all__ = ["EmitOptions", "Emitted", "Manifest", "emit", "emit_file", "ARCHES", "PARAMS",
+           "WARP_SIZE"]
