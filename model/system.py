@@ -797,8 +797,20 @@ class System:
             if b.tx < 0:
                 missing.append(f"an expect_tx of {-b.tx} bytes")
             miss = (" -- still missing " + " and ".join(missing)) if missing else ""
+            why = ""
+            if missing:
+                can = [g for g in self.agents if state[g.pc] != DONE
+                       and self._may_signal(g.index, state[g.pc], ins.bar)]
+                if not can:
+                    why = ("; no warp that is still running will ever arrive on it or "
+                           "load bytes into it")
+                else:
+                    names = ", ".join(f"{g.name} ({g.role})" for g in can[:6])
+                    why = (f"; only {names}{' ...' if len(can) > 6 else ''} could still "
+                           "signal it, and " + ("it is" if len(can) == 1 else "they are")
+                           + " stuck too")
             return (f"waits on {ins.bar} for parity {ins.parity} (barrier in phase "
-                    f"{b.phase} mod 4, parity {b.phase % 2}){miss}")
+                    f"{b.phase} mod 4, parity {b.phase % 2}){miss}{why}")
         if isinstance(ins, NamedWait):
             base = self.nb[(ag.cta, ins.id)]
             return (f"waits at named barrier {ins.id} ({state[base]} threads arrived of "
@@ -812,6 +824,35 @@ class System:
             return (f"waits for bulk stores (cp.async.bulk.wait_group.read {ins.n}; "
                     f"{state[ag.qbs].count(BULK_MARK)} groups outstanding)")
         return f"at {ins.label or type(ins).__name__}"
+
+    def _may_signal(self, a: int, pc: int, ref: BarRef) -> bool:
+        """Can warp ``a``, from ``pc`` on, still arrive on ``ref`` or have bytes or a
+        commit complete on it?  (Reachability over its program; for deadlock reports.)"""
+        code = self.code(a)
+        seen: set[int] = set()
+        todo = [pc]
+        while todo:
+            p = todo.pop()
+            if p in seen or p < 0 or p >= len(code):
+                continue
+            seen.add(p)
+            ins = code[p]
+            t = type(ins)
+            if t is Arrive and any(x.bar == ref for x in ins.arrivals):
+                return True
+            if t is TmaLoad and any(d.bar == ref for d in ins.deliveries):
+                return True
+            if t is UmmaCommit and ref in ins.bars:
+                return True
+            if t in (CpAsyncArrive, CompleteTx) and ins.bar == ref:
+                return True
+            if t is Jump:
+                todo.append(ins.target)
+            elif t is Branch:
+                todo.extend((ins.then, ins.orelse))
+            elif t is not Exit:
+                todo.append(p + 1)
+        return False
 
 
 def _label(checks: list[Check], prefix: str) -> list[Check]:
