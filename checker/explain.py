@@ -1,21 +1,153 @@
-"""One short paragraph in words about a violation (``--explain``)."""
+"""One short paragraph in words about a violation (``--explain``).
+
+The paragraph says what the property means for the kernel author, which agent did what
+at which step and source line, what happened just before on the same stage or barrier
+(the step that makes the violation possible), and the usual fix.  For a deadlock it
+groups the stuck warps by what they wait on and says why nobody will signal it
+(``Trace.blocked``).  It is built from the trace only: nothing here re-states the
+semantics.
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 from .properties import BY_NAME
+from .trace import Event, Trace
 from .verdict import Verdict
+
+#: the usual repair, per property, in CUTLASS words
+FIXES: dict[str, str] = {
+    "read-before-full": "wait on the stage's full barrier (consumer_wait / "
+                        "wait_and_advance) with the state of the fill you read, and read only "
+                        "between that wait and the release",
+    "overwrite-before-release": "acquire the stage (producer_acquire / acquire_and_advance) "
+                                "before writing it, and release it on the consumer side only "
+                                "after the last read (consumer_release after the MMA that "
+                                "reads it has been committed)",
+    "use-before-init": "make the mbarrier init visible before any use: "
+                       "pipeline_init_arrive/pipeline_init_wait (fence.mbarrier_init plus a "
+                       "cluster barrier for other CTAs, or a CTA barrier locally)",
+    "double-init": "initialise each barrier array once (one create per pipeline)",
+    "arrival-overflow": "make the barrier's arrival count match the arrivals: a CooperativeGroup "
+                        "of Agent.Thread counts threads, one per arriving lane; release each "
+                        "stage once",
+    "tx-overflow": "keep tx_count and the bytes of the copies that complete on the barrier "
+                   "equal and below 2^20-1",
+    "count-out-of-range": "use an arrival count between 1 and 2^20-1",
+    "stale-parity": "keep one PipelineState per side and advance it once per stage; do not "
+                    "reuse a state that is two or more phases behind",
+    "phase-overrun": "wait for a phase to complete before arriving on the barrier's next phase "
+                     "(acquire before commit, wait before release)",
+    "deadlock": "check that every wait has its arrivals: the barrier's count must equal the "
+                "arrivals of one phase, tx_count the bytes that complete on it, and every "
+                "stage a consumer waits on must be committed (and every acquired stage "
+                "released)",
+    "starvation": "make sure every loop that waits also lets the other side progress",
+    "dangling-arrive-at-exit": "call producer_tail() (producer.tail()) before a producer warp "
+                               "exits, and wait for bulk stores (tma_store_wait) before the "
+                               "CTA exits",
+    "remote-op-to-exited-cta": "keep every CTA of the cluster alive until the remote arrivals "
+                               "and multicast copies that target it are done (producer_tail, "
+                               "a final cluster barrier)",
+    "mask-outside-cluster": "build multicast masks from the cluster layout "
+                            "(create_tma_multicast_mask) and keep ranks inside the cluster",
+    "named-barrier-misuse": "use barrier ids 0..15 and thread counts that are multiples of "
+                            "32 and equal on both sides",
+    "cluster-barrier-misuse": "pair every cluster_arrive with one cluster_wait",
+    "role-misuse": "call producer methods from the producer warp and consumer methods from "
+                   "the consumer warps",
+    "elect-misuse": "do not nest elect_one()",
+    "missing-proxy-fence": "issue fence_proxy_async (fence.proxy.async.shared::cta) after "
+                           "writing shared memory with ordinary stores and before the TMA "
+                           "store or MMA reads it",
+}
+
+_WAITS = re.compile(r"^(\S+) \(([^)]*)\) waits on (\S+) for parity (\d)")
+
+
+def _who(ev: Event) -> str:
+    return f"{ev.actor} ({ev.role})" if ev.kind == "agent" else f"the {ev.actor} unit"
+
+
+def _related(trace: Trace, last: Event) -> Optional[Event]:
+    """The latest earlier step by another agent on the same stage of the same pipeline
+    (or the same barrier): what the violating step raced with."""
+    for ev in reversed(trace.events[:-1]):
+        if ev.actor == last.actor:
+            continue
+        if last.barrier and ev.barrier == last.barrier:
+            return ev
+        if last.pipeline and ev.pipeline == last.pipeline and ev.stage == last.stage \
+                and last.stage is not None:
+            return ev
+    return None
+
+
+def _agent_order(name: str) -> tuple:
+    m = re.match(r"cta(\d+)\.w(\d+)$", name)
+    return (int(m.group(1)), int(m.group(2)), "") if m else (1 << 30, 0, name)
+
+
+def _deadlock_groups(blocked: list[str]) -> list[str]:
+    """Group stuck warps by what they wait on: one sentence per barrier."""
+    groups: dict[tuple, list[str]] = {}
+    rest = []
+    for b in blocked:
+        m = _WAITS.match(b)
+        if m:
+            groups.setdefault((m.group(3), m.group(4), m.group(2)), []).append(m.group(1))
+            rest.append(None)
+        else:
+            rest.append(b)
+    out = []
+    for (bar, parity, role), agents in groups.items():
+        agents.sort(key=_agent_order)
+        sample = next(b for b in blocked if b.startswith(agents[0] + " "))
+        tail = sample.split(" -- ", 1)[1] if " -- " in sample else ""
+        who = agents[0] if len(agents) == 1 else f"{', '.join(agents[:-1])} and {agents[-1]}"
+        verb = "waits" if len(agents) == 1 else "wait"
+        out.append(f"{who} ({role}) {verb} on {bar} for parity {parity}"
+                   + (f" -- {tail}" if tail else ""))
+    out.extend(r for r in rest if r)
+    return out
 
 
 def explain(v: Verdict) -> str:
+    """A paragraph for a VIOLATED verdict ("" for other verdicts)."""
     info = BY_NAME.get(v.prop or "")
-    if v.trace is None or info is None:
+    tr = v.trace
+    if tr is None or info is None:
         return ""
-    last = v.trace.events[-1] if v.trace.events else None
-    text = f"What went wrong: {info.summary}."
-    if v.prop == "deadlock" and v.trace.blocked:
-        text += " At the end of the trace " + "; ".join(v.trace.blocked[:4]) + "."
-    elif last is not None:
-        text += f" In step {last.step}, {last.actor} ({last.role}) did '{last.what}'"
-        text += f" at {last.loc}." if last.loc else "."
-    text += f" Source of the rule: {info.source}."
+    text = f"What went wrong ({v.prop}): {info.summary}."
+    if v.prop == "deadlock" and tr.blocked:
+        n = len(tr.events)
+        groups = _deadlock_groups(tr.blocked)
+        text += (f" After {n} steps nothing can move: " + "; ".join(groups[:4])
+                 + ("; ..." if len(groups) > 4 else "") + ".")
+    elif tr.events:
+        last = tr.events[-1]
+        text += f" In step {last.step}, {_who(last)} did '{last.what}'"
+        text += f" (at {last.loc})." if last.loc else "."
+        if tr.detail:
+            text += f" The model reports: {tr.detail}."
+        exited = [e for e in tr.events if e.op == "exit"]
+        rel = _related(tr, last)
+        if v.prop in ("dangling-arrive-at-exit", "remote-op-to-exited-cta") and exited:
+            ex = exited[-1]
+            text += (f" CTA {ex.cta} had exited at step {ex.step}, when its last warp "
+                     f"{_who(ex)} left" + (f" (at {ex.loc})" if ex.loc else "")
+                     + ", while that work was still in flight.")
+        elif rel is not None:
+            text += (f" The last step of another agent on the same "
+                     f"{'barrier' if last.barrier and rel.barrier == last.barrier else 'stage'}"
+                     f" was step {rel.step}: {_who(rel)} did '{rel.what}'"
+                     + (f" (at {rel.loc})." if rel.loc else "."))
+    if tr.loop_start is not None:
+        text += f" The steps from {tr.loop_start} on repeat for ever."
+    fix = FIXES.get(v.prop or "")
+    if fix:
+        text += f" Usual fix: {fix}."
+    text += f" Rule: {info.source}."
     return text

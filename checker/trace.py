@@ -96,7 +96,22 @@ def _pipe_of(name: str) -> str:
 
 def instr_fields(ins: Any) -> dict[str, Any]:
     """The structured fields of an ``Event`` for one instruction of a warp
-    (``model/program.py``): operation, pipeline, barrier, stage, parity, bytes."""
+    (``model/program.py``): operation, pipeline, barrier, stage, parity, bytes.  Where
+    the instruction names no stage, the stage buffer of its ghost effects gives it (a
+    ``read`` or ``write`` of a stage)."""
+    d = _instr_fields(ins)
+    if d.get("stage") is None:
+        for e in tuple(getattr(ins, "pre", ())) + tuple(getattr(ins, "post", ())):
+            buf = getattr(e, "buf", None)
+            if buf is not None:
+                d["stage"] = buf.stage
+                if not d.get("pipeline"):
+                    d["pipeline"] = _pipe_of(buf.buffer)
+                break
+    return d
+
+
+def _instr_fields(ins: Any) -> dict[str, Any]:
     from ..model import program as P
 
     t = type(ins)

@@ -50,7 +50,10 @@ class CheckResult:
                   "engine": self.engine})
         return d
 
-    def render_text(self, explain: bool = False) -> str:
+    def render_text(self, explain: bool = False, fmt: str = "steps",
+                    width: Optional[int] = None) -> str:
+        """The verdict in words; a counterexample as numbered steps (``fmt="steps"``)
+        or as a timeline with one column per agent (``fmt="timeline"``)."""
         v = self.verdict
         ps = ", ".join(f"{k}={x}" for k, x in self.params.items())
         lines = [f"{self.file}: kernel {self.kernel}({ps}), cluster "
@@ -64,7 +67,12 @@ class CheckResult:
             lines.append(f"  {v.reason}")
             lines.append("")
             lines.append(f"Counterexample ({len(v.trace)} steps):")
-            lines.append(render_text(v.trace))
+            if fmt == "timeline":
+                from .checker.render.timeline import render_timeline
+
+                lines.append(render_timeline(v.trace, width).rstrip("\n"))
+            else:
+                lines.append(render_text(v.trace))
             if explain:
                 from .checker.explain import explain as _explain
 

@@ -1,6 +1,8 @@
 """The ``pipeproof`` command.
 
     pipeproof check FILE [--param NAME=VALUE ...] [--engine explicit] [--json]
+                         [--format timeline|steps] [--explain]
+                         [--perfetto FILE] [--html FILE] [--progress auto|always|never]
 
 Exit codes (ARCHITECTURE.md): 0 safe or proven, 1 violated, 2 bad input or usage,
 3 unknown.  Errors in the input are printed as ``file:line:column: error: ...``; the
@@ -42,28 +44,88 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _progress_printer(stream: Any):
-    def report(states: int, depth: int, elapsed: float) -> None:
-        stream.write(f"\r  explored {states:,} states, depth {depth}, {elapsed:.0f} s ")
-        stream.flush()
-    return report
+class ProgressLine:
+    """Progress of a long check on one terminal line: depth reached, states explored,
+    rate and elapsed time (the engine calls it about once a second).  ``close`` erases
+    the line so that the verdict prints cleanly."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.width = 0
+
+    def __call__(self, states: int, depth: int, elapsed: float) -> None:
+        rate = states / elapsed if elapsed > 0 else 0.0
+        text = (f"  checking: depth {depth}, {states:,} states explored "
+                f"({rate:,.0f}/s), {elapsed:.0f} s elapsed")
+        pad = max(0, self.width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def _progress_printer(stream: Any) -> ProgressLine:
+    return ProgressLine(stream)
+
+
+def want_progress(mode: str, stream: Any, quiet: bool = False, json_out: bool = False) -> bool:
+    """``auto``: only when ``stream`` is a terminal (quiet when piped or redirected)."""
+    if mode == "never" or quiet:
+        return False
+    if mode == "always":
+        return True
+    if json_out:
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .api import check_file
 
     params = _parse_params(args.param or [])
-    show_progress = not args.json and not args.quiet and sys.stderr.isatty()
+    show_progress = want_progress(args.progress, sys.stderr, args.quiet, args.json)
     progress = _progress_printer(sys.stderr) if show_progress else None
-    result = check_file(args.file, params, engine=args.engine, depth=args.depth,
-                        timeout=args.timeout, max_states=args.max_states, progress=progress)
-    if show_progress:
-        sys.stderr.write("\r" + " " * 60 + "\r")
+    try:
+        result = check_file(args.file, params, engine=args.engine, depth=args.depth,
+                            timeout=args.timeout, max_states=args.max_states,
+                            progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(result.render_text(explain=args.explain))
+        print(result.render_text(explain=args.explain, fmt=args.format, width=args.width))
+    _write_outputs(args, result)
     return result.exit_code
+
+
+def _write_outputs(args: argparse.Namespace, result: Any) -> None:
+    """``--perfetto FILE`` and ``--html FILE``."""
+    if not (args.perfetto or args.html):
+        return
+    v = result.verdict
+    if args.perfetto:
+        from .checker.render.perfetto import write_perfetto
+
+        meta = {"file": str(result.file), "kernel": result.kernel,
+                "verdict": v.headline(),
+                "params": ", ".join(f"{k}={x}" for k, x in result.params.items()),
+                "cluster": "x".join(map(str, result.cluster))}
+        write_perfetto(v.trace, args.perfetto, meta)
+        print(f"wrote {args.perfetto} (open it in ui.perfetto.dev)", file=sys.stderr)
+    if args.html:
+        from .checker.explain import explain
+        from .checker.render.html import Report, write_html
+
+        write_html(Report.from_result(result, explain(v)), args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
 
 
 def cmd_properties(args: argparse.Namespace) -> int:
@@ -95,6 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    c.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress line on stderr (auto: only on a terminal)")
+    c.add_argument("--format", choices=("timeline", "steps"), default="timeline",
+                   help="counterexample as a timeline with one column per agent "
+                        "(default) or as numbered steps")
+    c.add_argument("--width", type=int, default=None,
+                   help="line width of the timeline (default: the terminal's)")
+    c.add_argument("--perfetto", metavar="FILE",
+                   help="also write the counterexample as Chrome/Perfetto trace-event JSON")
+    c.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML report with an SVG timeline")
     c.set_defaults(fn=cmd_check)
 
     pr = sub.add_parser("properties", help="list the properties pipeproof checks")

@@ -1,0 +1,154 @@
+"""Text timeline: a counterexample as columns, one per agent, rows in step order.
+
+::
+
+    step | cta0.w0 (dma)          | cta0.w1 (mma)        | async: TMA        | barrier state
+    -----+------------------------+----------------------+-------------------+------------------
+      13 | producer_acquire wait  |                      |                   |
+         | s0 p1                  |                      |                   |
+    ...
+
+Every row is one step of one agent: the operation (pipeline method and PTX operation),
+the stage and parity, and, on the right, the barrier state it changed (phase, pending
+arrivals, tx bytes).  The step that violates the property is marked ``>>`` and ``!!``;
+for a deadlock a last ``STUCK`` row says what every live warp waits on, followed by the
+reason in words (which arrivals or bytes are missing and why nobody will provide them).
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from typing import Optional
+
+from ..trace import Trace
+from .lanes import Timeline, build
+
+MIN_COL = 12
+MAX_COL = 30
+
+
+def _fit(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text.ljust(width)
+    return text[: width - 1] + "~"
+
+
+def default_width() -> int:
+    return max(100, shutil.get_terminal_size((160, 40)).columns)
+
+
+def render_timeline(trace: Trace, max_width: Optional[int] = None) -> str:
+    """The trace as a table of columns (one per agent).  ``max_width`` bounds the line
+    length (default: the terminal's width, at least 100); cells are shortened with ``~``
+    when the agents do not fit."""
+    tl = build(trace)
+    return render(tl, max_width or default_width())
+
+
+def render(tl: Timeline, max_width: int = 160) -> str:
+    n = len(tl.lanes)
+    if n == 0:
+        return "(empty trace)"
+    step_w = max(5, len(str(len(tl.rows))) + 3)
+    heads = [(ln.title, f"({ln.role})" if ln.kind == "agent" else "(async)") for ln in tl.lanes]
+    if any(ln.kind == "env" for ln in tl.lanes):
+        heads = [(("async: " + ln.title) if ln.kind == "env" else ln.title, h2)
+                 for ln, (_, h2) in zip(tl.lanes, heads)]
+    natural = []
+    for i in range(n):
+        w = max(len(heads[i][0]), len(heads[i][1]), MIN_COL)
+        for r in tl.rows:
+            if r.lane == i:
+                w = max(w, len(r.cell) + (3 if r.violation else 0))
+        for b in tl.blocked:
+            if b.lane == i:
+                w = max(w, len(b.cell))
+        natural.append(w)
+    state_natural = max([len(r.state) for r in tl.rows] + [len("barrier state")])
+    def widths_at(cap: int) -> tuple[list[int], int]:
+        ws = [min(w, cap) for w in natural]
+        return ws, step_w + sum(w + 3 for w in ws) + 2
+
+    # barrier state in its own column when it fits; otherwise on a line under the step
+    want_state = min(state_natural, 48)
+    inline = False
+    for cap in range(MAX_COL, 19, -1):
+        widths, fixed = widths_at(cap)
+        if fixed + want_state <= max_width:
+            inline = True
+            break
+    if not inline:
+        for cap in range(MAX_COL, MIN_COL - 1, -1):
+            widths, fixed = widths_at(cap)
+            if fixed <= max_width:
+                break
+    state_w = max_width - fixed if inline else 0
+
+    def line(first: str, cells: list[str], state: str) -> str:
+        out = first.rjust(step_w) + " |"
+        for c, w in zip(cells, widths):
+            out += " " + _fit(c, w) + " |"
+        return (out + " " + state).rstrip()
+
+    def under(lane: int, text: str) -> str:
+        """A continuation line: ``text`` starts in column ``lane`` and may run on."""
+        out = " " * step_w + " |"
+        for w in widths[:lane]:
+            out += " " * (w + 2) + "|"
+        if len(out) + 3 + len(text) > max_width:  # a lane on the right: pull it left
+            out = out[: max(step_w + 2, max_width - len(text) - 3)]
+        return (out + "   " + text)[:max_width]
+
+    out = [line("step", [h[0] for h in heads], "barrier state" if inline else ""),
+           line("", [h[1] for h in heads], "")]
+    out.append("-" * step_w + "-+" + "+".join("-" * (w + 2) for w in widths) + "+" +
+               ("-" * min(state_w + 1, 40) if inline else ""))
+    for r in tl.rows:
+        cells = [""] * n
+        cells[r.lane] = ("!! " + r.cell) if r.violation else r.cell
+        first = (">> " if r.violation else "") + str(r.step)
+        if tl.loop_start is not None and r.step == tl.loop_start:
+            first = "@" + first
+        if inline:
+            state = r.state
+            if len(state) > state_w:
+                state = state[: state_w - 1] + "~"
+            out.append(line(first, cells, state))
+        else:
+            out.append(line(first, cells, ""))
+            if r.state:
+                out.append(under(r.lane, "-> " + r.state))
+    if tl.blocked:
+        cells = [""] * n
+        for b in tl.blocked:
+            cells[b.lane] = b.cell
+        out.append(line("STUCK", cells, "no step enabled" if inline else ""))
+    out.append("")
+    out.extend(_footer(tl, max_width))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _footer(tl: Timeline, max_width: int) -> list[str]:
+    lines = []
+    wrap = max(60, min(max_width, 120))
+    vstep = tl.violation_step
+    if tl.loop_start is not None:
+        lines.append(f"@ marks step {tl.loop_start}, where the loop that repeats for ever "
+                     "starts.")
+    if vstep is not None:
+        r = next(r for r in tl.rows if r.step == vstep)
+        who = tl.lanes[r.lane].label
+        lines.extend(textwrap.wrap(f">> step {vstep} ({who}) violates {tl.violated}: "
+                                   f"{tl.detail}", wrap, subsequent_indent="   "))
+        if r.event.loc:
+            lines.append(f"   at {r.event.loc}")
+    elif tl.blocked:
+        lines.extend(textwrap.wrap(f"{tl.violated or 'deadlock'} after step "
+                                   f"{tl.rows[-1].step if tl.rows else 0}: {tl.detail}",
+                                   wrap))
+        lines.append("Why it can never complete:")
+        for b in tl.blocked:
+            lines.extend(textwrap.wrap(b.reason, wrap, initial_indent="  ",
+                                       subsequent_indent="      "))
+    return lines
