@@ -1,0 +1,76 @@
+"""Violating kernels for the renderer tests: every ``examples/bugs/*-bug.pipe`` plus
+mutations of the textbook examples (so the tests have a deadlock, a data race, a misuse
+and an exit bug even before the bug catalogue is complete).  Results are cached per
+test session."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from pipeproof.api import CheckResult, check_file, check_source
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTBOOK = ROOT / "examples" / "textbook"
+BUGS = ROOT / "examples" / "bugs"
+
+
+def _mutate(name: str, old: str, new: str) -> str:
+    src = (TEXTBOOK / name).read_text()
+    assert old in src, f"mutation no longer applies to {name}: {old!r}"
+    return src.replace(old, new, 1)
+
+
+#: name -> (source, expected property)
+MUTANTS: dict[str, tuple[str, str]] = {
+    "tma_async-no-release": (_mutate("pipeline_tma_async.pipe", "            handle.release()\n",
+                                     ""), "deadlock"),
+    "async-no-wait": (_mutate("pipeline_async.pipe", "            pipe.consumer_wait(state)\n",
+                              ""), "read-before-full"),
+    "async-no-acquire": (_mutate("pipeline_async.pipe",
+                                 "            pipe.producer_acquire(state)\n", ""),
+                         "phase-overrun"),
+    "tma_umma-no-tail": (_mutate("pipeline_tma_umma.pipe", "        producer.tail()\n", ""),
+                         "dangling-arrive-at-exit"),
+}
+
+
+def bug_files() -> list[Path]:
+    return sorted(BUGS.glob("*-bug.pipe"))
+
+
+def case_ids() -> list[str]:
+    return list(MUTANTS) + [f"bugs/{p.name}" for p in bug_files()]
+
+
+@functools.lru_cache(maxsize=None)
+def result_of(case: str) -> CheckResult:
+    kw: dict[str, Any] = {"max_states": 400_000, "timeout": 120.0}
+    if case in MUTANTS:
+        return check_source(MUTANTS[case][0], filename=f"<{case}>", **kw)
+    return check_file(ROOT / "examples" / case, **kw)
+
+
+def expected_prop(case: str) -> str:
+    if case in MUTANTS:
+        return MUTANTS[case][1]
+    for line in (ROOT / "examples" / case).read_text().splitlines():
+        if line.startswith("# expect: VIOLATED"):
+            return line.split()[-1]
+    return ""
+
+
+def source_of(case: str) -> str:
+    if case in MUTANTS:
+        return MUTANTS[case][0]
+    return (ROOT / "examples" / case).read_text()
+
+
+def agents_of(result: CheckResult) -> set[str]:
+    """The agents a counterexample involves: every actor plus every stuck warp."""
+    tr = result.verdict.trace
+    assert tr is not None
+    names = {e.actor for e in tr.events}
+    names |= {b.split(" ", 1)[0] for b in tr.blocked}
+    return names
