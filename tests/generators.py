@@ -214,9 +214,12 @@ def _role_warps(first: int, n: int, m: Optional[str], num_warps: int, is_first_r
 # ---- loops shared by the mbarrier classes ----------------------------------------------
 
 
-def _loop_open(s: Src, cfg: Config) -> None:
+def _loop_open(s: Src, cfg: Config, per_tile: Optional[Callable[[], None]] = None) -> None:
+    """``for t in range(tiles): [per_tile()] for k in range(k_tiles):``"""
     s("for t in range(tiles):")
     s.depth += 1
+    if per_tile is not None:
+        per_tile()
     s("for k in range(k_tiles):")
     s.depth += 1
 
@@ -293,8 +296,7 @@ def _producer_mbar_body(s: Src, cfg: Config, m: Optional[str], pipe: str,
           else f"producer, _, _ = {pipe}.make_participants()")
     else:
         _state_init(s, "state", "Producer", cfg, m, "producer")
-    _loop_open(s, cfg)
-    _per_tile_state(s, "state", "Producer", cfg, m)
+    _loop_open(s, cfg, lambda: _per_tile_state(s, "state", "Producer", cfg, m))
     if cfg.api == "participants":
         if m != "missing_acquire":
             if cfg.try_wait:
@@ -357,8 +359,7 @@ def _consumer_mbar_body(s: Src, cfg: Config, m: Optional[str], pipe: str,
           else f"_, consumer, _ = {pipe}.make_participants()")
     else:
         _state_init(s, "state", "Consumer", cfg, m, "consumer")
-    _loop_open(s, cfg)
-    _per_tile_state(s, "state", "Consumer", cfg, m)
+    _loop_open(s, cfg, lambda: _per_tile_state(s, "state", "Consumer", cfg, m))
     if cfg.api == "participants":
         if m == "missing_wait":
             s("handle = consumer.current_handle()")
@@ -679,7 +680,10 @@ def render_pipeline_tma_multi_consumers(cfg: Config, m: Optional[str]) -> str:
 
     s(f"with role(\"tma\", warps={_role_warps(0, 1, m, num_warps, True)}):")
     with s.indent():
-        _producer_mbar_body(s, cfg_state, m, "ab", pdata)
+        if m == "elect_around_acquire":
+            _producer_elect_around(s, cfg, "ab", pdata)
+        else:
+            _producer_mbar_body(s, cfg_state, m, "ab", pdata)
 
     def mma_data(s: Src, ref: str) -> None:
         s(f"tcgen05_mma(ab, {ref})")
@@ -1061,8 +1065,14 @@ def mutations(cfg: Config) -> list[tuple[str, Expected]]:
     elif c == "PipelineOrder":
         add("producer_count_plus", violated(DEADLOCK))
         add("producer_count_minus", violated(OVER_ARRIVAL))
-        add("double_arrive", violated(OVER_ARRIVAL, DEADLOCK))
-        if cfg.n_iters >= 2 or cfg.length >= 2:
+        # a warp arriving twice per turn: a barrier of the next group gets a second
+        # arrival (or the groups wait on each other's unused stages) once the arrivals
+        # wrap around the depth
+        if 2 * cfg.n_iters > cfg.stages:
+            add("double_arrive", violated(OVER_ARRIVAL, DEADLOCK))
+        # without waits nothing orders the groups; the model sees it once a warp arrives
+        # on the same barrier again before its waiter observed the earlier phase
+        if cfg.n_iters > cfg.stages:
             add("missing_wait", violated(OVER_ARRIVAL, DEADLOCK))
         if cfg.defer_sync:
             add("missing_init_sync", violated("use-before-init"))
@@ -1175,7 +1185,11 @@ def _clc_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
     add("tx_plus", violated(DEADLOCK))
     if cfg.cluster_size > 1:
         # P3's cousin: the scheduler runs in every CTA: every full gets cluster_size arms
-        add("producer_in_every_cta", violated(OVER_ARRIVAL, DEADLOCK, "role-misuse"))
+        # (CUTLASS's producer_acquire waits on the calling CTA's own empty barrier,
+        # which never fills: a deadlock; the model waits on CTA 0's barrier, which is a
+        # remote wait from another CTA -- either way the misuse is reported)
+        add("producer_in_every_cta", violated(OVER_ARRIVAL, DEADLOCK, "role-misuse",
+                                              "remote-wait"))
     if cfg.defer_sync:
         add("missing_init_sync", violated("use-before-init"))
 

@@ -90,5 +90,7 @@ class PipelineClcFetchAsync(PipelineAsync):
         """``try_cancel ... multicast::cluster::all``: 16 bytes into every CTA's response
         buffer, completing tx on the barrier at the same offset in every CTA."""
         tag = fill_tag_for_acquire(st)
-        return tuple(Delivery(self.bar("full", st.index, r), self.tx_count,
+        # the response is always 16 bytes, whatever tx_count the pipeline expects
+        # (PTX ISA clusterlaunchcontrol.try_cancel: complete-tx of the bytes stored)
+        return tuple(Delivery(self.bar("full", st.index, r), CLC_RESPONSE_BYTES,
                               self.buf(st.index, r), tag) for r in range(self.cluster_size))
