@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..model.program import TmaLoad
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
-from .packed import PackedState, Packer
+from .packed import FlatState, PackedState, Packer
 from .trace import BarrierChange, Event, Trace, env_fields, instr_fields
 from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
 
@@ -36,7 +36,7 @@ class Explorer:
     permutation is exact.
     """
 
-    def __init__(self, system: System, symmetry: bool = True):
+    def __init__(self, system: System, symmetry: bool = True, por: bool = False):
         self.sys = system
         flat = list(system.initial_state())
         S = ConcreteState(flat)
@@ -59,6 +59,11 @@ class Explorer:
                 assert len(set(comps)) == len(comps)
         self.comp_groups = [[self.agent_comp[a] for a in g] for g in self.groups]
         self.initial = self.canon(self.packer.initial)
+        self.reducer = None
+        if por:
+            from .por import Reducer
+
+            self.reducer = Reducer(system, self)
 
     def canon(self, st: tuple) -> tuple:
         """The representative of ``st`` under permutations of symmetric warps."""
@@ -90,22 +95,34 @@ class Explorer:
         ci, off = self.packer.where[self.pc_slots[a]]
         return self.packer.table[state[ci]][off]
 
-    def successors(self, state: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
+    def getter(self, state: tuple) -> Callable[[int], Any]:
+        return PackedState(self.packer, state).get
+
+    def successors(self, state: tuple) -> list[tuple[tuple, tuple, Optional[tuple]]]:
+        """The steps of a stubborn set of ``state`` (all steps without reduction)."""
+        succ = list(self._all_successors(state))
+        if self.reducer is not None and len(succ) > 1:
+            succ = self.reducer.reduce(state, succ)
+        return succ
+
+    def _all_successors(self, state: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
         """Yield ``(step, next_state, violation)``; ``step`` identifies the transition:
         ``("a", agent, choice)`` or ``("e", item)``; ``violation`` is ``(prop, detail)``."""
         sysm = self.sys
-        for a in range(len(sysm.agents)):
-            pc = self.pc(state, a)
+        base = self.packer.unpack_list(state)
+        packer = self.packer
+        for a, slot in enumerate(self.pc_slots):
+            pc = base[slot]
             if pc == DONE:
                 continue
             for choice in range(sysm.agent_choices(a, pc)):
-                S = PackedState(self.packer, state)
+                S = FlatState(packer, state, base)
                 out = sysm.exec_agent(V, S, a, pc, choice)
                 if not out.enabled:
                     break
                 yield ("a", a, choice), self.canon(S.freeze()), _first_violation(out.checks)
-        for item in self._env_items(state):
-            S = PackedState(self.packer, state)
+        for item in sysm.env_items_of(base.__getitem__):
+            S = FlatState(packer, state, base)
             out = sysm.exec_env(V, S, item)
             yield ("e", item), self.canon(S.freeze()), _first_violation(out.checks)
 
@@ -171,7 +188,7 @@ class Explorer:
         if stuck_state is not None:
             flat = self.packer.unpack(stuck_state)
             trace.blocked = [f"{sysm.agents[who[ag.index]].name} ({ag.role}) "
-                             f"{sysm.blocked_reason(flat, ag.index)}"
+                             f"{_rename(sysm.blocked_reason(flat, ag.index), sysm, who)}"
                              for ag in sysm.agents if flat[ag.pc] != DONE]
         return trace
 
@@ -205,15 +222,18 @@ def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, 
 
 def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                    progress: Optional[Callable[[int, int, float], None]] = None,
-                   reduce: bool = True) -> Verdict:
+                   reduce: bool = True, por: bool = False) -> Verdict:
     """Exhaustive BFS; the first violation (or deadlock) found is a shortest one.
 
-    ``reduce`` enables state-space reductions that preserve every verdict and the length
-    of shortest counterexamples; ``reduce=False`` explores the full interleaving graph
-    (the reference for differential tests)."""
+    ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable),
+    which preserves every verdict and the length of shortest counterexamples;
+    ``reduce=False`` explores the full interleaving graph (the reference for differential
+    tests).  ``por`` adds stubborn-set partial-order reduction (checker/por.py): fewer
+    states, but each costs more to expand; worth it on configurations with many
+    independent warps."""
     t0 = time.perf_counter()
     tracemalloc_started = False
-    ex = Explorer(system, symmetry=reduce)
+    ex = Explorer(system, symmetry=reduce, por=reduce and por)
     init = ex.initial
     index: dict[tuple, int] = {init: 0}
     parent: list[tuple[int, Any]] = [(-1, None)]

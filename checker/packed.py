@@ -44,6 +44,7 @@ class Packer:
                 self.where[s] = (ci, off)
         self.table: list[tuple] = []
         self.ids: dict[tuple, int] = {}
+        self.comp_of_slot = [w[0] for w in self.where]
         self.initial = self.pack(init)
 
     def intern(self, comp: tuple) -> int:
@@ -58,11 +59,15 @@ class Packer:
         return tuple(self.intern(tuple(flat[s] for s in slots)) for slots in self.comp_slots)
 
     def unpack(self, state: tuple) -> tuple:
+        return tuple(self.unpack_list(state))
+
+    def unpack_list(self, state: tuple) -> list:
         flat: list[Any] = [None] * len(self.where)
-        for ci, cid in enumerate(state):
-            for off, s in enumerate(self.comp_slots[ci]):
-                flat[s] = self.table[cid][off]
-        return tuple(flat)
+        table = self.table
+        for slots, cid in zip(self.comp_slots, state):
+            for s, x in zip(slots, table[cid]):
+                flat[s] = x
+        return flat
 
 
 class PackedState(QueueOps):
@@ -96,4 +101,39 @@ class PackedState(QueueOps):
         st = list(self.state)
         for ci, lst in self.lists.items():
             st[ci] = self.p.intern(tuple(lst))
+        return tuple(st)
+
+
+class FlatState(QueueOps):
+    """Copy-on-write accessor over an unpacked state (one flat list shared by all the
+    successors of a state; a step copies it on its first write)."""
+
+    __slots__ = ("p", "state", "base", "v", "dirty")
+
+    def __init__(self, packer: Packer, state: tuple, base: list):
+        self.p = packer
+        self.state = state
+        self.base = base
+        self.v: Any = None
+        self.dirty: Any = None
+
+    def get(self, i: int) -> Any:
+        v = self.v
+        return v[i] if v is not None else self.base[i]
+
+    def set(self, i: int, x: Any) -> None:
+        if self.v is None:
+            self.v = self.base.copy()
+            self.dirty = set()
+        self.v[i] = x
+        self.dirty.add(self.p.comp_of_slot[i])
+
+    def freeze(self) -> tuple:
+        if self.v is None:
+            return self.state
+        st = list(self.state)
+        v = self.v
+        slots = self.p.comp_slots
+        for ci in self.dirty:
+            st[ci] = self.p.intern(tuple([v[s] for s in slots[ci]]))
         return tuple(st)

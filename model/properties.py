@@ -57,3 +57,14 @@ class Check(NamedTuple):
     condition: Any
     prop: str
     detail: str
+
+
+def add_check(checks: list, condition: Any, prop: str, detail: Any) -> None:
+    """Append a check unless its condition is the concrete value False.
+
+    ``detail`` may be a string or a function returning one; it is only evaluated when
+    the check is kept, so the explicit engine formats no message for steps that are fine.
+    """
+    if condition is False:
+        return
+    checks.append(Check(condition, prop, detail() if callable(detail) else detail))

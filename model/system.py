@@ -31,7 +31,7 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       CpAsync, CpAsyncArrive, ExpectTx, Exit, Fail, FenceMbarInit,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
-from .properties import Check, Prop
+from .properties import Check, Prop, add_check
 
 #: program counter of a warp that has exited
 DONE = -1
@@ -157,6 +157,12 @@ class Outcome:
     what: str = ""
 
 
+_BLOCKED = Outcome(False, [], "blocked")
+
+
+_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead)
+
+
 class System:
     """The transition system of one cluster of a compiled kernel."""
 
@@ -180,6 +186,7 @@ class System:
             ag.qbs = L.alloc(f"{name}.bulk_queue", ())
             self.agents.append(ag)
             self.agents_of_cta.setdefault(prog.cta, []).append(i)
+        self.agent_label = [f"{ag.name} ({ag.role})" for ag in self.agents]
         self.init_agent = {c: next(i for i in idx if self.agents[i].warp == 0)
                            for c, idx in self.agents_of_cta.items()}
         # barriers, arrays, buffers
@@ -266,7 +273,7 @@ class System:
     # ---------------------------------------------------------------- init visibility
 
     def use_check(self, V: Any, S: Any, ref: BarRef, user_cta: Optional[int],
-                  user_agent: Optional[int], what: str) -> Check:
+                  user_agent: Optional[int], what: Any, checks: list[Check]) -> None:
         """A barrier may be used only once its init is visible to the user.
 
         CTA-local threads need the init ordered before them by a CTA barrier (or to be
@@ -287,42 +294,46 @@ class System:
             bad = V.lt(ivis, VIS_CTA)
             why = "its init is not yet visible (needs a CTA or cluster barrier after " \
                   "mbarrier.init)"
-        return Check(bad, Prop.USE_BEFORE_INIT, f"{what} on {ref}: {why}")
+        add_check(checks, bad, Prop.USE_BEFORE_INIT,
+                  lambda: f"{what() if callable(what) else what} on {ref}: {why}")
 
     # ---------------------------------------------------------------- ghost effects
 
-    def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: str) -> None:
+    def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: Any) -> None:
+        """Apply one ghost effect on a stage buffer (``who`` names the actor; it may be a
+        function returning the name, evaluated only for a message)."""
         b = self.buf.get(e.buf)
+        name = (lambda: who() if callable(who) else who)
         if b is None:
             checks.append(Check(True, Prop.MASK_OUTSIDE_CLUSTER, f"{e.buf} does not exist"))
             return
         wip, stamp, rd, dirty = b, b + 1, b + 2, b + 3
         k = e.kind
         if k == "read":
-            checks.append(Check(V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
-                                f"{who} reads {e.buf} while a write to it is still in flight"))
+            add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
+                      lambda: f"{name()} reads {e.buf} while a write to it is still in flight")
             st = S.get(stamp)
             if e.tag == ANY_FILL:
                 bad = V.eq(st, NO_DATA)
-                msg = f"{who} reads {e.buf} before anything was written to it"
+                msg = lambda: f"{name()} reads {e.buf} before anything was written to it"  # noqa: E731
             elif e.tag >= PARITY_TAG:
                 bad = V.or_(V.eq(st, NO_DATA), V.ne(V.mod(st, 2), e.tag % 2))
-                msg = f"{who} reads {e.buf} expecting a fill of parity {e.tag % 2}, " \
-                      "but it holds another (or nothing)"
+                msg = lambda: (f"{name()} reads {e.buf} expecting a fill of parity "  # noqa: E731
+                               f"{e.tag % 2}, but it holds another (or nothing)")
             else:
                 bad = V.or_(V.eq(st, NO_DATA),
                             V.ite(V.le(PARITY_TAG, st), V.ne(V.mod(st, 2), e.tag % 2),
                                   V.ne(st, e.tag)))
-                msg = f"{who} reads {e.buf} expecting fill {e.tag} (mod 4), but it holds " \
-                      "another fill or nothing"
-            checks.append(Check(bad, Prop.READ_BEFORE_FULL, msg))
+                msg = lambda: (f"{name()} reads {e.buf} expecting fill {e.tag} (mod 4), "  # noqa: E731
+                               "but it holds another fill or nothing")
+            add_check(checks, bad, Prop.READ_BEFORE_FULL, msg)
         elif k == "hold":
             S.set(rd, S.get(rd) + 1)
         elif k == "unhold":
             S.set(rd, S.get(rd) - 1)
         elif k == "write_begin":
-            checks.append(Check(V.lt(0, S.get(rd)), Prop.OVERWRITE_BEFORE_RELEASE,
-                                f"{who} starts writing {e.buf} while a consumer still owns it"))
+            add_check(checks, V.lt(0, S.get(rd)), Prop.OVERWRITE_BEFORE_RELEASE,
+                      lambda: f"{name()} starts writing {e.buf} while a consumer still owns it")
             S.set(wip, S.get(wip) + 1)
         elif k == "write_end":
             S.set(wip, S.get(wip) - 1)
@@ -332,12 +343,12 @@ class System:
         elif k == "clean":
             S.set(dirty, S.get(dirty) - 1)
         elif k == "async_read":
-            checks.append(Check(V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
-                                f"{who} reads {e.buf} (async proxy) while a write to it is "
-                                "still in progress"))
-            checks.append(Check(V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
-                                f"{who} reads {e.buf} through the async proxy after generic "
-                                "stores without fence.proxy.async"))
+            add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
+                      lambda: f"{name()} reads {e.buf} (async proxy) while a write to it is "
+                              "still in progress")
+            add_check(checks, V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
+                      lambda: f"{name()} reads {e.buf} through the async proxy after generic "
+                              "stores without fence.proxy.async")
             S.set(rd, S.get(rd) + 1)
         else:  # pragma: no cover
             raise ValueError(k)
@@ -345,27 +356,27 @@ class System:
     # ---------------------------------------------------------------- mbarrier operations
 
     def do_arrive(self, V: Any, S: Any, ref: BarRef, count: int, tx: int, checks: list[Check],
-                  user_cta: Optional[int], user_agent: Optional[int], what: str,
+                  user_cta: Optional[int], user_agent: Optional[int], what: Any,
                   drop: bool = False) -> None:
         if not self._bar_ref(ref, checks, V):
             return
-        checks.append(self.use_check(V, S, ref, user_cta, user_agent, what))
+        self.use_check(V, S, ref, user_cta, user_agent, what, checks)
         src_cta = user_cta
         if src_cta is None or src_cta != ref.cta:
             prop = Prop.REMOTE_OP_TO_EXITED_CTA if src_cta is not None else \
                 Prop.DANGLING_ARRIVE_AT_EXIT
-            checks.append(Check(self.exited(V, S, ref.cta), prop,
-                                f"{what} targets {ref} after CTA {ref.cta} exited"))
+            add_check(checks, self.exited(V, S, ref.cta), prop,
+                      lambda: f"{_text(what)} targets {ref} after CTA {ref.cta} exited")
         nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop)
-        checks.extend(_label(c, f"{what} on {ref}"))
+        _label_into(checks, c, lambda: f"{_text(what)} on {ref}")
         self.write_bar(S, ref, nb)
 
     def do_complete_tx(self, V: Any, S: Any, ref: BarRef, nbytes: int, checks: list[Check],
-                       src_cta: Optional[int], what: str) -> None:
+                       src_cta: Optional[int], what: Any) -> None:
         if not self._bar_ref(ref, checks, V):
             return
         nb, c = mb.complete_tx(V, self.read_bar(S, ref), nbytes)
-        checks.extend(_label(c, f"{what} on {ref}"))
+        _label_into(checks, c, lambda: f"{_text(what)} on {ref}")
         self.write_bar(S, ref, nb)
 
     # ---------------------------------------------------------------- agent steps
@@ -384,18 +395,20 @@ class System:
         ag = self.agents[a]
         ins = self.code(a)[pc]
         checks: list[Check] = []
-        who = f"{ag.name} ({ag.role})"
+        who = self.agent_label[a]
+        t = type(ins)
+        if not V.symbolic and t in _BLOCKING and not self._concrete_enabled(S, a, ins):
+            return _BLOCKED  # a blocked warp does nothing: skip the work
         for e in ins.pre:
             self.ghost(V, S, e, checks, who)
         enabled: Any = True
         nxt = pc + 1
-        t = type(ins)
         if t is Wait:
             if ins.bar.cta != ag.cta:
                 checks.append(Check(True, Prop.REMOTE_WAIT,
                                     f"{who} waits on {ins.bar}, a barrier of another CTA"))
             else:
-                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity"))
+                self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity", checks)
                 b = self.read_bar(S, ins.bar)
                 done = mb.wait_done(V, b, ins.parity)
                 if ins.ghost is not None:
@@ -408,7 +421,7 @@ class System:
                     enabled = done
                 self.write_bar(S, ins.bar, mb.observe(V, b, done))
         elif t is TryWait:
-            checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity"))
+            self.use_check(V, S, ins.bar, ag.cta, a, "try_wait.parity", checks)
             b = self.read_bar(S, ins.bar)
             done = mb.wait_done(V, b, ins.parity)
             if ins.ghost is not None:
@@ -420,16 +433,16 @@ class System:
         elif t is Arrive:
             for arr in ins.arrivals:
                 self.do_arrive(V, S, arr.bar, arr.count, arr.tx, checks, ag.cta, a,
-                               f"{who} arrive", ins.drop)
+                               lambda: f"{who} arrive", ins.drop)
         elif t is ExpectTx:
             if self._bar_ref(ins.bar, checks, V):
-                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "expect_tx"))
+                self.use_check(V, S, ins.bar, ag.cta, a, "expect_tx", checks)
                 nb, c = mb.expect_tx(V, self.read_bar(S, ins.bar), ins.tx)
-                checks.extend(_label(c, f"{who} expect_tx on {ins.bar}"))
+                _label_into(checks, c, lambda: f"{who} expect_tx on {ins.bar}")
                 self.write_bar(S, ins.bar, nb)
         elif t is CompleteTx:
             if self._bar_ref(ins.bar, checks, V):
-                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "complete_tx"))
+                self.use_check(V, S, ins.bar, ag.cta, a, "complete_tx", checks)
                 self.do_complete_tx(V, S, ins.bar, ins.tx, checks, ag.cta, f"{who} complete_tx")
         elif t is TmaLoad:
             if ins.kind == "clc":
@@ -442,11 +455,11 @@ class System:
             S.q_push(ag.qcp, pc)
         elif t is CpAsyncArrive:
             if not ins.noinc and self._bar_ref(ins.bar, checks, V):
-                checks.append(self.use_check(V, S, ins.bar, ag.cta, a, "cp.async.mbarrier.arrive"))
+                self.use_check(V, S, ins.bar, ag.cta, a, "cp.async.mbarrier.arrive", checks)
                 b = self.read_bar(S, ins.bar)
                 for _ in range(ins.count):
                     b, c = mb.increment_pending(V, b)
-                    checks.extend(_label(c, f"{who} cp.async.mbarrier.arrive on {ins.bar}"))
+                    _label_into(checks, c, lambda: f"{who} cp.async.mbarrier.arrive on {ins.bar}")
                 self.write_bar(S, ins.bar, b)
             S.q_push(ag.qcp, pc)
         elif t is UmmaCommit:
@@ -475,7 +488,7 @@ class System:
                 base = self.arr[(ins.cta, name)]
                 checks.append(Check(V.ne(S.get(base), UNINIT), Prop.DOUBLE_INIT,
                                     f"{who} initialises {name}@cta{ins.cta} a second time"))
-                checks.extend(_label(mb.init_checks(V, count), f"{who} init {name}"))
+                _label_into(checks, mb.init_checks(V, count), lambda: f"{who} init {name}")
                 S.set(base, INIT_PRIVATE)
                 for s in range(self.array_decl[name].stages):
                     self.write_bar(S, BarRef(ins.cta, name, s), mb.init(count))
@@ -503,6 +516,31 @@ class System:
             self.run_local(V, S, a, checks)
         return Outcome(enabled, checks, ins.label or type(ins).__name__)
 
+    def _concrete_enabled(self, S: Any, a: int, ins: Instr) -> bool:
+        """Concrete enabledness of a blocking instruction (the same conditions exec_agent
+        computes; evaluated first only to skip work for blocked warps)."""
+        ag = self.agents[a]
+        t = type(ins)
+        if t is Wait:
+            if ins.bar.cta != ag.cta or ins.bar not in self.bar:
+                return True  # a violation step
+            b = self.bar[ins.bar]
+            phase = S.get(b)
+            if (phase % 2) != ins.parity:
+                return True
+            if ins.ghost is not None:
+                d = (phase - ins.ghost) % mb.PHASE_MOD
+                return d not in (0, 1)
+            return False
+        if t is NamedWait:
+            return S.get(self.nb[(ag.cta, ins.id)] + 2) != S.get(ag.nbw)
+        if t is ClusterWait:
+            cg = S.get(ag.cgen)
+            return cg == -1 or S.get(self.cluster_gen) != cg
+        if t is BulkWaitRead:
+            return S.q_count(ag.qbs, BULK_MARK) <= ins.n
+        return True
+
     def run_local(self, V: Any, S: Any, a: int, checks: list[Check]) -> None:
         """Follow the warp's local control flow up to its next synchronisation instruction."""
         ag = self.agents[a]
@@ -516,8 +554,10 @@ class System:
                 pc = ins.target
             elif t is Branch:
                 c = eval_dyn(V, ins.cond, lambda n: S.get(ag.locals[n]))
-                if not V.is_true(V.eq(c, c)) or getattr(V, "symbolic", False):
-                    raise NotImplementedError("symbolic branch")  # handled by the BMC engine
+                if V.symbolic and not isinstance(c, (bool, int)):
+                    S.set(ag.pc, pc)
+                    self._fork_local(V, S, a, c, ins, checks)
+                    return
                 pc = ins.then if c else ins.orelse
             elif t is SetLocal:
                 if ins.value.op == "response":
@@ -538,6 +578,23 @@ class System:
             if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
                 raise RuntimeError("local loop without synchronisation")
         S.set(ag.pc, pc)
+
+    def _fork_local(self, V: Any, S: Any, a: int, c: Any, ins: Branch,
+                    checks: list[Check]) -> None:
+        """Symbolic engines: a branch on a symbolic local follows both sides (each up to
+        its next synchronisation instruction) on copies of the state (``S.fork()``) and
+        merges them with ``ite`` (``S.merge``); checks of a side hold only under its
+        condition.  The concrete engines never come here."""
+        ag = self.agents[a]
+        sides = []
+        for cond, target in ((c, ins.then), (V.not_(c), ins.orelse)):
+            S1 = S.fork()
+            S1.set(ag.pc, target)
+            c1: list[Check] = []
+            self.run_local(V, S1, a, c1)
+            checks.extend(Check(V.and_(cond, ch.condition), ch.prop, ch.detail) for ch in c1)
+            sides.append(S1)
+        S.merge(c, sides[0], sides[1])
 
     def _named_arrive(self, V: Any, S: Any, a: int, ins: NamedBarrierOp, checks: list[Check],
                       who: str) -> None:
@@ -571,6 +628,8 @@ class System:
             live = live + V.ite(self.done(V, S, i), 0, WARP_SIZE)
         need = V.ite(V.eq(expected, -1), live, expected)
         complete = V.and_(V.ne(expected, 0), V.le(need, arrived))
+        if complete is False:  # concretely incomplete: nothing changes
+            return
         S.set(base, V.ite(complete, 0, arrived))
         S.set(base + 1, V.ite(complete, 0, expected))
         S.set(base + 2, V.ite(complete, 1 - S.get(base + 2), S.get(base + 2)))
@@ -617,6 +676,16 @@ class System:
         self._cluster_complete(V, S)
 
     def _cluster_complete(self, V: Any, S: Any) -> None:
+        if not V.symbolic:
+            # fast path: the barrier completes only when every live warp has arrived
+            anyone = False
+            for ag in self.agents:
+                if S.get(ag.carr) == 1:
+                    anyone = True
+                elif S.get(ag.pc) != DONE:
+                    return
+            if not anyone:
+                return
         every = V.and_(*[V.or_(V.eq(S.get(ag.carr), 1), self.done(V, S, ag.index))
                          for ag in self.agents])
         anyone = V.or_(*[V.eq(S.get(ag.carr), 1) for ag in self.agents])
@@ -688,8 +757,8 @@ class System:
                 self.ghost(V, S, GhostEffect("write_end", dl.buf, dl.tag), checks, what)
                 if ins.kind == "clc":
                     S.set(self.buf[dl.buf] + 4, choice)
-            checks.append(self.use_check(V, S, dl.bar, src if dl.bar.cta != src else None,
-                                         None, "complete_tx"))
+            self.use_check(V, S, dl.bar, src if dl.bar.cta != src else None,
+                                         None, "complete_tx", checks)
             self.do_complete_tx(V, S, dl.bar, dl.bytes, checks, src, what)
             label = f"{what}: {dl.bytes} B land in {dl.buf} -> complete_tx on {dl.bar}" \
                 if dl.buf is not None else f"{what}: complete_tx {dl.bytes} B on {dl.bar}"
@@ -855,5 +924,18 @@ class System:
         return False
 
 
+
 def _label(checks: list[Check], prefix: str) -> list[Check]:
-    return [Check(c.condition, c.prop, f"{prefix}: {c.detail}") for c in checks]
+    return [Check(c.condition, c.prop, f"{prefix}: {c.detail}") for c in checks
+            if c.condition is not False]
+
+
+def _label_into(out: list[Check], checks: list[Check], prefix: Any) -> None:
+    """Add ``checks`` to ``out`` with a prefix, formatting only those that may fail."""
+    for c in checks:
+        if c.condition is not False:
+            out.append(Check(c.condition, c.prop, f"{_text(prefix)}: {c.detail}"))
+
+
+def _text(x: Any) -> str:
+    return x() if callable(x) else x

@@ -1,0 +1,817 @@
+"""Partial-order reduction for the explicit engine: stubborn sets.
+
+In a state ``s`` the engine may explore only the enabled transitions of a *stubborn set*
+``T`` of units (warps, and environment units: in-flight TMA/CLC deliveries and the
+completion queues of each warp) instead of all enabled transitions.  ``T`` satisfies
+Valmari's conditions:
+
+* D1 -- no sequence of transitions of units outside ``T`` can conflict with an enabled
+  transition of ``T``, nor enable a disabled one;
+* D2 -- ``T`` has an enabled transition that units outside ``T`` cannot disable.
+
+Under D1 and D2 every reachable deadlock of the full graph -- and every violation, since
+a violating step leads to an error state with no successors -- is reachable in the reduced
+graph by a permutation of the same steps, so breadth-first search still returns a
+*shortest* counterexample (Valmari, "Stubborn sets for reduced state space generation",
+1990; Godefroid, "Partial-order methods for the verification of concurrent systems",
+1996, ch. 4).
+
+What a unit outside ``T`` can do before ``T`` moves is over-approximated by walking its
+program from its current pc; the walk stops at a blocking instruction that stays blocked
+while ``T`` is frozen (a wait whose barrier only ``T`` can change, a cluster wait some
+frozen warp has not arrived at).  Conflicts are decided on *operations*, not only on the
+objects they touch: two arrivals at a cluster barrier commute, two ``hold``s of a stage
+buffer commute, a ``write_begin`` commutes with a ``write_end``, two waits on one barrier
+commute, and so on (table ``_COMMUTE``); everything else on a shared object conflicts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Optional
+
+from ..model.program import (Arrive, BarRef, Branch, BufRef, BulkCommit, BulkWaitRead,
+                             ClusterArrive, ClusterWait, CompleteTx, CpAsync, CpAsyncArrive,
+                             Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
+                             NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
+                             TryWait, UmmaCommit, Wait)
+from ..model.system import BULK_MARK, DONE, System
+
+# Operation modes on an object.  Two operations on the same object conflict unless the
+# pair is listed here (the relation is symmetric).
+_COMMUTE = {
+    frozenset(["O"]),             # two waits on one mbarrier (both only set ``observed``)
+    frozenset(["R"]),             # reads
+    frozenset(["R", "O"]),
+    frozenset(["M"]),             # monotone init-visibility updates (fence, releases, promotes)
+    frozenset(["CA"]),            # cluster-barrier arrivals / exits (order-free completion)
+    frozenset(["CW"]), frozenset(["CW", "CA"]),  # a cluster wait that can proceed cannot be
+                                  # disabled: no generation completes without its warp
+    frozenset(["NA"]),            # named-barrier arrivals
+    frozenset(["H"]),             # buffer owner counts +-1
+    frozenset(["H", "RD"]), frozenset(["H", "WE"]), frozenset(["H", "D"]),
+    frozenset(["H", "AR"]),
+    frozenset(["RD"]), frozenset(["RD", "D"]), frozenset(["RD", "AR"]),
+    frozenset(["WB"]), frozenset(["WB", "WE"]), frozenset(["WB", "D"]),
+    frozenset(["WE", "D"]),
+    frozenset(["D"]),
+    frozenset(["Q"]),             # queue push (owner) and pop (environment)
+}
+
+
+def conflicts(m1: str, m2: str) -> bool:
+    return frozenset([m1, m2]) not in _COMMUTE
+
+
+_GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
+               "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR"}
+
+Footprint = frozenset  # of (object, mode)
+INF = 1 << 40
+
+
+class Footprints:
+    """Static footprints of every step of every warp and of environment completions."""
+
+    def __init__(self, sysm: System):
+        self.sys = sysm
+        n = len(sysm.agents)
+        self.init_agent = set(sysm.init_agent.values())
+        self.all_ctas = list(range(sysm.info.cluster_size))
+        # step footprint of (agent, pc): the instruction, its ghost effects and the local
+        # control flow that follows it within the same step
+        self.step: list[list[Footprint]] = []
+        # footprint of the asynchronous completions an instruction starts (landings,
+        # commit arrivals, ...), which happen later as environment steps
+        self.future_env: list[list[Footprint]] = []
+        # barriers written (now or through started async work) in the reachable future
+        self.writers_from: list[list[frozenset]] = []
+        self.blocking: list[list[bool]] = []
+        for a in range(n):
+            code = sysm.code(a)
+            self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
+            self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
+            self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead))
+                                  for i in code])
+        for a in range(n):
+            self.writers_from.append(self._suffix_writes(a))
+        self.arrivers_from: list[list[frozenset]] = [self._suffix_arrivals(a) for a in range(n)]
+        # footprint of a cluster arrive / exit that cannot complete the cluster barrier
+        # (some warp has neither arrived nor exited): only the warp's own releases of its
+        # CTA's barrier inits remain
+        self.noncompleting: list[list[Optional[frozenset]]] = []
+        for a in range(n):
+            row: list = []
+            own_cta = sysm.agents[a].cta
+            for pc, ins in enumerate(sysm.code(a)):
+                if isinstance(ins, (ClusterArrive, Exit)):
+                    f = self.step[a][pc]
+                    keep = frozenset(x for x in f if not (
+                        x[0][0] == "arr" and x[1] == "M"
+                        and not (a in self.init_agent and x[0][1] == own_cta)))
+                    row.append(keep)
+                else:
+                    row.append(None)
+            self.noncompleting.append(row)
+        # segments: from pc, everything up to the next blocking instructions
+        self.seg_fp: list[list[frozenset]] = []
+        self.seg_next: list[list[tuple]] = []
+        for a in range(n):
+            fps, nxts = [], []
+            for pc in range(len(sysm.code(a))):
+                f, nx = self._segment(a, pc)
+                fps.append(f)
+                nxts.append(nx)
+            self.seg_fp.append(fps)
+            self.seg_next.append(nxts)
+        # arrivals (pending decrements) per barrier within each segment
+        self.seg_arr: list[list[dict]] = []
+        for a in range(n):
+            row = []
+            for pc in range(len(sysm.code(a))):
+                row.append(self._segment_arrivals(a, pc))
+            self.seg_arr.append(row)
+        # segment footprints with non-completing cluster arrivals/exits
+        self.seg_fp_nc: list[list[frozenset]] = []
+        for a in range(n):
+            row = []
+            for pc in range(len(sysm.code(a))):
+                row.append(self._segment(a, pc, noncompleting=True)[0])
+            self.seg_fp_nc.append(row)
+        # named-barrier participants per (cta, id): agents with a NamedBarrierOp on it
+        self.nb_users: dict[tuple, set[int]] = defaultdict(set)
+        for a, ag in enumerate(sysm.agents):
+            for ins in ag.program.code:
+                if isinstance(ins, NamedBarrierOp):
+                    self.nb_users[(ag.cta, ins.id)].add(a)
+
+    # ------------------------------------------------------------------ per instruction
+
+    def _ghost(self, effects: Iterable[GhostEffect]) -> set:
+        out = set()
+        for e in effects:
+            out.add((("buf", e.buf), _GHOST_MODE[e.kind]))
+        return out
+
+    def _arrays_of(self, cta: int) -> list:
+        return [("arr", cta, name) for name in self.sys.arrays_of_cta.get(cta, [])]
+
+    def _use(self, bar: BarRef, user_cta: Optional[int]) -> set:
+        """What a use of ``bar`` reads besides the barrier: init visibility; a remote user
+        also reads whether the target CTA has exited."""
+        out = {(("arr", bar.cta, bar.array), "R")}
+        if user_cta is None or user_cta != bar.cta:
+            out.add((("exit", bar.cta), "R"))
+        return out
+
+    def _instr_fp(self, a: int, pc: int) -> set:
+        sysm = self.sys
+        ag = sysm.agents[a]
+        ins = sysm.code(a)[pc]
+        fp: set = self._ghost(ins.pre) | self._ghost(ins.post)
+        t = type(ins)
+        cta = ag.cta
+        if t in (Wait, TryWait):
+            fp |= {(("bar", ins.bar), "O")} | self._use(ins.bar, cta)
+        elif t is Arrive:
+            for arr in ins.arrivals:
+                fp |= {(("bar", arr.bar), "W")} | self._use(arr.bar, cta)
+        elif t in (ExpectTx, CompleteTx):
+            fp |= {(("bar", ins.bar), "W")} | self._use(ins.bar, cta)
+        elif t is TmaLoad:
+            fp.add((("pool",), "Q"))
+            if ins.kind == "clc":
+                fp.add((("clc", cta), "R"))
+        elif t is CpAsync:
+            fp.add((("q", a, "cp"), "Q"))
+        elif t is CpAsyncArrive:
+            fp.add((("q", a, "cp"), "Q"))
+            if not ins.noinc:
+                fp |= {(("bar", ins.bar), "W")} | self._use(ins.bar, cta)
+        elif t is UmmaCommit:
+            fp.add((("q", a, "tc"), "Q"))
+        elif t in (TmaStore, BulkCommit):
+            fp.add((("q", a, "bulk"), "Q"))
+        elif t is BulkWaitRead:
+            fp.add((("q", a, "bulk"), "R"))
+        elif t is NamedBarrierOp:
+            fp.add((("nb", cta, ins.id), "NA"))
+            if ins.id == 0 or ins.count is None:
+                fp |= {(x, "M") for x in self._arrays_of(cta)}
+        elif t is NamedWait:
+            fp.add((("nb", cta, ins.id), "R"))
+        elif t is ClusterArrive:
+            fp.add((("cl",), "CA"))
+            for c in self.all_ctas:
+                fp |= {(x, "M") for x in self._arrays_of(c)}
+        elif t is ClusterWait:
+            fp.add((("cl",), "CW"))
+        elif t is MbarInit:
+            for name, _count in ins.arrays:
+                fp.add((("arr", ins.cta, name), "W"))
+                for s in range(sysm.array_decl[name].stages):
+                    fp.add((("bar", BarRef(ins.cta, name, s)), "W"))
+        elif t is FenceMbarInit:
+            if a in self.init_agent:
+                fp |= {(x, "M") for x in self._arrays_of(cta)}
+        elif t is Exit:
+            fp.add((("exit", cta), "W"))
+            fp.add((("cl",), "CA"))
+            for c in self.all_ctas:
+                fp |= {(x, "M") for x in self._arrays_of(c)}
+            for (c, bid) in sysm.nb:
+                if c == cta:
+                    fp.add((("nb", c, bid), "NA"))
+        elif t is SetLocal:
+            if getattr(ins.value, "op", "") == "response":
+                fp.add((("buf", ins.value.args[0]), "RD"))
+                fp.add((("clc", cta), "W"))
+        elif t in (Fail, Nop, Jump, Branch):
+            pass
+        return fp
+
+    def _step_fp(self, a: int, pc: int) -> Footprint:
+        """The instruction plus the local control flow run in the same step."""
+        code = self.sys.code(a)
+        fp = self._instr_fp(a, pc)
+        seen = set()
+        work = [pc + 1] if not isinstance(code[pc], Exit) else []
+        while work:
+            p = work.pop()
+            if p in seen or p >= len(code):
+                continue
+            seen.add(p)
+            ins = code[p]
+            if isinstance(ins, Jump):
+                work.append(ins.target)
+            elif isinstance(ins, Branch):
+                work.extend((ins.then, ins.orelse))
+            elif isinstance(ins, SetLocal):
+                fp |= self._instr_fp(a, p)
+                work.append(p + 1)
+        return frozenset(fp)
+
+    def _env_fp_of_instr(self, a: int, pc: int) -> Footprint:
+        ins = self.sys.code(a)[pc]
+        cta = self.sys.agents[a].cta
+        fp: set = set()
+        if isinstance(ins, TmaLoad):
+            for d in ins.deliveries:
+                fp |= {(("bar", d.bar), "W")} | self._use(d.bar, None if d.bar.cta == cta else cta)
+                fp.add((("exit", d.bar.cta), "R"))
+                if d.buf is not None:
+                    fp.add((("buf", d.buf), "WE"))
+                    fp.add((("exit", d.buf.cta), "R"))
+            fp.add((("pool",), "Q"))
+        elif isinstance(ins, UmmaCommit):
+            fp |= self._ghost(ins.effects)
+            for bar in ins.bars:
+                fp |= {(("bar", bar), "W")} | self._use(bar, None if bar.cta == cta else cta)
+            fp.add((("q", a, "tc"), "Q"))
+        elif isinstance(ins, CpAsyncArrive):
+            fp |= self._ghost(ins.effects)
+            fp |= {(("bar", ins.bar), "W")} | self._use(ins.bar, None)
+            fp.add((("q", a, "cp"), "Q"))
+        elif isinstance(ins, CpAsync):
+            fp.add((("q", a, "cp"), "Q"))
+        elif isinstance(ins, TmaStore):
+            fp.add((("buf", ins.buf), "H"))
+            fp.add((("exit", ins.buf.cta), "R"))
+            fp.add((("q", a, "bulk"), "Q"))
+        elif isinstance(ins, BulkCommit):
+            fp.add((("q", a, "bulk"), "Q"))
+        return frozenset(fp)
+
+    def _successors(self, a: int, pc: int) -> list[int]:
+        code = self.sys.code(a)
+        ins = code[pc]
+        if isinstance(ins, Exit):
+            return []
+        if isinstance(ins, Jump):
+            return [ins.target]
+        if isinstance(ins, Branch):
+            return [ins.then, ins.orelse]
+        return [pc + 1] if pc + 1 < len(code) else []
+
+    def _segment(self, a: int, pc: int, noncompleting: bool = False) -> tuple[frozenset, tuple]:
+        """Footprint of pc and of every non-blocking step reachable from it without
+        passing another blocking instruction; and the blocking pcs where it stops."""
+        def step(p: int) -> frozenset:
+            if noncompleting and self.noncompleting[a][p] is not None:
+                return self.noncompleting[a][p]
+            return self.step[a][p]
+
+        fp: set = set(step(pc)) | set(self.future_env[a][pc])
+        frontier = set()
+        seen = {pc}
+        work = list(self._successors(a, pc))
+        while work:
+            p = work.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            if self.blocking[a][p]:
+                frontier.add(p)
+                continue
+            fp |= step(p)
+            fp |= self.future_env[a][p]
+            work.extend(self._successors(a, p))
+        return frozenset(fp), tuple(sorted(frontier))
+
+    def arrivals_of(self, a: int, pc: int) -> set:
+        """Barriers whose pending count the instruction at pc decrements, now or when the
+        asynchronous work it starts completes."""
+        ins = self.sys.code(a)[pc]
+        if isinstance(ins, Arrive):
+            return {arr.bar for arr in ins.arrivals}
+        if isinstance(ins, UmmaCommit):
+            return set(ins.bars)
+        if isinstance(ins, CpAsyncArrive):
+            return {ins.bar}
+        return set()
+
+    def arrival_counts(self, a: int, pc: int) -> dict:
+        """Arrival counts per barrier of the instruction at pc (now or when it fires)."""
+        ins = self.sys.code(a)[pc]
+        out: dict = {}
+        if isinstance(ins, Arrive):
+            for arr in ins.arrivals:
+                out[arr.bar] = out.get(arr.bar, 0) + arr.count
+        elif isinstance(ins, UmmaCommit):
+            for b in ins.bars:
+                out[b] = out.get(b, 0) + 1
+        elif isinstance(ins, CpAsyncArrive):
+            out[ins.bar] = out.get(ins.bar, 0) + ins.count
+        return out
+
+    def _segment_arrivals(self, a: int, pc: int) -> dict:
+        counts = dict(self.arrival_counts(a, pc))
+        seen = {pc}
+        work = list(self._successors(a, pc))
+        looped = False
+        while work:
+            p = work.pop()
+            if p in seen:
+                looped = True
+                continue
+            seen.add(p)
+            if self.blocking[a][p]:
+                continue
+            for b, c in self.arrival_counts(a, p).items():
+                counts[b] = counts.get(b, 0) + c
+            work.extend(self._successors(a, p))
+        if looped:
+            counts = {b: INF for b in counts}
+        return counts
+
+    def _suffix_arrivals(self, a: int) -> list[frozenset]:
+        n = len(self.sys.code(a))
+        out = [set(self.arrivals_of(a, pc)) for pc in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for pc in range(n - 1, -1, -1):
+                for q in self._successors(a, pc):
+                    if not out[q] <= out[pc]:
+                        out[pc] |= out[q]
+                        changed = True
+        return [frozenset(o) for o in out]
+
+    def _suffix_writes(self, a: int) -> list[frozenset]:
+        """For each pc: the objects the warp may write (W, or any mode that changes what a
+        waiter sees) from pc on, directly or through asynchronous work it starts."""
+        code = self.sys.code(a)
+        n = len(code)
+        succ: list[list[int]] = []
+        for pc, ins in enumerate(code):
+            if isinstance(ins, Exit):
+                succ.append([])
+            elif isinstance(ins, Jump):
+                succ.append([ins.target])
+            elif isinstance(ins, Branch):
+                succ.append([ins.then, ins.orelse])
+            else:
+                succ.append([pc + 1] if pc + 1 < n else [])
+        own = []
+        for pc in range(n):
+            objs = set()
+            for (obj, mode) in self.step[a][pc] | self.future_env[a][pc]:
+                if mode not in ("R", "O", "RD"):
+                    objs.add(obj)
+            own.append(objs)
+        # fixpoint over the control-flow graph (loops close with back edges)
+        out = [set(o) for o in own]
+        changed = True
+        while changed:
+            changed = False
+            for pc in range(n - 1, -1, -1):
+                for q in succ[pc]:
+                    if not out[q] <= out[pc]:
+                        out[pc] |= out[q]
+                        changed = True
+        return [frozenset(o) for o in out]
+
+
+def _fp_conflict(f1: Iterable, f2: Footprint) -> bool:
+    """Do two footprints conflict on some object?"""
+    by_obj: dict = {}
+    for obj, mode in f2:
+        by_obj.setdefault(obj, []).append(mode)
+    for obj, mode in f1:
+        ms = by_obj.get(obj)
+        if ms:
+            for m in ms:
+                if conflicts(mode, m):
+                    return True
+    return False
+
+
+class Reducer:
+    """Compute stubborn sets in concrete states."""
+
+    def __init__(self, sysm: System, explorer: Any):
+        self.sys = sysm
+        self.ex = explorer
+        self.fp = Footprints(sysm)
+
+    # units: ("a", agent) for warps; ("e", item) for environment items
+
+    def env_fp(self, item: tuple) -> Footprint:
+        kind = item[0]
+        if kind == "tma":
+            _, a, pc, d, _choice = item
+            ins = self.sys.code(a)[pc]
+            dl = ins.deliveries[d]
+            cta = self.sys.agents[a].cta
+            fp = {(("bar", dl.bar), "W"), (("pool",), "Q"), (("exit", dl.bar.cta), "R"),
+                  (("arr", dl.bar.cta, dl.bar.array), "R")}
+            if dl.buf is not None:
+                fp.add((("buf", dl.buf), "WE"))
+                fp.add((("exit", dl.buf.cta), "R"))
+            return frozenset(fp)
+        a, head = item[1], item[2]
+        if kind == "bulk" and head == BULK_MARK:
+            return frozenset({(("q", a, "bulk"), "Q")})
+        return self.fp.future_env[a][head]
+
+    def reduce(self, state: tuple, enabled: list[tuple]) -> list[tuple]:
+        """Given the enabled steps ``(unit, step, next, violation)`` of ``state``, return
+        those of a smallest stubborn set found (trying each enabled unit as the seed)."""
+        units = {}
+        for e in enabled:
+            units.setdefault(_unit(e[0]), []).append(e)
+        if len(units) <= 1:
+            return enabled
+        get = self.ex.getter(state)
+        ctx = _Ctx(self, state, get)
+        best: Optional[set] = None
+        for u in sorted(units, key=lambda u: len(units[u])):
+            t = ctx.stubborn(u, best_size=None if best is None else _count(best, units))
+            if t is None:
+                continue
+            if best is None or _count(t, units) < _count(best, units):
+                best = t
+                if _count(best, units) == 1:
+                    break
+        if best is None:
+            return enabled
+        return [e for e in enabled if _unit(e[0]) in best]
+
+
+def _unit(step: tuple) -> tuple:
+    if step[0] == "a":
+        return ("a", step[1])
+    return ("e", step[1])
+
+
+def _count(t: set, units: dict) -> int:
+    return sum(len(units[u]) for u in t if u in units)
+
+
+class _Ctx:
+    """Stubborn-set computation in one state."""
+
+    def __init__(self, red: Reducer, state: tuple, get: Any):
+        self.red = red
+        self.sys = red.sys
+        self.fp = red.fp
+        self.state = state
+        self.get = get
+        self.pcs = [get(ag.pc) for ag in self.sys.agents]
+        self.env_items = self.sys.env_items_of(get)
+        self.env_units = [("e", it) for it in self.env_items]
+        # env units targeting each barrier / queue units per agent
+        self.env_fps = {u: red.env_fp(u[1]) for u in self.env_units}
+        self._en_cache: dict = {}
+        self._wr_cache: dict = {}
+        self._ar_cache: dict = {}
+        self._walk_cache: dict = {}
+        self._env_future: dict = {}
+        self._block_need: dict = {}
+        self.queued: dict[int, list[int]] = {}
+        for ag in self.sys.agents:
+            q = []
+            for slot in (ag.qtc, ag.qcp, ag.qbs):
+                q.extend(x for x in get(slot) if x != BULK_MARK)
+            self.queued[ag.index] = q
+
+    def _current_fp(self, u: tuple) -> Footprint:
+        """Footprint of the unit's current step; a cluster/named-barrier arrival that does
+        not complete the barrier in this state does not touch init visibility."""
+        if u[0] == "a":
+            a = u[1]
+            pc = self.pcs[a]
+            if pc == DONE:
+                return frozenset()
+            nc = self.fp.noncompleting[a][pc]
+            if nc is not None and not self._completes(a, pc):
+                return nc
+            return self.fp.step[a][pc]
+        return self.env_fps[u]
+
+    def _completes(self, a: int, pc: int) -> bool:
+        ins = self.sys.code(a)[pc]
+        if isinstance(ins, (ClusterArrive, Exit)):
+            return all(b == a or p == DONE or self.get(self.sys.agents[b].carr) == 1
+                       for b, p in enumerate(self.pcs))
+        return True
+
+    def _enabled(self, u: tuple) -> bool:
+        r = self._en_cache.get(u)
+        if r is None:
+            r = self._enabled_uncached(u)
+            self._en_cache[u] = r
+        return r
+
+    def _enabled_uncached(self, u: tuple) -> bool:
+        if u[0] == "e":
+            return True
+        a = u[1]
+        pc = self.pcs[a]
+        if pc == DONE:
+            return False
+        ins = self.sys.code(a)[pc]
+        if self.fp.blocking[a][pc]:
+            return self.sys._concrete_enabled(_Getter(self.get), a, ins)
+        return True
+
+    def _arrivers(self, bar: BarRef) -> set:
+        r = self._ar_cache.get(bar)
+        if r is not None:
+            return r
+        out = set()
+        for a, pc in enumerate(self.pcs):
+            if pc != DONE and bar in self.fp.arrivers_from[a][pc]:
+                out.add(("a", a))
+        for u in self.env_units:
+            it = u[1]
+            if it[0] == "tma":
+                continue
+            a = it[1]
+            for pc in self.queued.get(a, []):
+                if bar in self.fp.arrivals_of(a, pc):
+                    out.add(u)
+        self._ar_cache[bar] = out
+        return out
+
+    def _writers(self, obj: tuple) -> set:
+        """Units that may change ``obj`` from now on (warps through their programs and the
+        async work they start or have queued; in-flight deliveries)."""
+        r = self._wr_cache.get(obj)
+        if r is None:
+            r = self._writers_uncached(obj)
+            self._wr_cache[obj] = r
+        return r
+
+    def _writers_uncached(self, obj: tuple) -> set:
+        out = set()
+        for a, pc in enumerate(self.pcs):
+            if pc == DONE:
+                continue
+            if obj in self.fp.writers_from[a][pc]:
+                out.add(("a", a))
+        for u in self.env_units:
+            for (o, m) in self.env_fps[u]:
+                if o == obj and m not in ("R", "O", "RD"):
+                    out.add(u)
+                    break
+        # queued async work of a warp is performed by its queue unit (the head); later
+        # entries become heads later: attribute them to the queue's env unit
+        for u in self.env_units:
+            it = u[1]
+            if it[0] == "tma":
+                continue
+            a = it[1]
+            for pc in self.queued.get(a, []):
+                if any(o == obj for (o, m) in self.fp.future_env[a][pc] if m not in ("R", "O", "RD")):
+                    out.add(u)
+        return out
+
+    def _blocked_frozen(self, a: int, pc: int, T: set) -> bool:
+        """Does warp ``a``'s blocking instruction at ``pc`` stay blocked while T is frozen?"""
+        key = (a, pc)
+        need = self._block_need.get(key, 0)
+        if need == 0:
+            need = self._block_requirement(a, pc)
+            self._block_need[key] = need
+        if need is None:
+            return False
+        if need == "cluster":
+            return self._cluster_frozen(T)
+        kind, sets = need
+        if kind == "any":
+            return any(x <= T for x in sets)
+        return False
+
+    def _block_requirement(self, a: int, pc: int) -> Any:
+        """What T must contain for the instruction to stay blocked: None (it can proceed
+        regardless), "cluster", or ("any", [sets]) -- blocked if T includes one of them."""
+        ins = self.sys.code(a)[pc]
+        if self.pcs[a] == pc and self._enabled(("a", a)):
+            return None
+        g = _Getter(self.get)
+        if isinstance(ins, Wait):
+            if ins.bar.cta != self.sys.agents[a].cta or ins.bar not in self.sys.bar:
+                return None
+            if self.sys._concrete_enabled(g, a, ins):
+                return None
+            options = [self._writers(("bar", ins.bar)) - {("a", a)}]
+            # the phase cannot complete while arrivals are missing and every unit that may
+            # still arrive on the barrier is frozen (byte completions alone never finish it)
+            if self.get(self.sys.bar[ins.bar] + 1) > 0:
+                options.append(self._arrivers(ins.bar) - {("a", a)})
+            return ("any", options)
+        if isinstance(ins, ClusterWait):
+            return "cluster"
+        if isinstance(ins, NamedWait):
+            if self.sys._concrete_enabled(g, a, ins):
+                return None
+            users = self.fp.nb_users.get((self.sys.agents[a].cta, ins.id), set())
+            others = {("a", b) for b in users if b != a and self.pcs[b] != DONE}
+            if not others:
+                return None
+            return ("any", [others])
+        return None
+
+    def _future(self, u: tuple, T: set) -> tuple[frozenset, dict]:
+        """What unit ``u`` (not in T) may touch before any unit of T moves, and how many
+        arrivals it may perform on each barrier meanwhile."""
+        if u[0] == "e":
+            r = self._env_future.get(u)
+            if r is None:
+                fp = set(self.env_fps[u])
+                counts: dict = {}
+                it = u[1]
+                if it[0] != "tma":
+                    for pc in self.queued.get(it[1], []):
+                        fp |= self.fp.future_env[it[1]][pc]
+                        for b, c in self.fp.arrival_counts(it[1], pc).items():
+                            counts[b] = counts.get(b, 0) + c
+                r = (frozenset(fp), counts)
+                self._env_future[u] = r
+            return r
+        a = u[1]
+        start = self.pcs[a]
+        if start == DONE:
+            return frozenset(), {}
+        frozen_cl = self._cluster_frozen(T)
+        segs = self.fp.seg_fp_nc[a] if frozen_cl else self.fp.seg_fp[a]
+        blocking = self.fp.blocking[a]
+        # the walk depends on T only through which blocking instructions are blocked
+        visited: list[int] = []
+        seen = set()
+        work = [start]
+        blocked = []
+        looped = False
+        while work:
+            pc = work.pop()
+            if pc in seen:
+                looped = True
+                continue
+            seen.add(pc)
+            if blocking[pc] and self._blocked_frozen(a, pc, T):
+                blocked.append(pc)
+                continue
+            visited.append(pc)
+            work.extend(self.fp.seg_next[a][pc])
+        key = (a, frozen_cl, tuple(sorted(visited)))
+        r = self._walk_cache.get(key)
+        if r is None:
+            fp: set = set()
+            counts = {}
+            for pc in visited:
+                fp |= segs[pc]
+                for b, c in self.fp.seg_arr[a][pc].items():
+                    counts[b] = counts.get(b, 0) + c
+            if looped:
+                counts = {b: INF for b in counts}
+            r = (frozenset(fp), counts)
+            self._walk_cache[key] = r
+        return r
+
+    def _future_fp(self, u: tuple, T: set) -> frozenset:
+        return self._future(u, T)[0]
+
+    def _stable_wait_bar(self, u: tuple, arrivals: dict) -> Optional[BarRef]:
+        """If unit u's current step is a wait on barrier b whose phase is stable outside T
+        (see ``stubborn``), return b."""
+        if u[0] != "a":
+            return None
+        a = u[1]
+        pc = self.pcs[a]
+        ins = self.sys.code(a)[pc]
+        if not isinstance(ins, Wait) or ins.bar not in self.sys.bar:
+            return None
+        base = self.sys.bar[ins.bar]
+        pending = self.get(base + 1)
+        observed = self.get(base + 4)
+        if observed == 1 and pending > 0 and arrivals.get(ins.bar, 0) < pending:
+            return ins.bar
+        return None
+
+    def _cluster_frozen(self, T: set) -> bool:
+        """Can no cluster-barrier generation complete while T is frozen?  True when a warp
+        of T is live and has not arrived (its arrival is needed)."""
+        for u in T:
+            if u[0] == "a":
+                b = u[1]
+                if self.pcs[b] != DONE and self.get(self.sys.agents[b].carr) == 0:
+                    return True
+        return False
+
+    def _enablers(self, u: tuple) -> set:
+        """Units that may enable the disabled step of warp unit ``u``."""
+        a = u[1]
+        pc = self.pcs[a]
+        ins = self.sys.code(a)[pc]
+        if isinstance(ins, Wait):
+            return self._writers(("bar", ins.bar)) - {u}
+        if isinstance(ins, ClusterWait):
+            return {("a", b) for b, p in enumerate(self.pcs)
+                    if p != DONE and b != a} 
+        if isinstance(ins, NamedWait):
+            cta = self.sys.agents[a].cta
+            return {("a", b) for b in self.sys.agents_of_cta[cta] if b != a and self.pcs[b] != DONE}
+        if isinstance(ins, BulkWaitRead):
+            return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
+        return set()
+
+    def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
+        units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        T = {seed}
+        changed = True
+        while changed:
+            changed = False
+            # enablers of disabled units in T
+            for u in list(T):
+                if u[0] == "a" and not self._enabled(u):
+                    add = self._enablers(u) - T
+                    if add:
+                        T |= add
+                        changed = True
+            # what units outside T may do before T moves
+            others = [v for v in units if v not in T]
+            futures = {}
+            arrivals: dict = {}
+            for v in others:
+                fv, cv = self._future(v, T)
+                futures[v] = fv
+                for b, c in cv.items():
+                    arrivals[b] = arrivals.get(b, 0) + c
+            # conflicts between enabled units of T and what others may do.  A wait whose
+            # barrier phase cannot complete without T (fewer arrivals possible outside T
+            # than still pending) and whose completed phase is already observed reads a
+            # value nobody outside T can change: it conflicts with nothing on that barrier.
+            index: dict = {}
+            for u in T:
+                if not self._enabled(u):
+                    continue
+                stable = self._stable_wait_bar(u, arrivals)
+                for obj, mode in self._current_fp(u):
+                    if stable is not None and obj == ("bar", stable) and mode == "O":
+                        continue
+                    index.setdefault(obj, set()).add(mode)
+            for v in others:
+                for obj, mode in futures[v]:
+                    ms = index.get(obj)
+                    if ms and any(conflicts(mode, m) for m in ms):
+                        T.add(v)
+                        changed = True
+                        break
+            if best_size is not None and sum(1 for u in T if self._enabled(u)) >= best_size:
+                return None
+        if not any(self._enabled(u) for u in T):
+            return None
+        return T
+
+
+class _Getter:
+    """Adapt a slot reader to the accessor interface ``_concrete_enabled`` expects."""
+
+    __slots__ = ("get",)
+
+    def __init__(self, get: Any):
+        self.get = get
+
+    def q_count(self, slot: int, x: Any) -> int:
+        return self.get(slot).count(x)
