@@ -15,7 +15,7 @@ import tracemalloc
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
-from ..model.program import TmaLoad
+from ..model.program import Branch, Jump, TmaLoad
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .packed import FlatState, PackedState, Packer
@@ -59,8 +59,14 @@ class Explorer:
                 assert len(set(comps)) == len(comps)
         self.comp_groups = [[self.agent_comp[a] for a in g] for g in self.groups]
         self.initial = self.canon(self.packer.initial)
+        # does any warp's program loop (a back edge)?  Then runs may never end and the
+        # engine must look for cycles nobody leaves, not only for deadlocks
+        self.cyclic = any(
+            (isinstance(ins, Jump) and ins.target <= pc)
+            or (isinstance(ins, Branch) and min(ins.then, ins.orelse) <= pc)
+            for ag in system.agents for pc, ins in enumerate(ag.program.code))
         self.reducer = None
-        if por:
+        if por and not self.cyclic:  # stubborn sets alone do not preserve livelocks
             from .por import Reducer
 
             self.reducer = Reducer(system, self)
@@ -239,6 +245,8 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     parent: list[tuple[int, Any]] = [(-1, None)]
     depth_of: list[int] = [0]
     queue: deque[tuple] = deque([init])
+    states: list[tuple] = [init]
+    succ_lists: Optional[list[list[int]]] = [] if ex.cyclic else None
     stats = Stats(engine="explicit")
     transitions = 0
     max_depth = 0
@@ -268,6 +276,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         si = index[state]
         d = depth_of[si]
         any_succ = False
+        out_edges: list[int] = []
         for step, nxt, viol in ex.successors(state):
             any_succ = True
             transitions += 1
@@ -275,13 +284,19 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                 steps = path_to(si) + [step]
                 trace = ex.replay(steps, viol)
                 return finish(Verdict(VIOLATED, viol[0], viol[1], trace, depth=len(steps)))
-            if nxt not in index:
-                index[nxt] = len(parent)
+            ni = index.get(nxt)
+            if ni is None:
+                ni = index[nxt] = len(parent)
                 parent.append((si, step))
                 depth_of.append(d + 1)
+                states.append(nxt)
                 if d + 1 > max_depth:
                     max_depth = d + 1
                 queue.append(nxt)
+            if succ_lists is not None:
+                out_edges.append(ni)
+        if succ_lists is not None:
+            succ_lists.append(out_edges)
         if not any_succ and not ex.all_done(state):
             steps = path_to(si)
             trace = ex.replay(steps, None, stuck_state=state)
@@ -301,5 +316,118 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         if progress is not None and now >= next_report:
             progress(len(parent), max_depth, now - t0)
             next_report = now + 1.0
+    if succ_lists is not None:
+        lasso = _find_livelock(ex, states, succ_lists, index)
+        if lasso is not None:
+            prefix_end, cycle_steps, stuck = lasso
+            steps = path_to(prefix_end)
+            trace = ex.replay(steps + cycle_steps, None)
+            trace.loop_start = len(steps) + 1
+            trace.violated = "starvation"
+            trace.detail = (f"{', '.join(stuck)} never exit: from step {len(steps) + 1} the "
+                            "run repeats for ever and nothing can leave the loop (every "
+                            "other move returns to it)")
+            return finish(Verdict(VIOLATED, "starvation", trace.detail, trace,
+                                  depth=len(steps) + len(cycle_steps)))
     v = finish(Verdict(PROVEN, depth=max_depth, bounded=False))
     return v
+
+
+def _find_livelock(ex: Explorer, states: list[tuple], succ: list[list[int]],
+                   where: dict) -> Optional[tuple]:
+    """A bottom strongly connected component (no edge leaves it) that contains a state
+    where some warp has not exited: once there, the kernel never finishes, whatever the
+    schedule.  Returns (entry state index, steps of a cycle through it, stuck warps)."""
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on = [False] * n
+    stack: list[int] = []
+    comp = [-1] * n
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] != -1:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on[v] = True
+            recurse = False
+            edges = succ[v]
+            while i < len(edges):
+                w = edges[i]
+                i += 1
+                if index[w] == -1:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on[w]:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on[w] = False
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    members: dict[int, list[int]] = {}
+    for v in range(n):
+        members.setdefault(comp[v], []).append(v)
+    best = None
+    for c, vs in members.items():
+        if len(vs) == 1 and vs[0] not in succ[vs[0]]:
+            continue  # not a cycle
+        if any(comp[w] != c for v in vs for w in succ[v]):
+            continue  # some move leaves it
+        entry = min(vs)
+        if ex.all_done(states[entry]):
+            continue
+        if best is None or entry < best:
+            best = entry
+    if best is None:
+        return None
+    # a cycle from the entry back to itself inside its component (BFS over edges)
+    c = comp[best]
+    prev: dict[int, tuple[int, tuple]] = {}
+    frontier = [best]
+    found = None
+    while frontier and found is None:
+        nxt_frontier = []
+        for v in frontier:
+            for step, nxt, _viol in ex.successors(states[v]):
+                w = where.get(nxt)
+                if w is None or comp[w] != c:
+                    continue
+                if w == best:
+                    found = (v, step)
+                    break
+                if w not in prev:
+                    prev[w] = (v, step)
+                    nxt_frontier.append(w)
+            if found:
+                break
+        frontier = nxt_frontier
+    if found is None:
+        return None
+    steps = [found[1]]
+    v = found[0]
+    while v != best:
+        p, step = prev[v]
+        steps.append(step)
+        v = p
+    steps.reverse()
+    flat = ex.packer.unpack(states[best])
+    stuck = [ag.name for ag in ex.sys.agents if flat[ag.pc] != DONE]
+    return best, steps, stuck

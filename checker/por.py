@@ -76,7 +76,7 @@ class Footprints:
     def __init__(self, sysm: System):
         self.sys = sysm
         n = len(sysm.agents)
-        self.init_agent = set(sysm.init_agent.values())
+        self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
         self.all_ctas = list(range(sysm.info.cluster_size))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step

@@ -189,6 +189,14 @@ class System:
         self.agent_label = [f"{ag.name} ({ag.role})" for ag in self.agents]
         self.init_agent = {c: next(i for i in idx if self.agents[i].warp == 0)
                            for c, idx in self.agents_of_cta.items()}
+        # which warps initialise each barrier array (CuTe DSL: warp 0; raw mbarrier_init:
+        # whoever runs it) -- their releases publish the init
+        self.initers: dict[tuple[int, str], set[int]] = {}
+        for ag in self.agents:
+            for ins in ag.program.code:
+                if isinstance(ins, MbarInit):
+                    for name, _count in ins.arrays:
+                        self.initers.setdefault((ins.cta, name), set()).add(ag.index)
         # barriers, arrays, buffers
         self.bar: dict[BarRef, int] = {}
         self.arr: dict[tuple[int, str], int] = {}
@@ -287,7 +295,7 @@ class System:
             bad = V.ne(ivis, VIS_CLUSTER)
             why = "its init is not yet visible to other CTAs (needs fence.mbarrier_init + " \
                   "a cluster barrier)"
-        elif user_agent is not None and user_agent == self.init_agent.get(ref.cta):
+        elif user_agent is not None and user_agent in self.initers.get((ref.cta, ref.array), ()):
             bad = V.eq(ivis, UNINIT)
             why = "it has not been initialised"
         else:
@@ -474,7 +482,8 @@ class System:
             self._named_arrive(V, S, a, ins, checks, who)
         elif t is NamedWait:
             base = self.nb[(ag.cta, ins.id)]
-            enabled = V.ne(S.get(base + 2), S.get(ag.nbw))
+            # released once the generation it arrived in completes (its flag is cleared)
+            enabled = V.eq(S.get(self.nbflag[(ag.cta, ins.id, ag.warp)]), 0)
         elif t is ClusterArrive:
             self._cluster_arrive(V, S, a, ins, checks, who)
         elif t is ClusterWait:
@@ -493,10 +502,9 @@ class System:
                 for s in range(self.array_decl[name].stages):
                     self.write_bar(S, BarRef(ins.cta, name, s), mb.init(count))
         elif t is FenceMbarInit:
-            if a == self.init_agent.get(ag.cta):
-                for name in self.arrays_of_cta.get(ag.cta, []):
-                    base = self.arr[(ag.cta, name)]
-                    S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
+            for name in self.arrays_inited_by(a):
+                base = self.arr[(ag.cta, name)]
+                S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
         elif t is Fail:
             checks.append(Check(True, ins.prop, f"{who}: {ins.message}"))
         elif t is Nop:
@@ -516,6 +524,12 @@ class System:
             self.run_local(V, S, a, checks)
         return Outcome(enabled, checks, ins.label or type(ins).__name__)
 
+    def arrays_inited_by(self, a: int) -> list[str]:
+        """The barrier arrays of its CTA that warp ``a`` initialises."""
+        cta = self.agents[a].cta
+        return [name for name in self.arrays_of_cta.get(cta, [])
+                if a in self.initers.get((cta, name), ())]
+
     def _concrete_enabled(self, S: Any, a: int, ins: Instr) -> bool:
         """Concrete enabledness of a blocking instruction (the same conditions exec_agent
         computes; evaluated first only to skip work for blocked warps)."""
@@ -533,7 +547,7 @@ class System:
                 return d not in (0, 1)
             return False
         if t is NamedWait:
-            return S.get(self.nb[(ag.cta, ins.id)] + 2) != S.get(ag.nbw)
+            return S.get(self.nbflag[(ag.cta, ins.id, ag.warp)]) == 0
         if t is ClusterWait:
             cg = S.get(ag.cgen)
             return cg == -1 or S.get(self.cluster_gen) != cg
@@ -642,10 +656,8 @@ class System:
     def _release_inits(self, V: Any, S: Any, a: int, which: str) -> None:
         """The initialising warp's barrier arrival releases its earlier inits."""
         ag = self.agents[a]
-        if a != self.init_agent.get(ag.cta):
-            return
         off = ARR_FIELDS.index(which)
-        for name in self.arrays_of_cta.get(ag.cta, []):
+        for name in self.arrays_inited_by(a):
             base = self.arr[(ag.cta, name)]
             S.set(base + off, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + off)))
 
@@ -664,8 +676,8 @@ class System:
         ag = self.agents[a]
         checks.append(Check(V.eq(S.get(ag.carr), 1), Prop.CLUSTER_BARRIER_MISUSE,
                             f"{who} arrives at the cluster barrier twice before waiting"))
-        if a == self.init_agent.get(ag.cta):
-            for name in self.arrays_of_cta.get(ag.cta, []):
+        if True:
+            for name in self.arrays_inited_by(a):
                 base = self.arr[(ag.cta, name)]
                 released = V.ne(S.get(base), UNINIT) if not ins.relaxed else \
                     V.and_(V.ne(S.get(base), UNINIT), V.eq(S.get(base + 1), 1))
@@ -727,7 +739,7 @@ class System:
             if q:
                 out.append(("cp.async", ag.index, q[0]))
             q = get(ag.qbs)
-            if q and BULK_MARK in q:
+            if q:
                 out.append(("bulk", ag.index, q[0]))
         return out
 
@@ -829,10 +841,7 @@ class System:
             return V.lt(0, S.q_count(self.pool, item[1:]))
         ag = self.agents[item[1]]
         slot = {"tcgen05": ag.qtc, "cp.async": ag.qcp, "bulk": ag.qbs}[kind]
-        head = V.and_(V.lt(0, S.q_len(slot)), V.eq(S.q_head(slot), item[2]))
-        if kind == "bulk":
-            return V.and_(head, V.lt(0, S.q_count(slot, BULK_MARK)))
-        return head
+        return V.and_(V.lt(0, S.q_len(slot)), V.eq(S.q_head(slot), item[2]))
 
     def env_name(self, item: tuple) -> str:
         kind = item[0]

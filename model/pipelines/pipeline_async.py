@@ -81,12 +81,20 @@ class PipelineAsync(PipelineBase):
                              f"{self.decl.var}.producer_try_acquire({st.describe()})")
 
     def commit_lanes(self, cx: Any) -> int:
-        return 1 if self.elect_one_commit else len(cx.lanes)
+        if self.elect_one_commit:
+            # FA: ``with elect_one(): parent.producer_commit`` -- an election of its own
+            from .base import elected
+
+            return 1 if elected(cx, f"{self.decl.var}.producer_commit (elect_one_commit)") else 0
+        return len(cx.lanes)
 
     def m_producer_commit(self, cx: Any, state: Any) -> None:
         st = self.check_state(cx, state, "producer_commit")
         dst = self.producer_dst
-        emit_arrive(cx, [(self.bar("full", st.index, dst), self.commit_lanes(cx), 0)],
+        n = self.commit_lanes(cx)
+        if n == 0:
+            return
+        emit_arrive(cx, [(self.bar("full", st.index, dst), n, 0)],
                     f"{self.decl.var}.producer_commit({st.describe()}): arrive full"
                     + (f" @cta{dst}" if dst is not None else ""))
 
@@ -125,13 +133,20 @@ class PipelineAsync(PipelineBase):
                              f"{self.decl.var}.consumer_test_wait({st.describe()})", test=True)
 
     def release_lanes(self, cx: Any) -> int:
-        return 1 if self.elect_one_release else len(cx.lanes)
+        if self.elect_one_release:
+            from .base import elected
+
+            return 1 if elected(cx, f"{self.decl.var}.consumer_release (elect_one_release)") else 0
+        return len(cx.lanes)
 
     def m_consumer_release(self, cx: Any, state: Any) -> None:
         st = self.check_state(cx, state, "consumer_release")
         dst = self.consumer_dst
         pre = release_effects(cx, self.read_bufs(cx, st.index))
-        emit_arrive(cx, [(self.bar("empty", st.index, dst), self.release_lanes(cx), 0)],
+        n = self.release_lanes(cx)
+        if n == 0:
+            return
+        emit_arrive(cx, [(self.bar("empty", st.index, dst), n, 0)],
                     f"{self.decl.var}.consumer_release({st.describe()}): arrive empty"
                     + (f" @cta{dst}" if dst is not None else ""), pre)
 

@@ -5,8 +5,8 @@
 per stage -- and receives the 16-byte response of a multicast ``try_cancel``;
 ``empty[i]`` counts every consumer thread of the *cluster*, but only CTA 0's is used:
 ``consumer_release`` arrives, per calling thread, on CTA 0 (``consumer_mask = 0``).
-``producer_acquire`` (the scheduler warp of CTA 0) waits on CTA 0's ``empty`` and then
-lanes ``l < cluster_size`` each arm CTA ``l``'s ``full`` -- no election.
+``producer_acquire`` waits on the running CTA's own ``empty`` (the scheduler warp runs in
+CTA 0) and then lanes ``l < cluster_size`` each arm CTA ``l``'s ``full`` -- no election.
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ class PipelineClcFetchAsync(PipelineAsync):
 
     def m_producer_acquire(self, cx: Any, state: Any, try_acquire_token: Any = None) -> None:
         st = self.check_state(cx, state, "producer_acquire")
-        wait_unless(cx, try_acquire_token, self.bar("empty", st.index, 0), st,
-                    f"{self.decl.var}.producer_acquire({st.describe()}): wait empty@cta0")
+        # the wait is on the running CTA's own empty barrier (only CTA 0's receives the
+        # consumers' releases, so a scheduler warp in another CTA hangs, as in CUTLASS)
+        wait_unless(cx, try_acquire_token, self.bar("empty", st.index), st,
+                    f"{self.decl.var}.producer_acquire({st.describe()}): wait empty")
         arrivals = [(self.bar("full", st.index, lane), 1, self.tx_count)
                     for lane in cx.lanes if lane < self.cluster_size]
         if arrivals:
@@ -81,8 +83,8 @@ class PipelineClcFetchAsync(PipelineAsync):
         from .base import emit_wait
 
         for _ in range(self.decl.stages):
-            emit_wait(cx, self.bar("empty", st.index, 0), st,
-                      f"{self.decl.var}.producer_tail: wait empty@cta0 ({st.describe()})")
+            emit_wait(cx, self.bar("empty", st.index), st,
+                      f"{self.decl.var}.producer_tail: wait empty ({st.describe()})")
             st = st.advance()
         cx.set_arg(0, st)
 
