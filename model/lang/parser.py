@@ -42,9 +42,22 @@ _TOKEN_WORDS = {
 }
 
 
+def _token_word(t: str) -> str:
+    """A terminal in the user's words: its literal text when it has one (lark names
+    anonymous literals such as '==' ``__ANON_1``)."""
+    if t in _TOKEN_WORDS:
+        return _TOKEN_WORDS[t]
+    try:
+        pattern = _parser().get_terminal(t).pattern
+    except KeyError:
+        pattern = None
+    if pattern is not None and type(pattern).__name__ == "PatternStr":
+        return repr(pattern.value)
+    return t.lower().replace("_", " ").strip() if t.isupper() else t
+
+
 def _describe_expected(expected: set[str]) -> str:
-    words = sorted({_TOKEN_WORDS.get(t, t.lower().replace("_", " ") if t.isupper() else t)
-                    for t in expected})
+    words = sorted({_token_word(t) for t in expected})
     if len(words) > 8:
         words = words[:8] + ["..."]
     return ", ".join(words)
@@ -396,10 +409,14 @@ def parse(text: str, filename: str = "<string>") -> ir.Kernel:
         tok = e.token
         what = "end of file" if tok.type == "$END" else (
             "end of line" if tok.type == "_NL" else
-            "an indented block" if tok.type == "_INDENT" else
+            "indentation" if tok.type == "_INDENT" else
             "end of block" if tok.type == "_DEDENT" else repr(str(tok)))
         line = tok.line if tok.line is not None else e.line
         col = tok.column if tok.column is not None else e.column
+        if tok.type in ("_INDENT", "_DEDENT") and getattr(tok, "end_line", None):
+            # the indenter borrows the position of the newline token before the indented
+            # line; its end is where the offending line's first statement starts
+            line, col = tok.end_line, tok.end_column
         raise ConfigError(f"unexpected {what}; expected {_describe_expected(e.expected)}",
                           ir.Loc(filename, line or 0, col or 0)) from None
     except UnexpectedInput as e:  # pragma: no cover - other lark errors
