@@ -328,53 +328,107 @@ def run_litmus(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
 KINDS = {"conform": run_conform, "bench": run_bench, "litmus": run_litmus}
 
 
-def run_one(jobs_dir: str, name: str, out: str) -> int:
-    index = json.load(open(os.path.join(jobs_dir, "index.json")))
-    job = next(j for j in index["jobs"] if j["name"] == name)
-    res: dict = {"name": name}
+def _run_job(gpu: Any, jobs_dir: str, job: dict, out: str) -> dict:
+    res: dict = {"name": job["name"]}
+    t0 = time.time()
     try:
-        gpu = Gpu()
         res["device"] = gpu.name
         res.update(KINDS[job["kind"]](gpu, jobs_dir, job, out))
     except CudaError as e:
         res["status"] = f"cuda error: {e}"
-    except Exception as e:  # noqa: BLE001 - report, never a traceback on the device log only
+    except Exception as e:  # noqa: BLE001 - reported in the job's result
         import traceback
 
         res["status"] = f"runner error: {type(e).__name__}: {e}"
         res["traceback"] = traceback.format_exc()[-3000:]
-    json.dump(res, open(os.path.join(out, name + ".json"), "w"))
-    print(f"[{name}] {res.get('status')}", flush=True)
+    res["wall_s"] = round(time.time() - t0, 3)
+    return res
+
+
+def run_many(jobs_dir: str, names: list[str], out: str) -> int:
+    """Run several jobs in this process (one CUDA context); stop at the first CUDA error
+    (a sticky error poisons the context) so that the parent restarts a fresh process."""
+    index = json.load(open(os.path.join(jobs_dir, "index.json")))
+    by = {j["name"]: j for j in index["jobs"]}
+    gpu = Gpu()
+    for name in names:
+        Path_tmp = os.path.join(out, name + ".started")
+        open(Path_tmp, "w").close()
+        res = _run_job(gpu, jobs_dir, by[name], out)
+        json.dump(res, open(os.path.join(out, name + ".json"), "w"))
+        os.remove(Path_tmp)
+        print(f"[{name}] {res.get('status')} ({res['wall_s']} s)", flush=True)
+        if str(res.get("status", "")).startswith(("cuda error", "hang")):
+            os._exit(1)  # a poisoned context or a kernel still running: start afresh
     return 0
 
 
 def run_all(jobs_dir: str, out: str, only: str = "") -> int:
+    """Run every job: groups of ordinary jobs share a process; a job marked ``isolate``
+    (a litmus that may hang) gets its own.  A process that dies or stops making progress
+    is killed; its current job is marked and the rest continue in a new process."""
     index = json.load(open(os.path.join(jobs_dir, "index.json")))
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
     budget = float(index.get("budget_s", 1e9))
-    for job in index["jobs"]:
-        if only and only not in job["name"]:
-            continue
+    jobs = [j for j in index["jobs"] if not only or only in j["name"]]
+    pending = [j for j in jobs if not j.get("isolate")]
+    isolated = [j for j in jobs if j.get("isolate")]
+    by = {j["name"]: j for j in jobs}
+
+    def done(name: str) -> bool:
+        return os.path.exists(os.path.join(out, name + ".json"))
+
+    def launch(names: list[str]) -> None:
+        if not names:
+            return
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--many",
+                                 jobs_dir, out] + names)
+        while proc.poll() is None:
+            time.sleep(0.2)
+            cur = [n for n in names if os.path.exists(os.path.join(out, n + ".started"))]
+            if cur:
+                st = os.path.getmtime(os.path.join(out, cur[0] + ".started"))
+                limit = by[cur[0]].get("process_s", 120)
+                if time.time() - st > limit:
+                    proc.kill()
+                    proc.wait()
+                    json.dump({"name": cur[0], "status": f"killed after {limit} s (hang)"},
+                              open(os.path.join(out, cur[0] + ".json"), "w"))
+                    os.remove(os.path.join(out, cur[0] + ".started"))
+                    print(f"[{cur[0]}] killed after {limit} s", flush=True)
+            if time.time() - t0 > budget:
+                proc.kill()
+                proc.wait()
+                break
+        for n in names:
+            started = os.path.join(out, n + ".started")
+            if os.path.exists(started):
+                os.remove(started)
+                json.dump({"name": n, "status": f"process died (exit {proc.returncode})"},
+                          open(os.path.join(out, n + ".json"), "w"))
+
+    for group in (pending, ):
+        for _ in range(50):
+            names = [j["name"] for j in group if not done(j["name"])]
+            if not names or time.time() - t0 > budget:
+                break
+            launch(names)
+    for j in isolated:
         if time.time() - t0 > budget:
-            json.dump({"name": job["name"], "status": "skipped (time budget)"},
-                      open(os.path.join(out, job["name"] + ".json"), "w"))
-            continue
-        limit = job.get("process_s", 120)
-        try:
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--job", jobs_dir,
-                            job["name"], out], timeout=limit, check=False)
-        except subprocess.TimeoutExpired:
-            json.dump({"name": job["name"], "status": f"killed after {limit} s (hang)"},
-                      open(os.path.join(out, job["name"] + ".json"), "w"))
-            print(f"[{job['name']}] killed after {limit} s", flush=True)
+            break
+        launch([j["name"]])
+    for j in jobs:
+        if not done(j["name"]):
+            json.dump({"name": j["name"], "status": "skipped (time budget)"},
+                      open(os.path.join(out, j["name"] + ".json"), "w"))
     print(f"all jobs done in {time.time() - t0:.1f} s", flush=True)
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] == "--job":
-        return run_one(argv[1], argv[2], argv[3])
+    if argv and argv[0] == "--many":
+        return run_many(argv[1], argv[3:], argv[2])
     if len(argv) < 2:
         print(__doc__)
         return 2

@@ -40,10 +40,11 @@ point reached: the event, and the model state there.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from ..checker.trace import BarrierChange, Event, Trace
+from ..checker.trace import BarrierChange, Event, Trace, env_fields, instr_fields
 from ..model.compile import CompiledKernel
 from ..model.program import Arrive, BulkWaitRead, CpAsyncArrive, TmaLoad, TryWait, Wait
 from ..model.system import DONE, ConcreteState, System
@@ -447,15 +448,14 @@ class Replayer:
                 ag = sysm.agents[a]
                 ev = Event(i, ag.name, ag.role, ag.cta, out.what,
                            str(ins.loc) if ins.loc.line else "", "agent",
-                           _changes(sysm, before, S.v))
+                           _changes(sysm, before, S.v), **instr_fields(ins))
             else:
                 out = sysm.exec_env(V, S, step[1])
                 ev = Event(i, sysm.env_name(step[1]), "async", None, out.what, "", "env",
-                           _changes(sysm, before, S.v))
+                           _changes(sysm, before, S.v), **env_fields(sysm, step[1]))
             v = _first_violation(out.checks)
             if v is not None:
-                ev = Event(ev.step, ev.actor, ev.role, ev.cta, ev.what, ev.loc, ev.kind,
-                           ev.changes, f"VIOLATED {v[0]}: {v[1]}")
+                ev = dataclasses.replace(ev, violation=f"VIOLATED {v[0]}: {v[1]}")
             tr.events.append(ev)
         if res.violation:
             tr.violated, tr.detail = res.violation[0], res.violation[1]

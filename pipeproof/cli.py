@@ -172,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("properties", help="list the properties pipeproof checks")
     pr.set_defaults(fn=cmd_properties)
+
+    from .impl.cli import add_commands  # emit, conform (impl/)
+
+    add_commands(sub)
     return ap
 
 

@@ -1,0 +1,97 @@
+"""``pipeproof emit`` and ``pipeproof conform`` (registered by ``pipeproof/cli.py``).
+
+    pipeproof emit FILE [--arch sm_90a|sm_100a] [-o kernel.ptx] [--param N=V]
+                   [--no-trace] [--no-jitter] [--manifest FILE] [--assemble]
+    pipeproof conform FILE [--runs N] [--clusters G] [--param N=V] [--mutant NAME]
+                   [--timeout-ms T] [--json]
+
+``conform`` needs an NVIDIA Hopper GPU and cuda-python (``pip install 'pipeproof[gpu]'``);
+without them it says so and exits with 3 (no verdict).  Its exit code is 0 when every
+trace is ACCEPTED with no data error, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from ..cli import _parse_params
+    from .conform import assemble, have_ptxas
+    from .emit import EmitOptions, emit_file
+
+    params = _parse_params(args.param or [])
+    em = emit_file(args.file, params, EmitOptions(args.arch, trace=not args.no_trace,
+                                                  jitter=not args.no_jitter))
+    if args.output and args.output != "-":
+        with open(args.output, "w") as f:
+            f.write(em.ptx)
+        print(f"wrote {args.output} ({len(em.ptx.splitlines())} lines, {args.arch}, "
+              f"{em.manifest.smem} B shared memory per CTA)", file=sys.stderr)
+    else:
+        sys.stdout.write(em.ptx)
+    if args.manifest:
+        with open(args.manifest, "w") as f:
+            f.write(em.manifest.to_json())
+    if args.assemble:
+        if not have_ptxas():
+            print("ptxas not found: cannot assemble (install the CUDA toolkit)", file=sys.stderr)
+            return 3
+        if not args.output or args.output == "-":
+            print("--assemble needs -o FILE", file=sys.stderr)
+            return 2
+        ok, err = assemble(args.output, args.arch, args.output + ".cubin")
+        print(("assembled " if ok else "ptxas failed: ") + (args.output + ".cubin" if ok else err),
+              file=sys.stderr)
+        return 0 if ok else 1
+    return 0
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    from ..cli import _parse_params
+    from .conform import NoGpu, conform_file, exit_code, render_report
+
+    params = _parse_params(args.param or [])
+    try:
+        rep = conform_file(args.file, params, args.runs, args.clusters, args.mutant or "",
+                           timeout_ms=args.timeout_ms)
+    except NoGpu as e:
+        msg = f"pipeproof conform: no GPU run possible here: {e}"
+        if args.json:
+            print(json.dumps({"status": "UNKNOWN", "reason": msg}))
+        else:
+            print(msg, file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=2))
+    else:
+        print(render_report(rep))
+    return exit_code(rep)
+
+
+def add_commands(sub: Any) -> None:
+    e = sub.add_parser("emit", help="lower a .pipe kernel to PTX (sm_90a runs on Hopper; "
+                                    "sm_100a uses the Blackwell instructions)")
+    e.add_argument("file")
+    e.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
+    e.add_argument("-o", "--output", default="-", help="PTX file (default: stdout)")
+    e.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
+    e.add_argument("--no-trace", action="store_true", help="no event recording")
+    e.add_argument("--no-jitter", action="store_true", help="no nanosleep jitter")
+    e.add_argument("--manifest", default="", help="write the launch manifest (JSON)")
+    e.add_argument("--assemble", action="store_true", help="also run ptxas -arch=ARCH")
+    e.set_defaults(fn=cmd_emit)
+
+    c = sub.add_parser("conform", help="run the emitted kernel on the GPU (jittered) and "
+                                       "replay every trace through the model")
+    c.add_argument("file")
+    c.add_argument("--runs", type=int, default=200, help="launches (default 200)")
+    c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4)")
+    c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
+    c.add_argument("--mutant", default="", help="inject a fault (impl/mutants.py)")
+    c.add_argument("--timeout-ms", type=float, default=20.0, help="watchdog per wait")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(fn=cmd_conform)
