@@ -36,7 +36,8 @@ class Explorer:
     permutation is exact.
     """
 
-    def __init__(self, system: System, symmetry: bool = True, por: bool = False):
+    def __init__(self, system: System, symmetry: bool = True, por: bool = False,
+                 safe_steps: bool = False):
         self.sys = system
         flat = list(system.initial_state())
         S = ConcreteState(flat)
@@ -66,10 +67,10 @@ class Explorer:
             or (isinstance(ins, Branch) and min(ins.then, ins.orelse) <= pc)
             for ag in system.agents for pc, ins in enumerate(ag.program.code))
         self.reducer = None
-        if por and not self.cyclic:  # stubborn sets alone do not preserve livelocks
+        if (por or safe_steps) and not self.cyclic:  # they would not preserve livelocks
             from .por import Reducer
 
-            self.reducer = Reducer(system, self)
+            self.reducer = Reducer(system, self, full=por)
 
     def canon(self, st: tuple) -> tuple:
         """The representative of ``st`` under permutations of symmetric warps."""
@@ -231,15 +232,17 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                    reduce: bool = True, por: bool = False) -> Verdict:
     """Exhaustive BFS; the first violation (or deadlock) found is a shortest one.
 
-    ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable),
-    which preserves every verdict and the length of shortest counterexamples;
+    ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable)
+    and explores a step alone when nothing any other warp ever does can interfere with
+    it (checker/por.py ``Reducer.safe_step``); both preserve every verdict and the length
+    of shortest counterexamples;
     ``reduce=False`` explores the full interleaving graph (the reference for differential
     tests).  ``por`` adds stubborn-set partial-order reduction (checker/por.py): fewer
     states, but each costs more to expand; worth it on configurations with many
     independent warps."""
     t0 = time.perf_counter()
     tracemalloc_started = False
-    ex = Explorer(system, symmetry=reduce, por=reduce and por)
+    ex = Explorer(system, symmetry=reduce, por=reduce and por, safe_steps=reduce)
     init = ex.initial
     index: dict[tuple, int] = {init: 0}
     parent: list[tuple[int, Any]] = [(-1, None)]

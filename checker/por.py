@@ -427,12 +427,69 @@ def _fp_conflict(f1: Iterable, f2: Footprint) -> bool:
 
 
 class Reducer:
-    """Compute stubborn sets in concrete states."""
+    """Compute stubborn sets in concrete states.
 
-    def __init__(self, sysm: System, explorer: Any):
+    Fast path (``safe``): a warp's enabled step that conflicts with nothing any *other*
+    warp's whole program (or the asynchronous work it starts) may ever do is a stubborn
+    set on its own -- nothing outside can interfere with it or disable it -- so it is
+    explored alone.  Cluster arrivals that do not complete the barrier, exits that do not
+    complete it and no-op fences are typical: the prologue of a kernel collapses to one
+    order.  Only when no such step exists is the full computation run (``full=True``).
+    """
+
+    def __init__(self, sysm: System, explorer: Any, full: bool = True):
         self.sys = sysm
         self.ex = explorer
         self.fp = Footprints(sysm)
+        self.full = full
+        # object -> {agent: modes} over each warp's whole program and async work
+        self.touch: dict = {}
+        for a in range(len(sysm.agents)):
+            for pc in range(len(sysm.code(a))):
+                for obj, mode in self.fp.step[a][pc] | self.fp.future_env[a][pc]:
+                    self.touch.setdefault(obj, {}).setdefault(a, set()).add(mode)
+        self._safe_cache: dict = {}
+
+    def _safe(self, a: int, fp: frozenset) -> bool:
+        key = (a, fp)
+        r = self._safe_cache.get(key)
+        if r is None:
+            r = True
+            for obj, mode in fp:
+                for b, modes in self.touch.get(obj, {}).items():
+                    if b != a and any(conflicts(mode, m) for m in modes):
+                        r = False
+                        break
+                if not r:
+                    break
+            self._safe_cache[key] = r
+        return r
+
+    def safe_step(self, state: tuple, enabled: list[tuple]) -> Optional[list[tuple]]:
+        """The steps of one warp whose current step is safe (see the class docstring)."""
+        get = None
+        for e in enabled:
+            step = e[0]
+            if step[0] != "a":
+                continue
+            a = step[1]
+            if get is None:
+                get = self.ex.getter(state)
+            pc = get(self.sys.agents[a].pc)
+            nc = self.fp.noncompleting[a][pc]
+            if nc is not None and not self._completes_now(get, a):
+                fp = nc
+            else:
+                fp = self.fp.step[a][pc]
+            if self._safe(a, fp):
+                return [x for x in enabled if x[0][0] == "a" and x[0][1] == a]
+        return None
+
+    def _completes_now(self, get: Any, a: int) -> bool:
+        for b, ag in enumerate(self.sys.agents):
+            if b != a and get(ag.pc) != DONE and get(ag.carr) != 1:
+                return False
+        return True
 
     # units: ("a", agent) for warps; ("e", item) for environment items
 
@@ -461,6 +518,11 @@ class Reducer:
         for e in enabled:
             units.setdefault(_unit(e[0]), []).append(e)
         if len(units) <= 1:
+            return enabled
+        one = self.safe_step(state, enabled)
+        if one is not None:
+            return one
+        if not self.full:
             return enabled
         get = self.ex.getter(state)
         ctx = _Ctx(self, state, get)
