@@ -1053,7 +1053,10 @@ def mutations(cfg: Config) -> list[tuple[str, Expected]]:
     add = lambda name, exp: out.append((name, exp))  # noqa: E731
 
     # ---- input errors (exit code 2)
-    add("zero_stages", config_error("stage"))
+    if c == "PipelineOrder":
+        add("zero_stages", config_error("depth=0"))
+    elif c != "NamedBarrier":
+        add("zero_stages", config_error("num_stages=0"))
     add("bad_role_warp", config_error("names warp"))
 
     if c in MBAR_CLASSES:
@@ -1129,8 +1132,10 @@ def _mbar_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
     # ---- init visibility
     if cfg.defer_sync:
         add("missing_init_sync", violated("use-before-init"))
-    # ---- CTA exit (lesson 5)
-    if cfg.cluster_size > 1:
+    # ---- CTA exit (lesson 5): in a cluster a CTA may exit while its peers still signal
+    # it; with a tcgen05.commit release even one CTA may exit before the commit fires
+    if cfg.cluster_size > 1 or c in ("PipelineTmaUmma", "PipelineAsyncUmma",
+                                     "PipelineTmaMultiConsumersAsync"):
         add("no_tail", violated(EXIT_RACE))
     # ---- elect_one where the signalling needs it
     if cfg.psig == "elect" and c in ("PipelineAsync", "PipelineCpAsync"):
@@ -1201,8 +1206,10 @@ def _store_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
     if cfg.cw > 1:
         add("missing_second_sync", violated("read-before-full", "missing-proxy-fence"))
         if cfg.n_iters > cfg.stages:
+            # warp 1 runs ahead into the next tile: it overwrites the stage the store
+            # still reads, or starts writing before warp 0 issued the current store
             add("missing_first_sync", violated("overwrite-before-release",
-                                               "named-barrier-misuse"))
+                                               "read-before-full", "named-barrier-misuse"))
     add("no_tail", violated("dangling-arrive-at-exit"))
     add("named_count_not_warp_multiple", violated("named-barrier-misuse"))
 

@@ -521,3 +521,65 @@ def k(stages: int = 2, k_tiles: int = 4):
             pipe.consumer_release_w_index(idx)
 """)
     assert r.status == "PROVEN", (r.status, r.prop)
+
+
+# =========================================================================== participants
+
+
+PARTICIPANTS = """
+    @cute.kernel
+    def k(handle_commit: int = 1):
+        launch(block=64, cluster=(1, 1, 1))
+        pipe = PipelineAsync.create(num_stages=2,
+            producer_group=CooperativeGroup(Agent.Thread, 32),
+            consumer_group=CooperativeGroup(Agent.Thread, 32),
+            syncwarp_before_commit=True, syncwarp_before_release=True)
+        with role("producer", warps=[0]):
+            producer, _ = pipe.make_participants()
+            handle = producer.acquire_and_advance()
+            if handle_commit == 1:
+                handle.commit()
+            else:
+                producer.commit()
+        with role("consumer", warps=[1]):
+            _, consumer = pipe.make_participants()
+            handle = consumer.wait_and_advance()
+            consumer.release(handle)
+"""
+
+
+def test_handle_commit_acts_on_the_acquired_stage() -> None:
+    ck = compiled(PARTICIPANTS, {"handle_commit": 1})
+    (commit,) = code(ck, 0, 0, Arrive)
+    assert arrivals(commit) == [("pipe.full[0]@cta0", 32, 0)]
+    (rel,) = code(ck, 0, 1, Arrive)
+    assert arrivals(rel) == [("pipe.empty[0]@cta0", 32, 0)]
+
+
+def test_producer_commit_without_handle_acts_on_the_current_state() -> None:
+    """``producer.commit()`` after ``acquire_and_advance()`` commits the *next* stage
+    (research note 7): the consumer of stage 0 waits forever."""
+    ck = compiled(PARTICIPANTS, {"handle_commit": 0})
+    (commit,) = code(ck, 0, 0, Arrive)
+    assert arrivals(commit) == [("pipe.full[1]@cta0", 32, 0)]
+    r = check(textwrap.dedent(PARTICIPANTS).lstrip("\n"), {"handle_commit": 0})
+    assert r.prop == "deadlock"
+
+
+def test_handle_attributes_and_barrier_pointers() -> None:
+    ck = compiled("""
+        @cute.kernel
+        def k():
+            launch(block=32, cluster=(1, 1, 1))
+            pipe = PipelineAsync.create(num_stages=3,
+                producer_group=CooperativeGroup(Agent.Thread, 32),
+                consumer_group=CooperativeGroup(Agent.Thread, 32))
+            with role("p", warps=[0]):
+                producer, _ = pipe.make_participants()
+                h0 = producer.acquire_and_advance()
+                h1 = producer.acquire_and_advance()
+                if h1.index == 1 and h1.phase == 1 and h1.count == 1:
+                    mbarrier_arrive(h1.barrier)
+    """)
+    (arr,) = code(ck, 0, 0, Arrive)
+    assert arrivals(arr) == [("pipe.full[1]@cta0", 32, 0)]
