@@ -16,6 +16,7 @@ from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
 from ..model.program import Branch, Jump, TmaLoad
+from ..model.properties import ALL_PROPERTIES
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .packed import FlatState, PackedState, Packer
@@ -227,22 +228,48 @@ def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, 
     return tuple(out)
 
 
+PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
+
+
 def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                    progress: Optional[Callable[[int, int, float], None]] = None,
                    reduce: bool = True, por: bool = False) -> Verdict:
-    """Exhaustive BFS; the first violation (or deadlock) found is a shortest one.
+    """Exhaustive breadth-first search.
 
-    ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable)
-    and explores a step alone when nothing any other warp ever does can interfere with
-    it (checker/por.py ``Reducer.safe_step``); both preserve every verdict and the length
-    of shortest counterexamples;
-    ``reduce=False`` explores the full interleaving graph (the reference for differential
-    tests).  ``por`` adds stubborn-set partial-order reduction (checker/por.py): fewer
-    states, but each costs more to expand; worth it on configurations with many
-    independent warps."""
+    The reported violation is a shortest one (fewest steps); among violations of equal
+    length the property that comes first in the catalogue (``model.properties.Prop``)
+    is reported, so the answer does not depend on exploration order.
+
+    ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable,
+    which preserves path lengths exactly) and explores a step alone when nothing any
+    other warp ever does can interfere with it (``checker/por.py``).  The second
+    reduction preserves every verdict but may lengthen counterexamples, so when it finds
+    a violation of length D the engine confirms the shortest one with a search without
+    it, bounded to depth D (if that search exceeds the limits the counterexample is
+    reported with ``stats.extra["shortest"] = False``).  ``reduce=False`` explores the
+    full interleaving graph (the reference for differential tests).  ``por`` adds the
+    full stubborn-set computation (fewer states, each costlier to expand)."""
     t0 = time.perf_counter()
-    tracemalloc_started = False
     ex = Explorer(system, symmetry=reduce, por=reduce and por, safe_steps=reduce)
+    v = _bfs(ex, max_states, timeout, progress, None, t0)
+    if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
+        exact = Explorer(system, symmetry=reduce, por=False, safe_steps=False)
+        budget = max(timeout - (time.perf_counter() - t0), 1.0)
+        w = _bfs(exact, max_states, budget, None, v.depth, time.perf_counter())
+        if w.status == VIOLATED:
+            w.stats.extra["reduced_states"] = v.stats.states
+            w.stats.states += v.stats.states
+            w.stats.seconds = time.perf_counter() - t0
+            return w
+        v.stats.extra["shortest"] = w.status == PROVEN
+        v.stats.seconds = time.perf_counter() - t0
+    return v
+
+
+def _bfs(ex: Explorer, max_states: int, timeout: float,
+         progress: Optional[Callable[[int, int, float], None]],
+         depth_limit: Optional[int], t0: float) -> Verdict:
+    """One breadth-first search; ``depth_limit`` bounds the length of runs explored."""
     init = ex.initial
     index: dict[tuple, int] = {init: 0}
     parent: list[tuple[int, Any]] = [(-1, None)]
@@ -254,6 +281,10 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     transitions = 0
     max_depth = 0
     next_report = time.perf_counter() + 1.0
+    # candidate violations found in the layer being finished: (length, rank, steps, viol,
+    # stuck state)
+    found: list[tuple] = []
+    found_len: Optional[int] = None
 
     def path_to(i: int) -> list:
         steps = []
@@ -274,19 +305,36 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         v.stats = stats
         return v
 
+    def report() -> Verdict:
+        length, _rank, steps, viol, stuck = min(found, key=lambda f: (f[0], f[1]))
+        if viol[0] == "deadlock":
+            trace = ex.replay(steps, None, stuck_state=stuck)
+            trace.violated, trace.detail = viol
+        else:
+            trace = ex.replay(steps, viol)
+        return finish(Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace,
+                              depth=len(steps)))
+
+    deadlock_msg = ("no warp can move and no asynchronous operation is in flight, but some "
+                    "warps have not exited")
     while queue:
         state = queue.popleft()
         si = index[state]
         d = depth_of[si]
+        if found_len is not None and d >= found_len:
+            break  # every run shorter than the violation found has been explored
         any_succ = False
         out_edges: list[int] = []
-        for step, nxt, viol in ex.successors(state):
+        expand = depth_limit is None or d < depth_limit
+        for step, nxt, viol in (ex.successors(state) if expand else ()):
             any_succ = True
             transitions += 1
             if viol is not None:
-                steps = path_to(si) + [step]
-                trace = ex.replay(steps, viol)
-                return finish(Verdict(VIOLATED, viol[0], viol[1], trace, depth=len(steps)))
+                if found_len is None or d + 1 <= found_len:
+                    found.append((d + 1, PRIORITY.get(viol[0], 99), path_to(si) + [step],
+                                  viol, None))
+                    found_len = d + 1
+                continue
             ni = index.get(nxt)
             if ni is None:
                 ni = index[nxt] = len(parent)
@@ -300,25 +348,26 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                 out_edges.append(ni)
         if succ_lists is not None:
             succ_lists.append(out_edges)
-        if not any_succ and not ex.all_done(state):
-            steps = path_to(si)
-            trace = ex.replay(steps, None, stuck_state=state)
-            trace.violated = "deadlock"
-            trace.detail = "no warp can move and no asynchronous operation is in flight, " \
-                           "but some warps have not exited"
-            return finish(Verdict(VIOLATED, "deadlock", trace.detail, trace, depth=len(steps)))
-        if len(parent) > max_states:
+        if expand and not any_succ and not ex.all_done(state):
+            found.append((d, PRIORITY.get("deadlock", 99), path_to(si),
+                          ("deadlock", deadlock_msg), state))
+            found_len = d if found_len is None else min(found_len, d)
+        if len(parent) > max_states and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "
                                   f"(explored to depth {max_depth}); use --engine bmc or "
                                   "smaller parameters", depth=max_depth))
         now = time.perf_counter()
-        if now - t0 > timeout:
+        if now - t0 > timeout and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "
                                   f"{len(parent)} states explored to depth {max_depth}",
                                   depth=max_depth))
         if progress is not None and now >= next_report:
             progress(len(parent), max_depth, now - t0)
             next_report = now + 1.0
+    if found:
+        return report()
+    if depth_limit is not None:
+        return finish(Verdict(PROVEN, depth=max_depth, bounded=True))
     if succ_lists is not None:
         lasso = _find_livelock(ex, states, succ_lists, index)
         if lasso is not None:
@@ -332,8 +381,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                             "other move returns to it)")
             return finish(Verdict(VIOLATED, "starvation", trace.detail, trace,
                                   depth=len(steps) + len(cycle_steps)))
-    v = finish(Verdict(PROVEN, depth=max_depth, bounded=False))
-    return v
+    return finish(Verdict(PROVEN, depth=max_depth, bounded=False))
 
 
 def _find_livelock(ex: Explorer, states: list[tuple], succ: list[list[int]],
