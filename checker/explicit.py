@@ -262,6 +262,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
             w.stats.seconds = time.perf_counter() - t0
             return w
         v.stats.extra["shortest"] = w.status == PROVEN
+        v.stats.extra["confirm_states"] = w.stats.states
         v.stats.seconds = time.perf_counter() - t0
     return v
 

@@ -10,6 +10,7 @@ and hashing a state touches a few dozen small ints.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from ..model.system import QueueOps
@@ -45,6 +46,12 @@ class Packer:
         self.table: list[tuple] = []
         self.ids: dict[tuple, int] = {}
         self.comp_of_slot = [w[0] for w in self.where]
+        # when every component is a contiguous run of slots in slot order, unpacking is a
+        # concatenation and packing a slice (the fast path)
+        self.contiguous = all(
+            slots == list(range(slots[0], slots[0] + len(slots))) for slots in self.comp_slots
+        ) and [sl[0] for sl in self.comp_slots] == sorted(sl[0] for sl in self.comp_slots)
+        self.bounds = [(sl[0], sl[0] + len(sl)) for sl in self.comp_slots]
         self.initial = self.pack(init)
 
     def intern(self, comp: tuple) -> int:
@@ -62,6 +69,9 @@ class Packer:
         return tuple(self.unpack_list(state))
 
     def unpack_list(self, state: tuple) -> list:
+        if self.contiguous:
+            table = self.table
+            return list(chain.from_iterable([table[c] for c in state]))
         flat: list[Any] = [None] * len(self.where)
         table = self.table
         for slots, cid in zip(self.comp_slots, state):
@@ -133,7 +143,13 @@ class FlatState(QueueOps):
             return self.state
         st = list(self.state)
         v = self.v
-        slots = self.p.comp_slots
-        for ci in self.dirty:
-            st[ci] = self.p.intern(tuple([v[s] for s in slots[ci]]))
+        p = self.p
+        if p.contiguous:
+            for ci in self.dirty:
+                lo, hi = p.bounds[ci]
+                st[ci] = p.intern(tuple(v[lo:hi]))
+        else:
+            slots = p.comp_slots
+            for ci in self.dirty:
+                st[ci] = p.intern(tuple([v[s] for s in slots[ci]]))
         return tuple(st)

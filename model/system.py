@@ -61,6 +61,7 @@ class AgentInfo:
     qtc: int = 0     # tcgen05 commit queue (tuple of pcs)
     qcp: int = 0     # cp.async queue (tuple of (kind, pc))
     qbs: int = 0     # bulk stores and commit-group markers (BULK_MARK), in order
+    nbflags: dict[int, int] = field(default_factory=dict)  # named barrier id -> slot
 
     @property
     def cta(self) -> int:
@@ -184,6 +185,11 @@ class System:
             ag.qtc = L.alloc(f"{name}.tcgen05_queue", ())
             ag.qcp = L.alloc(f"{name}.cp_async_queue", ())
             ag.qbs = L.alloc(f"{name}.bulk_queue", ())
+            # this warp's arrival flags at the named barriers (kept with its own slots, so
+            # that identical warps stay symmetric and a warp's slots are contiguous)
+            for bid in compiled.named_barrier_ids:
+                if 0 <= bid <= 15:
+                    ag.nbflags[bid] = L.alloc(f"{name}.named{bid}", 0)
             self.agents.append(ag)
             self.agents_of_cta.setdefault(prog.cta, []).append(i)
         self.agent_label = [f"{ag.name} ({ag.role})" for ag in self.agents]
@@ -239,8 +245,7 @@ class System:
                 self.nb[(cta, bid)] = base
                 for i in self.agents_of_cta.get(cta, []):
                     ag = self.agents[i]
-                    # kept with the warp's own slots so that identical warps stay symmetric
-                    self.nbflag[(cta, bid, ag.warp)] = L.alloc(f"{ag.name}.named{bid}", 0)
+                    self.nbflag[(cta, bid, ag.warp)] = ag.nbflags[bid]
         self.cluster_gen = L.alloc("cluster_barrier.gen", 0)
         self.pool = L.alloc("in_flight", ())
         self.clc_failed = {c: L.alloc(f"cta{c}.clc_failed_seen", 0)

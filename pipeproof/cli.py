@@ -12,6 +12,7 @@ command never ends in a traceback for a user mistake.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 from typing import Any, Optional, Sequence
@@ -203,6 +204,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # output piped into a command that stopped reading (head)
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
