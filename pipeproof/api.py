@@ -91,7 +91,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  engine: str = "explicit", depth: Optional[int] = None,
                  timeout: float = 600.0, max_states: int = 3_000_000,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 file: str = "") -> CheckResult:
+                 file: str = "", reduce: bool = True, por: bool = False) -> CheckResult:
     params = dict(params or {})
     compiled = compile_kernel(kernel, params)
     info = compiled.info
@@ -100,7 +100,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         from .checker.explicit import check_explicit
 
         verdict = check_explicit(system, max_states=max_states, timeout=timeout,
-                                 progress=progress)
+                                 progress=progress, reduce=reduce, por=por)
     else:
         raise ConfigError(f"unknown engine {engine!r}")
     return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
