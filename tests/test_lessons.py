@@ -574,3 +574,96 @@ def test_lesson8_cta_scoped_remote_release_does_not_publish_to_the_peer() -> Non
     report the hand-off (here: as a read of data not yet visible)."""
     r = check(SCOPE)
     assert r.status == "VIOLATED" and r.prop in ("read-before-full", "insufficient-scope")
+
+
+# =========================================================================== PTX facts
+# (shared/research/ptx-sync-semantics.md, on the full model)
+
+
+def test_ptx_remote_use_needs_the_init_visible_to_the_cluster() -> None:
+    """fence.mbarrier_init + a cluster barrier publish the init to other CTAs; a CTA
+    barrier (bar.sync) is not enough for a remote arrive."""
+    s = src("""
+        @cute.kernel
+        def init_vis(cluster_sync: int = 1):
+            launch(block=32, cluster=(2, 1, 1))
+            pipe = PipelineAsync.create(
+                num_stages=1,
+                producer_group=CooperativeGroup(Agent.Thread, 64),
+                consumer_group=CooperativeGroup(Agent.Thread, 32),
+                producer_mask=0,
+                defer_sync=True,
+            )
+            if cluster_sync == 1:
+                pipeline_init_arrive(cluster_shape_mn=(2, 1))
+                pipeline_init_wait(cluster_shape_mn=(2, 1))
+            else:
+                pipeline_init_arrive()
+                pipeline_init_wait()
+            with role("p", warps=[0]):
+                state = make_pipeline_state(PipelineUserType.Producer, 1)
+                pipe.producer_commit(state)
+                if block_idx_in_cluster() == 0:
+                    mbarrier_wait(pipe.producer_get_barrier(state), 0)
+    """)
+    assert_proven(check(s, {"cluster_sync": 1}))
+    assert_violated(check(s, {"cluster_sync": 0}), "use-before-init")
+
+
+def test_ptx_cluster_barrier_arrive_once_per_generation() -> None:
+    s = src("""
+        @cute.kernel
+        def cb(twice: int = 0, arrive: int = 1):
+            launch(block=32, cluster=(2, 1, 1))
+            if arrive == 1:
+                cluster_arrive()
+            if twice == 1:
+                cluster_arrive()
+            cluster_wait()
+    """)
+    assert_proven(check(s))
+    assert_violated(check(s, {"twice": 1}), "cluster-barrier-misuse")
+    assert_violated(check(s, {"arrive": 0}), "cluster-barrier-misuse")
+
+
+def test_ptx_elect_sync_inside_elect_one() -> None:
+    """elect.sync with a full member mask from one lane: the other lanes never come."""
+    s = src("""
+        @cute.kernel
+        def el():
+            launch(block=32, cluster=(1, 1, 1))
+            with role("w", warps=[0]):
+                with elect_one():
+                    with elect_one():
+                        pass
+    """)
+    assert_violated(check(s), "elect-misuse")
+
+
+def test_ptx_clc_query_after_a_failed_response_is_undefined() -> None:
+    """Issuing another try_cancel after the CTA observed a failed response is UB."""
+    s = src("""
+        @cute.kernel
+        def clc_again(rounds: int = 2):
+            launch(block=32, cluster=(1, 1, 1))
+            clc = PipelineClcFetchAsync.create(
+                num_stages=1,
+                producer_group=CooperativeGroup(Agent.Thread, 1),
+                consumer_group=CooperativeGroup(Agent.Thread, 32),
+                tx_count=16,
+            )
+            with role("sched", warps=[0]):
+                pstate = make_pipeline_state(PipelineUserType.ProducerConsumer, 1)
+                cstate = make_pipeline_state(PipelineUserType.Consumer, 1)
+                for i in range(rounds):
+                    clc.producer_acquire(pstate)
+                    clc_query(clc, pstate)
+                    pstate.advance()
+                    clc.consumer_wait(cstate)
+                    valid = clc_response_valid(clc, cstate)
+                    clc.consumer_release(cstate)
+                    cstate.advance()
+                clc.producer_tail(pstate)
+    """)
+    assert_proven(check(s, {"rounds": 1}))
+    assert_violated(check(s, {"rounds": 2}), "role-misuse")
