@@ -114,6 +114,11 @@ def _deadlock_groups(blocked: list[str]) -> list[str]:
     return out
 
 
+def _agents_in(sentence: str) -> list[str]:
+    head = sentence.split(" (", 1)[0]
+    return re.findall(r"cta\d+\.w\d+", head) or [head]
+
+
 def explain(v: Verdict) -> str:
     """A paragraph for a VIOLATED verdict ("" for other verdicts)."""
     info = BY_NAME.get(v.prop or "")
@@ -124,8 +129,10 @@ def explain(v: Verdict) -> str:
     if v.prop == "deadlock" and tr.blocked:
         n = len(tr.events)
         groups = _deadlock_groups(tr.blocked)
-        text += (f" After {n} steps nothing can move: " + "; ".join(groups[:4])
-                 + ("; ..." if len(groups) > 4 else "") + ".")
+        shown = groups[:4]
+        more = sum(len(_agents_in(g)) for g in groups[4:])
+        text += (f" After {n} steps nothing can move: " + "; ".join(shown)
+                 + (f"; and {more} more stuck warps" if more else "") + ".")
     elif tr.events:
         last = tr.events[-1]
         text += f" In step {last.step}, {_who(last)} did '{last.what}'"

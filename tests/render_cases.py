@@ -9,6 +9,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pipeproof.api import CheckResult, check_file, check_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,13 +42,27 @@ def bug_files() -> list[Path]:
     return sorted(BUGS.glob("*-bug.pipe"))
 
 
+#: bug examples cheap enough for the default run; the others are marked ``slow`` (their
+#: checks take from seconds to minutes on this 2-core machine)
+FAST_BUGS = ("p1-bug.pipe",)
+
+
 def case_ids() -> list[str]:
     return list(MUTANTS) + [f"bugs/{p.name}" for p in bug_files()]
 
 
+def case_params() -> list:
+    """The cases as pytest parameters: mutants and FAST_BUGS plain, other bugs ``slow``."""
+    out = [pytest.param(c, id=c) for c in MUTANTS]
+    for p in bug_files():
+        marks = () if p.name in FAST_BUGS else (pytest.mark.slow,)
+        out.append(pytest.param(f"bugs/{p.name}", id=f"bugs/{p.name}", marks=marks))
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def result_of(case: str) -> CheckResult:
-    kw: dict[str, Any] = {"max_states": 400_000, "timeout": 120.0}
+    kw: dict[str, Any] = {"max_states": 3_000_000, "timeout": 900.0}
     if case in MUTANTS:
         return check_source(MUTANTS[case][0], filename=f"<{case}>", **kw)
     return check_file(ROOT / "examples" / case, **kw)

@@ -16,20 +16,21 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import functools
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
-from render_cases import agents_of, case_ids, result_of, source_of
+from render_cases import agents_of, case_params, result_of, source_of
 
 from pipeproof.checker.explain import explain
 from pipeproof.checker.render.html import COLORS, LANE_BG, Report, write_html
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in
                              ("chromium", "chromium-browser", "google-chrome")) if p), None)
-CASES = case_ids()
+CASES = case_params()
 
 
 def _need_chromium() -> str:
@@ -134,28 +135,25 @@ def colour_counts(path: Path, colours: dict[str, str]) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Shot, Path]]:
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Shot, Path]]:
+    """``shots(case)``: the report of ``case`` opened in Chromium (once per case)."""
     _need_chromium()
     out = tmp_path_factory.mktemp("reports")
 
-    def one(case: str) -> tuple[str, tuple[Shot, Path]]:
+    @functools.lru_cache(maxsize=None)
+    def one(case: str) -> tuple[Shot, Path]:
         r = result_of(case)
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", case)
         page = out / f"{name}.html"
         write_html(Report.from_result(r, explain(r.verdict), source=source_of(case)), str(page))
-        return case, (open_in_chromium(page, out / f"{name}.png"), page)
+        return open_in_chromium(page, out / f"{name}.png"), page
 
-    results = [one(c) for c in CASES[:1]]       # compute the verdicts before threading
-    for c in CASES:
-        result_of(c)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results += list(pool.map(one, CASES[1:]))
-    return dict(results)
+    return one
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_report_renders_in_chromium(case: str, shots: dict) -> None:
-    shot, page = shots[case]
+def test_report_renders_in_chromium(case: str, shots: Callable) -> None:
+    shot, page = shots(case)
     r = result_of(case)
     assert shot.returncode == 0, shot.log[-2000:]
     console = [ln for ln in shot.log.splitlines() if ":CONSOLE" in ln]
@@ -171,8 +169,8 @@ def test_report_renders_in_chromium(case: str, shots: dict) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_screenshot_shows_the_timeline(case: str, shots: dict) -> None:
-    shot, _page = shots[case]
+def test_screenshot_shows_the_timeline(case: str, shots: Callable) -> None:
+    shot, _page = shots(case)
     r = result_of(case)
     used = {c for c in _categories(r)}
     counts = colour_counts(shot.png, {**{f"lane{i}": c for i, c in enumerate(LANE_BG)},
