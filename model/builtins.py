@@ -584,6 +584,93 @@ def b_clc_response_valid(cx: Any, args: tuple, kw: dict) -> Any:
     return cx.read_clc_response(pipe.buf(st.index))
 
 
+# --------------------------------------------------------------------------- raw mbarriers
+
+
+def b_smem_mbarrier(cx: Any, args: tuple, kw: dict) -> Any:
+    """``storage.<name>.data_ptr()`` of an ``Int64`` mbarrier field in shared memory.
+
+    ``bar = smem_mbarrier()`` is one barrier; ``bars = smem_mbarrier(n)`` is an array of
+    ``n`` (index it: ``bars[i]``, like ``cutlass.Array(...).subview(i)``).  Nothing is
+    initialised: a kernel that allocates raw barriers runs ``mbarrier_init(ptr, count)``
+    itself (one elected lane), then ``mbarrier_init_fence`` and a CTA/cluster barrier.
+    The name is the variable the pointer is assigned to.
+    """
+    from .pipelines.base import ArrayDecl, PipelineDecl
+
+    (num,) = _args(cx, args, kw, ("num",), "smem_mbarrier")
+    n = 1 if num is None else cx.as_int(num, "num")
+    if n < 1:
+        cx.error(f"smem_mbarrier({n}): at least one barrier")
+    var = cx.compiler.current_target or f"mbar_{cx.loc.line}"
+    if num is None:
+        arrays = (ArrayDecl("mbar", 1, 0),)
+    else:
+        arrays = tuple(ArrayDecl(str(i), 1, 0) for i in range(n))
+    decl = cx.register(PipelineDecl(var, "mbarrier", 0, arrays, f"{var}.none", "none"))
+    ptrs = tuple(BarrierPtr(BarRef(cx.cta, _raw_array_name(decl.var, a.name), 0))
+                 for a in decl.arrays)
+    return ptrs[0] if num is None else ptrs
+
+
+def _raw_array_name(var: str, name: str) -> str:
+    return f"{var}.{name}"  # the name model/system.py gives the array
+
+
+def b_mbarrier_init(cx: Any, args: tuple, kw: dict) -> None:
+    """``mbarrier_init(ptr, count)``: ``mbarrier.init`` by every executing lane (wrap it in
+    ``elect_one()``: a second init of a valid barrier is undefined behaviour)."""
+    from .program import MbarInit
+
+    ptr, count = _args(cx, args, kw, ("mbar_ptr", "cnt"), "mbarrier_init", 2)
+    bar = _bar_arg(cx, ptr, "mbarrier_init")
+    if bar.cta != cx.cta:
+        cx.error("mbarrier_init works on the CTA's own shared memory only")
+    n = cx.as_int(count, "cnt")
+    for i, _lane in enumerate(cx.lanes[:2]):  # a second lane's init is a double init
+        cx.emit(MbarInit(arrays=((bar.array, n),), cta=cx.cta, loc=cx.loc,
+                         label=f"mbarrier_init({bar}, {n})" + (" by another lane" if i else "")))
+
+
+def b_tcgen05_commit(cx: Any, args: tuple, kw: dict) -> None:
+    """``tcgen05.commit(mbar, mask=None, cta_group=...)`` (``cute.nvgpu.tcgen05.commit``):
+    one deferred arrive on ``mbar`` -- in every CTA of ``mask``, or locally -- once the
+    tcgen05 operations this thread issued earlier complete.  The raw DSL helper is not
+    elected: every executing lane commits (use it inside ``elect_one()``)."""
+    from .pipelines.base import emit_umma_commit
+
+    ptr, mask, _group = _args(cx, args, kw, ("mbar_ptr", "mask", "cta_group"),
+                              "tcgen05_commit", 1)
+    bar = _bar_arg(cx, ptr, "tcgen05_commit")
+    mask = _mask_arg(cx, mask, "tcgen05_commit")
+    targets = mask_ranks(mask) if mask is not None else (bar.cta,)
+    bars = tuple(BarRef(r, bar.array, bar.stage) for r in targets)
+    for _ in cx.lanes:
+        emit_umma_commit(cx, bars, f"tcgen05.commit -> {', '.join(map(str, bars))}")
+
+
+def b_tcgen05_cp(cx: Any, args: tuple, kw: dict) -> None:
+    """``tcgen05.cp`` (UTCCP, shared memory -> tensor memory) reading a stage; with
+    ``cta_group=2`` it reads the stage in both CTAs of the pair.  Asynchronous like an
+    MMA: the reads last until the next ``tcgen05.commit`` of this warp fires."""
+    pipe, state, group = _args(cx, args, kw, ("pipeline", "state", "cta_group"),
+                               "tcgen05_cp", 2)
+    pipe = _pipe_arg(cx, pipe, "tcgen05_cp")
+    st = _state_arg(cx, pipe, state, "tcgen05_cp")
+    g = 1 if group is None else cx.as_int(group, "cta_group")
+    if g not in (1, 2):
+        cx.error(f"tcgen05_cp: cta_group must be 1 or 2, got {g}")
+    if g == 2 and cx.kernel.cluster_size < 2:
+        cx.error("tcgen05_cp(cta_group=2) needs a cluster with a CTA pair")
+    bufs = tuple(sorted({pipe.buf(st.index), pipe.buf(st.index, cx.cta ^ 1)})) if g == 2 \
+        else (pipe.buf(st.index),)
+    tag = fill_tag_for_wait(st)
+    pre = tuple(GhostEffect("read", b, tag) for b in bufs)
+    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    cx.add_umma_effects(tuple(GhostEffect("unhold", b) for b in bufs))
+    cx.attach(pre, f"tcgen05.cp (cta_group::{g}) reads {pipe.decl.var} stage {st.index}")
+
+
 # --------------------------------------------------------------------------- table
 
 
@@ -648,11 +735,15 @@ def builtins_table() -> dict[str, Any]:
         "wgmma_wait_group": b_wgmma_wait_group,
         "clc_query": b_clc_query,
         "clc_response_valid": b_clc_response_valid,
+        "smem_mbarrier": b_smem_mbarrier,
+        "mbarrier_init": b_mbarrier_init,
+        "tcgen05_commit": b_tcgen05_commit,
+        "tcgen05_cp": b_tcgen05_cp,
     }
     for name, fn in fns.items():
         table[name] = Builtin(name, fn)
     for name, f in (("min", min), ("max", max), ("abs", abs), ("int", int), ("bool", bool),
-                    ("len", len)):
+                    ("len", len), ("range", lambda *a: tuple(range(*a)))):
         table[name] = _pyfn(name, f)
     for cls in registry.PIPELINE_CLASSES:
         table[cls.CLASS] = PipelineClassRef(cls)
