@@ -53,7 +53,7 @@ def _table_rows(text: str) -> tuple[list[str], list[str]]:
 def test_timeline_one_column_per_agent(case: str) -> None:
     r = result_of(case)
     tr = r.verdict.trace
-    text = render_timeline(tr, max_width=400)
+    text = render_timeline(tr, max_width=400, group="warp")
     (head, roles), body = _table_rows(text)
     agents = agents_of(r)
     cols = [c.strip() for c in head.split("|")[1:-1]]
@@ -79,7 +79,7 @@ def test_timeline_one_column_per_agent(case: str) -> None:
 def test_timeline_marks_violation_or_stuck(case: str) -> None:
     r = result_of(case)
     tr = r.verdict.trace
-    text = render_timeline(tr, max_width=200)
+    text = render_timeline(tr, max_width=200, group="warp")
     if r.verdict.prop == "deadlock":
         stuck = [ln for ln in text.splitlines() if ln.startswith("STUCK")]
         assert len(stuck) == 1
@@ -107,6 +107,22 @@ def test_timeline_shows_stage_parity_and_barrier_state() -> None:
     assert re.search(r"acquire arrive\+tx s0 8192B", text)
     assert re.search(r"complete_tx s0 8192B", text)
     assert re.search(r"ab\.full\[0\]: phase 0->1 done, pending 0->1, tx 8192->0", text)
+
+
+def test_narrow_timeline_groups_warps_by_role() -> None:
+    tr = result_of("bugs/p1-bug.pipe").verdict.trace
+    wide = render_timeline(tr, max_width=200)
+    assert "cta0.w1" in wide.splitlines()[0]           # fits: one column per warp
+    text = render_timeline(tr, max_width=110)
+    head = text.splitlines()[0]
+    assert "cta0 consumer" in head and "cta0.w1" not in head
+    assert "(w0-w3)" in text.splitlines()[1]
+    stuck = next(ln for ln in text.splitlines() if ln.startswith("STUCK"))
+    assert "w0-w3 wait full[0] p0" in stuck
+    assert re.search(r"\| w\d sync_threads", text)        # cells name the warp
+    assert "cta0.w0, cta0.w1, cta0.w2, cta0.w3 (consumer) wait on ab.full[0]@cta0" in \
+        text.replace("\n     ", "")
+    assert render_timeline(tr, max_width=110, group="warp").splitlines()[0].count("cta0.w") == 5
 
 
 def test_narrow_timeline_moves_barrier_state_under_the_step() -> None:

@@ -293,3 +293,70 @@ def blocked_cell(text: str, cta: Optional[int] = None, pipeline: str = "") -> st
     if "bulk" in body:
         return "bulk.wait_group"
     return body[:30]
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+def _warp_no(key: str) -> Optional[int]:
+    m = _AGENT.match(key)
+    return int(m.group(2)) if m else None
+
+
+def warp_range(warps: list[int]) -> str:
+    """``[0, 1, 2, 3]`` -> ``w0-w3``; ``[0, 2]`` -> ``w0,w2``."""
+    ws = sorted(warps)
+    if len(ws) > 2 and ws == list(range(ws[0], ws[-1] + 1)):
+        return f"w{ws[0]}-w{ws[-1]}"
+    return ",".join(f"w{w}" for w in ws)
+
+
+def group_by_role(tl: Timeline) -> Timeline:
+    """One lane per (CTA, role) instead of per warp: for narrow terminals.  Cells say
+    which warp acted (``w2 wait s0 p0``); stuck warps with the same reason share a cell."""
+    groups: dict[tuple, list[int]] = {}
+    order: list[tuple] = []
+    for i, ln in enumerate(tl.lanes):
+        key = (ln.kind, ln.cta, ln.role) if ln.kind == "agent" and _warp_no(ln.key) \
+            is not None else (ln.kind, ln.key)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(i)
+    if len(order) == len(tl.lanes):
+        return tl
+    lanes: list[Lane] = []
+    remap: dict[int, int] = {}
+    for key in order:
+        idx = groups[key]
+        first = tl.lanes[idx[0]]
+        if len(idx) == 1:
+            lanes.append(first)
+        else:
+            ws = [_warp_no(tl.lanes[i].key) or 0 for i in idx]
+            lanes.append(Lane(f"cta{first.cta}:{first.role}", f"cta{first.cta} {first.role}",
+                              warp_range(ws), first.cta, "agent"))
+        for i in idx:
+            remap[i] = len(lanes) - 1
+    rows = []
+    for r in tl.rows:
+        lane = remap[r.lane]
+        cell = r.cell
+        if len(groups[order[lane]]) > 1:
+            cell = f"w{_warp_no(tl.lanes[r.lane].key)} {cell}"
+        rows.append(Row(r.step, lane, r.event, cell, r.state, r.violation))
+    blocked: list[Blocked] = []
+    by_lane: dict[int, list[Blocked]] = {}
+    for b in tl.blocked:
+        by_lane.setdefault(remap[b.lane], []).append(b)
+    for lane, bs in sorted(by_lane.items()):
+        if len(groups[order[lane]]) == 1:
+            blocked.extend(Blocked(lane, b.agent, b.cell, b.reason) for b in bs)
+            continue
+        cells: dict[str, list[int]] = {}
+        for b in bs:
+            cells.setdefault(b.cell, []).append(_warp_no(b.agent) or 0)
+        cell = "; ".join(f"{warp_range(ws)} {c}" for c, ws in cells.items())
+        for b in bs:
+            blocked.append(Blocked(lane, b.agent, cell, b.reason))
+    return Timeline(lanes, rows, blocked, tl.violated, tl.detail, tl.loop_start)

@@ -22,7 +22,7 @@ import textwrap
 from typing import Optional
 
 from ..trace import Trace
-from .lanes import Timeline, build
+from .lanes import Timeline, build, group_by_role
 
 MIN_COL = 12
 MAX_COL = 30
@@ -38,15 +38,34 @@ def default_width() -> int:
     return max(100, shutil.get_terminal_size((160, 40)).columns)
 
 
-def render_timeline(trace: Trace, max_width: Optional[int] = None) -> str:
+def render_timeline(trace: Trace, max_width: Optional[int] = None,
+                    group: str = "auto") -> str:
     """The trace as a table of columns (one per agent).  ``max_width`` bounds the line
     length (default: the terminal's width, at least 100); cells are shortened with ``~``
-    when the agents do not fit."""
+    when the agents do not fit.  ``group``: ``warp`` (a column per warp), ``role`` (a
+    column per CTA and role, cells name the warp) or ``auto`` (per role only when the
+    warps do not fit at a readable width)."""
     tl = build(trace)
-    return render(tl, max_width or default_width())
+    return render(tl, max_width or default_width(), group)
 
 
-def render(tl: Timeline, max_width: int = 160) -> str:
+def render(tl: Timeline, max_width: int = 160, group: str = "auto") -> str:
+    if group == "role" or (group == "auto" and not _fits(tl, max_width)):
+        tl = group_by_role(tl)
+    return _render(tl, max_width)
+
+
+def _fits(tl: Timeline, max_width: int, readable: int = 22) -> bool:
+    """Do the per-warp columns fit ``max_width`` with cells of ``readable`` characters?"""
+    step_w = max(5, len(str(len(tl.rows))) + 3)
+    need = step_w + 2
+    for i, ln in enumerate(tl.lanes):
+        w = max([len(r.cell) for r in tl.rows if r.lane == i] + [len(ln.title), MIN_COL])
+        need += min(w, readable) + 3
+    return need <= max_width
+
+
+def _render(tl: Timeline, max_width: int) -> str:
     n = len(tl.lanes)
     if n == 0:
         return "(empty trace)"
@@ -148,7 +167,23 @@ def _footer(tl: Timeline, max_width: int) -> list[str]:
                                    f"{tl.rows[-1].step if tl.rows else 0}: {tl.detail}",
                                    wrap))
         lines.append("Why it can never complete:")
-        for b in tl.blocked:
-            lines.extend(textwrap.wrap(b.reason, wrap, initial_indent="  ",
+        for text in _grouped_reasons([b.reason for b in tl.blocked]):
+            lines.extend(textwrap.wrap(text, wrap, initial_indent="  ",
                                        subsequent_indent="      "))
     return lines
+
+
+def _grouped_reasons(reasons: list[str]) -> list[str]:
+    """Stuck warps with the same reason in one sentence: ``cta0.w0, cta0.w1 (consumer)
+    wait on ...``."""
+    groups: dict[str, list[str]] = {}
+    for r in reasons:
+        head, _, rest = r.partition(" (")
+        role, _, why = rest.partition(") ")
+        groups.setdefault(f"({role}) {why}", []).append(head)
+    out = []
+    for why, agents in groups.items():
+        if len(agents) > 1 and why.split(") ", 1)[1].startswith("waits "):
+            why = why.replace(") waits ", ") wait ", 1)
+        out.append(f"{', '.join(agents)} {why}")
+    return out
