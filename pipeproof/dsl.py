@@ -914,18 +914,18 @@ def _compile(fn: Callable[..., Any], helper: bool) -> Callable[..., Any]:
     mod = ast.Module([outer], [])
     ast.fix_missing_locations(mod)
     code = compile(mod, src.file, "exec")
-    glb = dict(fn.__globals__)
     ns: dict[str, Any] = {}
-    exec(code, glb, ns)
+    exec(code, fn.__globals__, ns)     # the function's live globals; nothing is added to them
     outer_fn = ns["__pp_outer"]
-    cells = []
-    for name, cell in zip(free, fn.__closure__ or ()):
-        try:
-            cells.append(cell.cell_contents)
-        except ValueError:
-            raise DslError(f"{fn.__name__} uses {name!r} before it is assigned") from None
 
     def make(tracer: _Tracer) -> Callable[..., Any]:
+        cells = []                      # closure values as they are now
+        for name, cell in zip(free, fn.__closure__ or ()):
+            try:
+                cells.append(cell.cell_contents)
+            except ValueError:
+                raise DslError(f"{fn.__name__} uses {name!r} before it is assigned",
+                               tracer.loc) from None
         return outer_fn(tracer, *cells)
 
     make.node = node  # type: ignore[attr-defined]
@@ -933,15 +933,13 @@ def _compile(fn: Callable[..., Any], helper: bool) -> Callable[..., Any]:
     return make
 
 
-_COMPILED: dict[Any, Callable[..., Any]] = {}
-
-
 def _compiled(fn: Callable[..., Any], helper: bool) -> Callable[..., Any]:
-    key = (fn.__code__, helper, id(fn.__globals__),
-           tuple(id(c) for c in (fn.__closure__ or ())))
-    got = _COMPILED.get(key)
+    """``_compile(fn, helper)``, cached on the function object itself (so the cache lives
+    exactly as long as the function; closure values and globals are read at each trace)."""
+    cache = fn.__dict__.setdefault("__pipeproof_preprocessed__", {})
+    got = cache.get(helper)
     if got is None:
-        got = _COMPILED[key] = _compile(fn, helper)
+        got = cache[helper] = _compile(fn, helper)
     return got
 
 

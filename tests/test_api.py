@@ -297,3 +297,26 @@ def test_cutlass_pipeline_names_are_there() -> None:
               "agent_sync"):
         assert getattr(pipeproof, n) is not None
     assert pipeproof.cutlass.pipeline.PipelineTmaAsync is not None
+
+
+def test_closure_values_are_read_at_each_trace(tmp_path: Path) -> None:
+    """Kernels from a factory: each sees its own closure value, even when an earlier
+    kernel was garbage-collected (no cache keyed by object ids)."""
+    import gc
+
+    mod = _write_module(tmp_path, """
+        from pipeproof import Agent, CooperativeGroup, cute, launch
+
+        def make(n):
+            @cute.kernel
+            def k(stages: int = 2):
+                launch(block=64, cluster=(1, 1, 1))
+                g = CooperativeGroup(Agent.Thread, n)
+            return k
+    """, "factory")
+    seen = []
+    for n in (4, 128, 7):
+        value = mod.make(n).ir.body[1].value
+        seen.append(value.args[1])
+        gc.collect()
+    assert seen == [ir.Const(4), ir.Const(128), ir.Const(7)]
