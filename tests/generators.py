@@ -33,7 +33,7 @@ Public API::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from hypothesis import strategies as st
@@ -927,8 +927,7 @@ def render_pipeline_order(cfg: Config, m: Optional[str]) -> str:
     """``length`` warps take turns (FlashAttention's ordering of warpgroups)."""
     s = Src()
     num_warps = cfg.length
-    s_ = cfg
-    _header(s, "gen_pipeline_order", s_, 32 * num_warps, m)
+    _header(s, "gen_pipeline_order", cfg, 32 * num_warps, m)
     count = _count_mut(32, m, "producer_count_plus", "producer_count_minus")
     depth = "0" if m == "zero_stages" else "stages"
     s("order = PipelineOrder.create(")
@@ -944,9 +943,8 @@ def render_pipeline_order(cfg: Config, m: Optional[str]) -> str:
     s(f"with role(\"wg\", warps={_role_warps(0, cfg.length, m, num_warps, True)}):")
     with s.indent():
         _loop_open(s, cfg)
-        if m != "missing_wait" or True:
-            if m != "missing_wait":
-                s("order.wait()")
+        if m != "missing_wait":
+            s("order.wait()")
         s("order.arrive()")
         if m == "double_arrive":
             s("order.arrive()")
@@ -1041,11 +1039,6 @@ MBAR_CLASSES = ("PipelineAsync", "PipelineCpAsync", "PipelineTmaAsync", "Pipelin
 TMA_CLASSES = ("PipelineTmaAsync", "PipelineTmaUmma", "PipelineTmaMultiConsumersAsync")
 
 
-def _waits_on_every_stage(cfg: Config) -> bool:
-    """Does the producer's tail (or a later acquire) wait for every consumer release?"""
-    return True
-
-
 def mutations(cfg: Config) -> list[tuple[str, Expected]]:
     """The single mutations that apply to ``cfg``, with the verdict each must give."""
     c = cfg.cls
@@ -1091,7 +1084,6 @@ def mutations(cfg: Config) -> list[tuple[str, Expected]]:
 
 def _mbar_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
     c = cfg.cls
-    umma_consumer = c in ("PipelineTmaUmma", "PipelineAsyncUmma")
     # ---- group sizes (P1): one arrival too many expected -> the phase never completes;
     # one too few -> an extra arrival.
     add("consumer_count_plus", violated(DEADLOCK))
@@ -1151,7 +1143,6 @@ def _mbar_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
         add("mask_outside_cluster", config_error("outside the cluster"))
         if cfg.api == "state" and not cfg.try_wait and not cfg.extra_tx:
             add("elect_around_acquire", violated("elect-misuse"))
-    del umma_consumer
 
 
 def _consumer_count(cfg: Config) -> int:
@@ -1437,5 +1428,6 @@ def outcome_matches(prog: Program, verdict: Any = None, error: Optional[Exceptio
 __all__ = [
     "Config", "Program", "Expected", "CLASSES", "configs", "programs", "mutants", "mutate",
     "mutations", "render", "program", "build_system", "check_program", "outcome_matches",
-    "OK", "violated", "config_error", "field",
+    "OK", "violated", "config_error", "DEADLOCK", "OVER_ARRIVAL", "PHASE_CONFUSION",
+    "EXIT_RACE",
 ]
