@@ -76,8 +76,10 @@ class CheckResult:
             if explain:
                 from .checker.explain import explain as _explain
 
+                import textwrap
+
                 lines.append("")
-                lines.append(_explain(v))
+                lines.extend(textwrap.wrap(_explain(v), max(60, width or 100)))
         elif v.status == UNKNOWN and v.reason:
             pass
         return "\n".join(lines)
