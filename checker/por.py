@@ -47,7 +47,8 @@ _COMMUTE = {
     frozenset(["CA"]),            # cluster-barrier arrivals / exits (order-free completion)
     frozenset(["CW"]), frozenset(["CW", "CA"]),  # a cluster wait that can proceed cannot be
                                   # disabled: no generation completes without its warp
-    frozenset(["NA"]),            # named-barrier arrivals
+    # (named-barrier arrivals do NOT commute: an arrival may complete a generation and
+    # reset the thread count a later arrival is checked against)
     frozenset(["H"]),             # buffer owner counts +-1
     frozenset(["H", "RD"]), frozenset(["H", "WE"]), frozenset(["H", "D"]),
     frozenset(["H", "AR"]),
@@ -60,7 +61,17 @@ _COMMUTE = {
 
 
 def conflicts(m1: str, m2: str) -> bool:
-    return frozenset([m1, m2]) not in _COMMUTE
+    # write_end modes carry the fill they write: two completions of the same fill commute
+    if m1.startswith("WE") and m2.startswith("WE"):
+        return m1 != m2
+    b1 = "WE" if m1.startswith("WE") else m1
+    b2 = "WE" if m2.startswith("WE") else m2
+    return frozenset([b1, b2]) not in _COMMUTE
+
+
+#: modes of operations that change an mbarrier's pending count or tx-count (commutative
+#: among themselves unless one of them can complete the phase: see _Ctx._settle_free)
+BAR_OPS = frozenset(["A", "X"])
 
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
@@ -124,6 +135,30 @@ class Footprints:
                 nxts.append(nx)
             self.seg_fp.append(fps)
             self.seg_next.append(nxts)
+        # the blocking waits each warp may reach from each pc (settle-blocked refinement)
+        self.waits_from: dict = {}
+        for a in range(n):
+            code = sysm.code(a)
+            for pc in range(len(code)):
+                ws = []
+                seen = set()
+                work = [pc]
+                while work:
+                    p = work.pop()
+                    if p in seen or p >= len(code):
+                        continue
+                    seen.add(p)
+                    if isinstance(code[p], Wait):
+                        ws.append(p)
+                    work.extend(self._successors(a, p))
+                self.waits_from[(a, pc)] = tuple(ws)
+        # barrier operations per segment (for the settle analysis); None marks a loop
+        self.seg_ops: list[list[Optional[tuple]]] = []
+        for a in range(n):
+            row = []
+            for pc in range(len(sysm.code(a))):
+                row.append(self._segment_ops(a, pc))
+            self.seg_ops.append(row)
         # arrivals (pending decrements) per barrier within each segment
         self.seg_arr: list[list[dict]] = []
         for a in range(n):
@@ -150,7 +185,10 @@ class Footprints:
     def _ghost(self, effects: Iterable[GhostEffect]) -> set:
         out = set()
         for e in effects:
-            out.add((("buf", e.buf), _GHOST_MODE[e.kind]))
+            mode = _GHOST_MODE[e.kind]
+            if mode == "WE":
+                mode = f"WE{e.tag}"
+            out.add((("buf", e.buf), mode))
         return out
 
     def _arrays_of(self, cta: int) -> list:
@@ -175,8 +213,10 @@ class Footprints:
             fp |= {(("bar", ins.bar), "O")} | self._use(ins.bar, cta)
         elif t is Arrive:
             for arr in ins.arrivals:
-                fp |= {(("bar", arr.bar), "W")} | self._use(arr.bar, cta)
-        elif t in (ExpectTx, CompleteTx):
+                fp |= {(("bar", arr.bar), "W" if ins.drop else "A")} | self._use(arr.bar, cta)
+        elif t is CompleteTx:
+            fp |= {(("bar", ins.bar), "X")} | self._use(ins.bar, cta)
+        elif t is ExpectTx:
             fp |= {(("bar", ins.bar), "W")} | self._use(ins.bar, cta)
         elif t is TmaLoad:
             fp.add((("pool",), "Q"))
@@ -257,20 +297,22 @@ class Footprints:
         fp: set = set()
         if isinstance(ins, TmaLoad):
             for d in ins.deliveries:
-                fp |= {(("bar", d.bar), "W")} | self._use(d.bar, None if d.bar.cta == cta else cta)
+                fp |= {(("bar", d.bar), "X")} | self._use(d.bar, None if d.bar.cta == cta else cta)
                 fp.add((("exit", d.bar.cta), "R"))
                 if d.buf is not None:
-                    fp.add((("buf", d.buf), "WE"))
+                    fp.add((("buf", d.buf), f"WE{d.tag}"))
                     fp.add((("exit", d.buf.cta), "R"))
+                    if ins.kind == "clc":
+                        fp.add((("buf", d.buf), "W"))  # the response value differs by choice
             fp.add((("pool",), "Q"))
         elif isinstance(ins, UmmaCommit):
             fp |= self._ghost(ins.effects)
             for bar in ins.bars:
-                fp |= {(("bar", bar), "W")} | self._use(bar, None if bar.cta == cta else cta)
+                fp |= {(("bar", bar), "A")} | self._use(bar, None if bar.cta == cta else cta)
             fp.add((("q", a, "tc"), "Q"))
         elif isinstance(ins, CpAsyncArrive):
             fp |= self._ghost(ins.effects)
-            fp |= {(("bar", ins.bar), "W")} | self._use(ins.bar, None)
+            fp |= {(("bar", ins.bar), "A")} | self._use(ins.bar, None)
             fp.add((("q", a, "cp"), "Q"))
         elif isinstance(ins, CpAsync):
             fp.add((("q", a, "cp"), "Q"))
@@ -330,6 +372,36 @@ class Footprints:
             return {ins.bar}
         return set()
 
+    def bar_ops(self, a: int, pc: int) -> list:
+        """Operations on mbarriers the instruction performs now or when its asynchronous
+        work completes: ``(bar, kind, count, tx)`` with kind "A" (arrive: pending -= count,
+        tx += tx), "X" (complete_tx: tx -= count) or "W" (anything else)."""
+        ins = self.sys.code(a)[pc]
+        out: list = []
+        if isinstance(ins, Arrive):
+            for arr in ins.arrivals:
+                out.append((arr.bar, "W" if ins.drop else "A", arr.count, arr.tx))
+        elif isinstance(ins, UmmaCommit):
+            for b in ins.bars:
+                out.append((b, "A", 1, 0))
+        elif isinstance(ins, CpAsyncArrive):
+            out.append((ins.bar, "A", ins.count, 0))
+            if not ins.noinc:
+                out.append((ins.bar, "W", 0, 0))
+        elif isinstance(ins, TmaLoad):
+            for d in ins.deliveries:
+                out.append((d.bar, "X", d.bytes, 0))
+        elif isinstance(ins, CompleteTx):
+            out.append((ins.bar, "X", ins.tx, 0))
+        elif isinstance(ins, (ExpectTx, MbarInit)):
+            if isinstance(ins, ExpectTx):
+                out.append((ins.bar, "W", 0, 0))
+            else:
+                for name, _c in ins.arrays:
+                    for st in range(self.sys.array_decl[name].stages):
+                        out.append((BarRef(ins.cta, name, st), "W", 0, 0))
+        return out
+
     def arrival_counts(self, a: int, pc: int) -> dict:
         """Arrival counts per barrier of the instruction at pc (now or when it fires)."""
         ins = self.sys.code(a)[pc]
@@ -343,6 +415,21 @@ class Footprints:
         elif isinstance(ins, CpAsyncArrive):
             out[ins.bar] = out.get(ins.bar, 0) + ins.count
         return out
+
+    def _segment_ops(self, a: int, pc: int) -> Optional[tuple]:
+        ops = list(self.bar_ops(a, pc))
+        seen = {pc}
+        work = list(self._successors(a, pc))
+        while work:
+            p = work.pop()
+            if p in seen:
+                return None  # a loop inside the segment: unbounded
+            seen.add(p)
+            if self.blocking[a][p]:
+                continue
+            ops.extend(self.bar_ops(a, p))
+            work.extend(self._successors(a, p))
+        return tuple(ops)
 
     def _segment_arrivals(self, a: int, pc: int) -> dict:
         counts = dict(self.arrival_counts(a, pc))
@@ -500,11 +587,13 @@ class Reducer:
             ins = self.sys.code(a)[pc]
             dl = ins.deliveries[d]
             cta = self.sys.agents[a].cta
-            fp = {(("bar", dl.bar), "W"), (("pool",), "Q"), (("exit", dl.bar.cta), "R"),
+            fp = {(("bar", dl.bar), "X"), (("pool",), "Q"), (("exit", dl.bar.cta), "R"),
                   (("arr", dl.bar.cta, dl.bar.array), "R")}
             if dl.buf is not None:
-                fp.add((("buf", dl.buf), "WE"))
+                fp.add((("buf", dl.buf), f"WE{dl.tag}"))
                 fp.add((("exit", dl.buf.cta), "R"))
+                if ins.kind == "clc":
+                    fp.add((("buf", dl.buf), "W"))
             return frozenset(fp)
         a, head = item[1], item[2]
         if kind == "bulk" and head == BULK_MARK:
@@ -570,6 +659,7 @@ class _Ctx:
         self._walk_cache: dict = {}
         self._env_future: dict = {}
         self._block_need: dict = {}
+        self._settle_blocked: set = set()
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
             q = []
@@ -678,6 +768,9 @@ class _Ctx:
             self._block_need[key] = need
         if need is None:
             return False
+        ins = self.sys.code(a)[pc]
+        if isinstance(ins, Wait) and ins.bar in self._settle_blocked:
+            return True
         if need == "cluster":
             return self._cluster_frozen(T)
         kind, sets = need
@@ -715,27 +808,34 @@ class _Ctx:
             return ("any", [others])
         return None
 
-    def _future(self, u: tuple, T: set) -> tuple[frozenset, dict]:
-        """What unit ``u`` (not in T) may touch before any unit of T moves, and how many
-        arrivals it may perform on each barrier meanwhile."""
+    def _future(self, u: tuple, T: set) -> tuple[frozenset, dict, Optional[tuple]]:
+        """What unit ``u`` (not in T) may touch before any unit of T moves, how many
+        arrivals it may perform on each barrier meanwhile, and its barrier operations
+        (None when a loop makes them unbounded)."""
         if u[0] == "e":
             r = self._env_future.get(u)
             if r is None:
                 fp = set(self.env_fps[u])
                 counts: dict = {}
                 it = u[1]
-                if it[0] != "tma":
+                if it[0] == "tma":
+                    _, a0, pc0, d0, _c = it
+                    dl = self.sys.code(a0)[pc0].deliveries[d0]
+                    ops: list = [(dl.bar, "X", dl.bytes, 0)]
+                else:
+                    ops = []
                     for pc in self.queued.get(it[1], []):
                         fp |= self.fp.future_env[it[1]][pc]
                         for b, c in self.fp.arrival_counts(it[1], pc).items():
                             counts[b] = counts.get(b, 0) + c
-                r = (frozenset(fp), counts)
+                        ops.extend(o for o in self.fp.bar_ops(it[1], pc) if o[1] != "X")
+                r = (frozenset(fp), counts, tuple(ops))
                 self._env_future[u] = r
             return r
         a = u[1]
         start = self.pcs[a]
         if start == DONE:
-            return frozenset(), {}
+            return frozenset(), {}, ()
         frozen_cl = self._cluster_frozen(T)
         segs = self.fp.seg_fp_nc[a] if frozen_cl else self.fp.seg_fp[a]
         blocking = self.fp.blocking[a]
@@ -743,7 +843,6 @@ class _Ctx:
         visited: list[int] = []
         seen = set()
         work = [start]
-        blocked = []
         looped = False
         while work:
             pc = work.pop()
@@ -752,27 +851,106 @@ class _Ctx:
                 continue
             seen.add(pc)
             if blocking[pc] and self._blocked_frozen(a, pc, T):
-                blocked.append(pc)
                 continue
             visited.append(pc)
             work.extend(self.fp.seg_next[a][pc])
-        key = (a, frozen_cl, tuple(sorted(visited)))
+        key = (a, frozen_cl, tuple(sorted(visited)), looped)
         r = self._walk_cache.get(key)
         if r is None:
             fp: set = set()
             counts = {}
+            ops_l: Optional[list] = []
             for pc in visited:
                 fp |= segs[pc]
                 for b, c in self.fp.seg_arr[a][pc].items():
                     counts[b] = counts.get(b, 0) + c
+                so = self.fp.seg_ops[a][pc]
+                if so is None or ops_l is None:
+                    ops_l = None
+                else:
+                    ops_l.extend(so)
             if looped:
                 counts = {b: INF for b in counts}
-            r = (frozenset(fp), counts)
+                ops_l = None
+            r = (frozenset(fp), counts, None if ops_l is None else tuple(ops_l))
             self._walk_cache[key] = r
         return r
 
     def _future_fp(self, u: tuple, T: set) -> frozenset:
         return self._future(u, T)[0]
+
+    # ------------------------------------------------------------------ settle analysis
+
+    def _can_complete(self, bar: BarRef, ops: list, proper_of: Optional[int] = None) -> bool:
+        """Could some non-empty subset of ``ops`` on ``bar`` -- a proper one when
+        ``proper_of`` gives the number of ops -- complete the barrier's current phase (or
+        over-arrive)?  Conservative: True when unsure."""
+        base = self.sys.bar[bar]
+        pending, tx = self.get(base + 1), self.get(base + 3)
+        n = len(ops)
+        states = {(0, 0, 0)}
+        for kind, count, dtx in ops:
+            if kind == "W":
+                return True
+            da, dt = (count, dtx) if kind == "A" else (0, -count)
+            new = set()
+            for (am, tm, k) in states:
+                a2 = am + da
+                if a2 > pending:
+                    return True  # some order over-arrives
+                new.add((a2, tm + dt, k + 1))
+            states |= new
+            if len(states) > 4096:
+                return True
+        for (am, tm, k) in states:
+            if k == 0:
+                continue
+            if proper_of is not None and k == proper_of:
+                continue
+            if am == pending and tx + tm == 0:
+                return True
+        return False
+
+    def _settle_free(self, bar: BarRef, t_ops: list, non_t: list, t_waits: bool) -> bool:
+        """Do the T-current operations on ``bar`` commute with everything units outside T
+        may do to it before T moves?  Yes when no phase completion can happen in between:
+        no proper subset of all those operations completes the phase (so any completion
+        comes after all of them, whatever the order), units outside T cannot complete it
+        on their own if T waits on it, and the completed phase is already observed."""
+        if bar not in self.sys.bar:
+            return False
+        base = self.sys.bar[bar]
+        if self.get(base + 4) != 1:
+            return False
+        if t_waits and self._can_complete(bar, non_t):
+            return False
+        if t_ops:
+            allops = list(t_ops) + list(non_t)
+            if self._can_complete(bar, allops, proper_of=len(allops)):
+                return False
+        return True
+
+    def _current_ops(self, u: tuple) -> list:
+        """Barrier operations of the unit's current step (including, for a TMA issue, none:
+        its landings are separate units)."""
+        if u[0] == "e":
+            it = u[1]
+            if it[0] == "tma":
+                _, a0, pc0, d0, _c = it
+                dl = self.sys.code(a0)[pc0].deliveries[d0]
+                return [(dl.bar, "X", dl.bytes, 0)]
+            a0, head = it[1], it[2]
+            if head == BULK_MARK:
+                return []
+            return [o for o in self.fp.bar_ops(a0, head) if o[1] != "X"]
+        a = u[1]
+        pc = self.pcs[a]
+        if pc == DONE:
+            return []
+        ins = self.sys.code(a)[pc]
+        if isinstance(ins, (TmaLoad, UmmaCommit, CpAsyncArrive)):
+            return [o for o in self.fp.bar_ops(a, pc) if o[1] == "W"]
+        return self.fp.bar_ops(a, pc)
 
     def _stable_wait_bar(self, u: tuple, arrivals: dict) -> Optional[BarRef]:
         """If unit u's current step is a wait on barrier b whose phase is stable outside T
@@ -831,32 +1009,79 @@ class _Ctx:
                     if add:
                         T |= add
                         changed = True
-            # what units outside T may do before T moves
+            # what units outside T may do before T moves; a wait whose barrier cannot
+            # complete from what they do alone stays blocked (iterate: fewer futures, fewer
+            # operations)
             others = [v for v in units if v not in T]
-            futures = {}
+            self._settle_blocked = set()
+            for _ in range(4):
+                futures = {v: self._future(v, T) for v in others}
+                ops_by_bar: dict = {}
+                unbounded: set = set()
+                for v in others:
+                    ops = futures[v][2]
+                    if ops is None:
+                        for obj, _m in futures[v][0]:
+                            if obj[0] == "bar":
+                                unbounded.add(obj[1])
+                        continue
+                    for (b, kind, count, dtx) in ops:
+                        ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+                blocked = set()
+                for v in others:
+                    if v[0] != "a" or self.pcs[v[1]] == DONE:
+                        continue
+                    for pc in self.fp.waits_from.get((v[1], self.pcs[v[1]]), ()):
+                        b = self.sys.code(v[1])[pc].bar
+                        if b in unbounded or b not in self.sys.bar:
+                            continue
+                        if self.sys._concrete_enabled(_Getter(self.get), v[1], self.sys.code(v[1])[pc]):
+                            continue
+                        if not self._can_complete(b, ops_by_bar.get(b, [])):
+                            blocked.add(b)
+                if blocked == self._settle_blocked:
+                    break
+                self._settle_blocked = blocked
+                self._walk_cache_round = None
             arrivals: dict = {}
             for v in others:
-                fv, cv = self._future(v, T)
-                futures[v] = fv
-                for b, c in cv.items():
+                for b, c in futures[v][1].items():
                     arrivals[b] = arrivals.get(b, 0) + c
-            # conflicts between enabled units of T and what others may do.  A wait whose
-            # barrier phase cannot complete without T (fewer arrivals possible outside T
-            # than still pending) and whose completed phase is already observed reads a
-            # value nobody outside T can change: it conflicts with nothing on that barrier.
+            # conflicts between enabled units of T and what others may do.  Operations on
+            # one mbarrier commute when no completion can happen among them (settle-free).
             index: dict = {}
+            t_ops_by_bar: dict = {}
+            t_waits: set = set()
             for u in T:
                 if not self._enabled(u):
                     continue
-                stable = self._stable_wait_bar(u, arrivals)
                 for obj, mode in self._current_fp(u):
-                    if stable is not None and obj == ("bar", stable) and mode == "O":
-                        continue
                     index.setdefault(obj, set()).add(mode)
+                    if obj[0] == "bar" and mode == "O":
+                        t_waits.add(obj[1])
+                for (b, kind, count, dtx) in self._current_ops(u):
+                    t_ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+            free: set = set()
+            for obj in index:
+                if obj[0] != "bar":
+                    continue
+                b = obj[1]
+                if b in unbounded:
+                    continue
+                modes = index[obj]
+                if not modes <= (BAR_OPS | {"O"}):
+                    continue
+                if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
+                                     b in t_waits):
+                    free.add(obj)
             for v in others:
-                for obj, mode in futures[v]:
+                for obj, mode in futures[v][0]:
                     ms = index.get(obj)
-                    if ms and any(conflicts(mode, m) for m in ms):
+                    if not ms:
+                        continue
+                    if obj in free and mode in (BAR_OPS | {"O"}):
+                        continue
+                    if any(conflicts(mode, m) for m in ms):
                         T.add(v)
                         changed = True
                         break
