@@ -24,6 +24,7 @@ from .perfetto import _category
 from .timeline import render as render_text_timeline
 
 LABEL_W = 200
+FIT_W = 1180        # the SVG fits this width when steps allow (12 px per step at least)
 LANE_H = 30
 TOP = 46
 COLORS = {"wait": "#4e79a7", "arrive": "#59a14f", "async copy": "#f28e2b",
@@ -85,8 +86,9 @@ def svg_timeline(tl: Timeline) -> str:
         return ('<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="400" '
                 'height="40"><text x="10" y="25">no counterexample: nothing to draw</text>'
                 '</svg>')
-    dx = max(12.0, min(36.0, 960.0 / max(steps, 1)))
     stuck_w = 8.0 + 7.5 * max((len(b.cell) for b in tl.blocked), default=0) + 60
+    room = FIT_W - LABEL_W - 20 - (stuck_w if tl.blocked else 0)
+    dx = max(12.0, min(36.0, room / max(steps + 1, 1)))
     width = int(LABEL_W + dx * (steps + 1) + (stuck_w if tl.blocked else 0) + 20)
     height = TOP + LANE_H * len(tl.lanes) + 16
 
