@@ -100,7 +100,7 @@ def instr_fields(ins: Any) -> dict[str, Any]:
     the instruction names no stage, the stage buffer of its ghost effects gives it (a
     ``read`` or ``write`` of a stage)."""
     d = _instr_fields(ins)
-    if d.get("stage") is None:
+    if d.get("stage") is None and d.get("op") in ("ghost", "misuse"):
         for e in tuple(getattr(ins, "pre", ())) + tuple(getattr(ins, "post", ())):
             buf = getattr(e, "buf", None)
             if buf is not None:

@@ -38,6 +38,27 @@ MUTANTS: dict[str, tuple[str, str]] = {
 }
 
 
+STARVATION = """\
+@cute.kernel
+def starve(stages: int = 1):
+    launch(block=64, cluster=(1, 1, 1))
+    pipe = PipelineAsync.create(
+        num_stages=stages,
+        producer_group=CooperativeGroup(Agent.Thread, 32),
+        consumer_group=CooperativeGroup(Agent.Thread, 32),
+    )
+    with role("producer", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, stages)
+        pipe.producer_acquire(state)
+    with role("consumer", warps=[1]):
+        state = make_pipeline_state(PipelineUserType.Consumer, stages)
+        done = pipe.consumer_try_wait(state)
+        while not done:
+            done = pipe.consumer_try_wait(state)
+"""
+MUTANTS["try_wait-spin-starves"] = (STARVATION, "starvation")
+
+
 def bug_files() -> list[Path]:
     return sorted(BUGS.glob("*-bug.pipe"))
 

@@ -92,6 +92,9 @@ def test_timeline_marks_violation_or_stuck(case: str) -> None:
             assert b.split(" ", 1)[0] in text
         assert re.search(r"missing\s+\d+\s+of\s+\d+\s+arrivals|bytes\s+of\s+tx|named\s+barrier|cluster",
                          text)
+    elif tr.loop_start is not None:
+        assert re.search(rf"^\s*@{tr.loop_start} \|", text, re.M)
+        assert f"{r.verdict.prop}: " in text
     else:
         marked = [ln for ln in text.splitlines() if ln.lstrip().startswith(">>")]
         last = tr.events[-1].step
@@ -243,6 +246,8 @@ def test_html_report_structure(case: str) -> None:
     assert f"{r.kernel}(" in page
     if r.verdict.prop == "deadlock":
         assert p.stuck == len(tr.blocked) and p.violations == 0
+    elif tr.loop_start is not None:
+        assert p.violations == 0 and "repeat for ever" in page
     else:
         assert p.violations == 1
 

@@ -163,6 +163,14 @@ def svg_timeline(tl: Timeline) -> str:
                    'stroke-dasharray="5,3"/>'
                    f'<text x="{min(x + 6, width - 220):.1f}" y="{TOP - 30}" fill="{RED}" '
                    f'font-weight="bold">VIOLATED {_e(tl.violated)} at step {vstep}</text></g>')
+    elif tl.loop_start is not None:
+        x = x_of(tl.loop_start)
+        out.append(f'<g class="violation-marker loop-marker"><line x1="{x:.1f}" '
+                   f'y1="{TOP - 4}" x2="{x:.1f}" y2="{height - 8}" stroke="{RED}" '
+                   'stroke-width="2" stroke-dasharray="2,3"/>'
+                   f'<text x="{max(LABEL_W, min(x - 60, width - 320)):.1f}" y="{TOP - 30}" '
+                   f'fill="{RED}" font-weight="bold">{_e(tl.violated or "starvation")}: '
+                   f'steps {tl.loop_start}..{steps} repeat for ever</text></g>')
     elif tl.blocked:
         x = x_of(steps + 1)
         out.append(f'<g class="violation-marker"><line x1="{x:.1f}" y1="{TOP - 4}" '

@@ -116,6 +116,10 @@ def _events(tl: Timeline, meta: dict[str, Any]) -> dict[str, Any]:
         evs.append({"ph": "X", "name": "STUCK " + b.cell, "cat": "deadlock", "pid": pid,
                     "tid": tid, "ts": last_ts + STEP_US, "dur": 3 * STEP_US,
                     "args": {"reason": b.reason}})
+    if tl.loop_start is not None and tl.violation_step is None and not tl.blocked:
+        evs.append({"ph": "i", "name": f"VIOLATED {tl.violated or 'starvation'}", "s": "g",
+                    "pid": where[0][0], "tid": where[0][1], "ts": tl.loop_start * STEP_US,
+                    "args": {"detail": tl.detail, "loop starts at step": tl.loop_start}})
     if tl.blocked:
         evs.append({"ph": "i", "name": f"VIOLATED {tl.violated or 'deadlock'}", "s": "g",
                     "pid": where[tl.blocked[0].lane][0], "tid": where[tl.blocked[0].lane][1],

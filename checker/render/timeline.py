@@ -155,6 +155,8 @@ def _footer(tl: Timeline, max_width: int) -> list[str]:
     if tl.loop_start is not None:
         lines.append(f"@ marks step {tl.loop_start}, where the loop that repeats for ever "
                      "starts.")
+        if vstep is None and not tl.blocked:
+            lines.extend(textwrap.wrap(f"{tl.violated or 'starvation'}: {tl.detail}", wrap))
     if vstep is not None:
         r = next(r for r in tl.rows if r.step == vstep)
         who = tl.lanes[r.lane].label
