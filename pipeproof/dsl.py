@@ -600,9 +600,10 @@ def _has_sym(v: Any) -> bool:
 
 #: Python builtins that are also ``.pipe`` builtins: called with traced values they are
 #: recorded (``min(a, b)`` -> ``Call(Name("min"), ...)``)
-_PY_BUILTINS = ((_py.min, "min"), (_py.max, "max"), (_py.abs, "abs"), (_py.int, "int"),
-                (_py.bool, "bool"), (_py.len, "len"))
-_SHADOWING = {n for _, n in _PY_BUILTINS}
+#: (every ``.pipe`` builtin whose name is also a Python builtin: min, max, abs, int, bool,
+#: len, range ...; computed from the table, so new ones are covered)
+_SHADOWING = {n for n in builtins_table() if hasattr(_py, n)}
+_PY_BUILTINS = tuple((getattr(_py, n), n) for n in sorted(_SHADOWING))
 
 _CURRENT: list[_Tracer] = []
 
@@ -1169,8 +1170,8 @@ def __getattr__(name: str) -> Any:
 
 def namespace() -> dict[str, Any]:
     """The globals a ``.pipe`` file sees when it is run as Python (the Python builtins
-    that are also ``.pipe`` builtins -- min, max, abs, int, bool, len -- stay Python's:
-    called with traced values they are recorded)."""
+    that are also ``.pipe`` builtins -- min, max, abs, int, bool, len, range -- stay
+    Python's: called with traced values they are recorded)."""
     ns: dict[str, Any] = {n: v for n, v in _NAMES.items() if n not in _SHADOWING}
     ns.update({"kernel": kernel, "jit": jit, "python": python, "check": check})
     return ns
@@ -1232,5 +1233,8 @@ def check(kernel_: Any, params: Optional[dict[str, Any]] = None, **kw: Any) -> A
 
 
 #: the names ``from pipeproof import *`` brings (see ``pipeproof/__init__.py``)
-EXPORTS = sorted((set(_NAMES) - _SHADOWING) | {"kernel", "jit", "check", "KernelDef",
-                                               "DslError", "load_pipe_as_python"})
+#: (module prefixes other than the usual CuTe DSL aliases stay out of ``import *``: names
+#: like ``utils`` or ``core`` would shadow the user's own; ``pipeproof.utils`` still works)
+_STAR_MODULES = {"cute", "cutlass", "cpasync", "tcgen05", "warpgroup"}
+EXPORTS = sorted((set(_NAMES) - _SHADOWING - (set(MODULE_ROOTS) - _STAR_MODULES))
+                 | {"kernel", "jit", "check", "KernelDef", "DslError", "load_pipe_as_python"})

@@ -278,7 +278,7 @@ def test_tracing_errors(tmp_path: Path, stmt: str, msg: str) -> None:
 def test_star_import_keeps_python_builtins() -> None:
     ns: dict = {}
     exec("from pipeproof import *", ns)
-    for n in ("min", "max", "abs", "int", "bool", "len"):
+    for n in ("min", "max", "abs", "int", "bool", "len", "range"):
         assert n not in ns
     for n in ("PipelineTmaAsync", "CooperativeGroup", "Agent", "make_pipeline_state",
               "PipelineUserType", "NamedBarrier", "cute", "role", "launch", "check",
