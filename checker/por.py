@@ -60,12 +60,19 @@ _COMMUTE = {
 }
 
 
+def _base(m: str) -> str:
+    return m[:2] if m[:2] in ("WE", "WB") else m
+
+
 def conflicts(m1: str, m2: str) -> bool:
-    # write_end modes carry the fill they write: two completions of the same fill commute
-    if m1.startswith("WE") and m2.startswith("WE"):
+    # write_begin/write_end modes carry the fill they write: completions of the same fill
+    # commute, and a write_begin commutes with a write_end of the same fill (with another
+    # fill in flight, the write_begin is a violation only before that write_end lands)
+    b1, b2 = _base(m1), _base(m2)
+    if b1 == "WE" and b2 == "WE":
         return m1 != m2
-    b1 = "WE" if m1.startswith("WE") else m1
-    b2 = "WE" if m2.startswith("WE") else m2
+    if {b1, b2} == {"WE", "WB"}:
+        return m1[2:] != m2[2:]
     return frozenset([b1, b2]) not in _COMMUTE
 
 
@@ -186,8 +193,8 @@ class Footprints:
         out = set()
         for e in effects:
             mode = _GHOST_MODE[e.kind]
-            if mode == "WE":
-                mode = f"WE{e.tag}"
+            if mode in ("WE", "WB"):
+                mode = f"{mode}{e.tag}"
             out.add((("buf", e.buf), mode))
         return out
 

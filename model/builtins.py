@@ -203,7 +203,20 @@ def b_tiled_divide(cx: Any, args: tuple, kw: dict) -> Layout:
 
 
 def b_size(cx: Any, args: tuple, kw: dict) -> int:
-    (x, _mode) = _args(cx, args, kw, ("a", "mode"), "size", 1)
+    """``cute.size(x, mode=[...])``: the size of a layout or shape, or of the given modes."""
+    (x, mode) = _args(cx, args, kw, ("a", "mode"), "size", 1)
+    if mode is not None:
+        shape = x.shape if isinstance(x, Layout) else x
+        if not isinstance(shape, (tuple, list)):
+            cx.error(f"size(..., mode={mode!r}) needs a layout or a shape")
+        modes = mode if isinstance(mode, (tuple, list)) else (mode,)
+        n = 1
+        for m in modes:
+            if not isinstance(m, int) or not 0 <= m < len(shape):
+                cx.error(f"size(): mode {m!r} outside the {len(shape)} modes of {shape}")
+            for e in _flatten(shape[m]):
+                n *= e
+        return n
     if isinstance(x, Layout):
         return x.size
     if isinstance(x, (tuple, list)):
@@ -537,8 +550,10 @@ def b_tcgen05_mma(cx: Any, args: tuple, kw: dict) -> None:
     st = _state_arg(cx, pipe, state, "tcgen05_mma")
     tag = fill_tag_for_wait(st)
     bufs = pipe.read_bufs(cx, st.index)
+    # the MMA reads shared memory through the async proxy: thread stores into it need
+    # fence.proxy.async first (async_read checks that, and owns the buffer like hold)
     pre = tuple(GhostEffect("read", b, tag) for b in bufs)
-    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    pre += tuple(GhostEffect("async_read", b) for b in bufs)
     cx.add_umma_effects(tuple(GhostEffect("unhold", b) for b in bufs))
     cx.attach(pre, f"tcgen05 MMA reads {pipe.decl.var} stage {st.index}")
 
@@ -551,7 +566,7 @@ def b_wgmma(cx: Any, args: tuple, kw: dict) -> None:
     tag = fill_tag_for_wait(st)
     bufs = pipe.read_bufs(cx, st.index)
     pre = tuple(GhostEffect("read", b, tag) for b in bufs)
-    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    pre += tuple(GhostEffect("async_read", b) for b in bufs)  # async proxy, like tcgen05
     cx.open_wgmma(bufs)
     cx.attach(pre, f"wgmma reads {pipe.decl.var} stage {st.index}")
 
@@ -665,8 +680,10 @@ def b_tcgen05_cp(cx: Any, args: tuple, kw: dict) -> None:
     bufs = tuple(sorted({pipe.buf(st.index), pipe.buf(st.index, cx.cta ^ 1)})) if g == 2 \
         else (pipe.buf(st.index),)
     tag = fill_tag_for_wait(st)
+    # the MMA reads shared memory through the async proxy: thread stores into it need
+    # fence.proxy.async first (async_read checks that, and owns the buffer like hold)
     pre = tuple(GhostEffect("read", b, tag) for b in bufs)
-    pre += tuple(GhostEffect("hold", b) for b in bufs)
+    pre += tuple(GhostEffect("async_read", b) for b in bufs)
     cx.add_umma_effects(tuple(GhostEffect("unhold", b) for b in bufs))
     cx.attach(pre, f"tcgen05.cp (cta_group::{g}) reads {pipe.decl.var} stage {st.index}")
 

@@ -73,7 +73,7 @@ class AgentInfo:
 
 
 BAR_FIELDS = mb.FIELDS  # phase pending expected tx observed
-BUF_FIELDS = ("wip", "stamp", "rd", "dirty", "val")
+BUF_FIELDS = ("wip", "stamp", "rd", "dirty", "val", "wtag")
 ARR_FIELDS = ("ivis", "fenced", "rel_cta", "rel_clu")
 NB_FIELDS = ("arrived", "expected", "gen")
 
@@ -227,7 +227,7 @@ class System:
                 for s in range(d.stages):
                     ref = BufRef(cta, d.buffer, s)
                     b0 = None
-                    for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0)):
+                    for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0, NO_DATA)):
                         k = L.alloc(f"{ref}.{f}", init)
                         b0 = k if b0 is None else b0
                     self.buf[ref] = b0  # type: ignore[assignment]
@@ -347,6 +347,16 @@ class System:
         elif k == "write_begin":
             add_check(checks, V.lt(0, S.get(rd)), Prop.OVERWRITE_BEFORE_RELEASE,
                       lambda: f"{name()} starts writing {e.buf} while a consumer still owns it")
+            # a write of another fill while one is still in flight overwrites data nobody
+            # has consumed (the writes of one fill -- A and B tiles -- share the tag)
+            if e.tag != NO_DATA:
+                wt = S.get(b + 5)
+                add_check(checks, V.and_(V.lt(0, S.get(wip)), _tag_differs(V, wt, e.tag)),
+                          Prop.OVERWRITE_BEFORE_RELEASE,
+                          lambda: f"{name()} starts writing fill {e.tag} of {e.buf} while the "
+                                  "write of the previous fill is still in flight (it was "
+                                  "never consumed)")
+                S.set(b + 5, e.tag)
             S.set(wip, S.get(wip) + 1)
         elif k == "write_end":
             S.set(wip, S.get(wip) - 1)
@@ -949,6 +959,15 @@ def _label_into(out: list[Check], checks: list[Check], prefix: Any) -> None:
     for c in checks:
         if c.condition is not False:
             out.append(Check(c.condition, c.prop, f"{_text(prefix)}: {c.detail}"))
+
+
+def _tag_differs(V: Any, stamp: Any, tag: int) -> Any:
+    """Does a stored fill tag differ from ``tag``?  Parity-only tags compare by parity."""
+    if tag >= PARITY_TAG:
+        return V.and_(V.ne(stamp, NO_DATA), V.ne(V.mod(stamp, 2), tag % 2))
+    return V.and_(V.ne(stamp, NO_DATA),
+                  V.ite(V.le(PARITY_TAG, stamp), V.ne(V.mod(stamp, 2), tag % 2),
+                        V.ne(stamp, tag)))
 
 
 def _text(x: Any) -> str:
