@@ -4,7 +4,8 @@ agent), the explanation, the trace as a table and the kernel source.
 The page has no external resources (no fonts, scripts or styles from elsewhere), so it
 opens from disk, from a CI artifact or an e-mail attachment.  The SVG has one
 ``<g class="lane" data-agent=...>`` per agent; each step is a ``rect`` on its agent's
-lane (colour: wait / arrive / asynchronous copy / other) with a tooltip giving the full
+lane (colour: wait / arrive / asynchronous copy / read or write of a stage /
+other) with a tooltip giving the full
 label, source location and barrier changes; the violating step is outlined in red with a
 vertical marker; for a deadlock every stuck warp's lane ends in a hatched ``STUCK`` bar
 saying what it waits on.  A few lines of script link the SVG to the table (click a step)
@@ -25,10 +26,11 @@ from .timeline import render as render_text_timeline
 
 LABEL_W = 200
 FIT_W = 1180        # the SVG fits this width when steps allow (12 px per step at least)
+MIN_W = 760         # room for the violation label of short traces
 LANE_H = 30
 TOP = 46
 COLORS = {"wait": "#4e79a7", "arrive": "#59a14f", "async copy": "#f28e2b",
-          "other": "#a0a0a0"}
+          "data": "#b07aa1", "other": "#a0a0a0"}
 LANE_BG = ("#f3f6fa", "#e6ecf4")
 RED = "#d62728"
 
@@ -89,7 +91,7 @@ def svg_timeline(tl: Timeline) -> str:
     stuck_w = 8.0 + 7.5 * max((len(b.cell) for b in tl.blocked), default=0) + 60
     room = FIT_W - LABEL_W - 20 - (stuck_w if tl.blocked else 0)
     dx = max(12.0, min(36.0, room / max(steps + 1, 1)))
-    width = int(LABEL_W + dx * (steps + 1) + (stuck_w if tl.blocked else 0) + 20)
+    width = max(MIN_W, int(LABEL_W + dx * (steps + 1) + (stuck_w if tl.blocked else 0) + 20))
     height = TOP + LANE_H * len(tl.lanes) + 16
 
     def x_of(step: float) -> float:
@@ -158,11 +160,15 @@ def svg_timeline(tl: Timeline) -> str:
     vstep = tl.violation_step
     if vstep is not None:
         x = x_of(vstep) + dx / 2
+        label = f"VIOLATED {tl.violated} at step {vstep}"
+        est = 7.5 * len(label)          # monospace 12 px: about 7.2 px per character
+        right = x + 6 + est <= width - 4
         out.append(f'<g class="violation-marker"><line x1="{x:.1f}" y1="{TOP - 4}" '
                    f'x2="{x:.1f}" y2="{height - 8}" stroke="{RED}" stroke-width="2" '
                    'stroke-dasharray="5,3"/>'
-                   f'<text x="{min(x + 6, width - 220):.1f}" y="{TOP - 30}" fill="{RED}" '
-                   f'font-weight="bold">VIOLATED {_e(tl.violated)} at step {vstep}</text></g>')
+                   f'<text x="{x + 6 if right else x - 6:.1f}" y="{TOP - 30}" fill="{RED}" '
+                   f'text-anchor="{"start" if right else "end"}" font-weight="bold">'
+                   f'{_e(label)}</text></g>')
     elif tl.loop_start is not None:
         x = x_of(tl.loop_start)
         out.append(f'<g class="violation-marker loop-marker"><line x1="{x:.1f}" '
@@ -183,8 +189,9 @@ def svg_timeline(tl: Timeline) -> str:
 
 
 def _legend() -> str:
+    names = {"data": "read/write of a stage"}
     items = "".join(f'<span class="key"><span class="sw" style="background:{c}"></span>'
-                    f'{_e(k)}</span>' for k, c in COLORS.items())
+                    f'{_e(names.get(k, k))}</span>' for k, c in COLORS.items())
     return (f'<div class="legend">{items}<span class="key"><span class="sw ring"></span>'
             'barrier phase completed</span><span class="key"><span class="sw" '
             f'style="background:#fff;border:3px solid {RED}"></span>violating step</span>'

@@ -31,6 +31,9 @@ _CTA_OF_BAR = re.compile(r"@cta(\d+)$")
 
 
 def _category(op: str) -> str:
+    """wait / arrive / async copy / data (ghost reads and writes of a stage) / other."""
+    if op == "ghost":
+        return "data"
     if "wait" in op:
         return "wait"
     if "arrive" in op or "commit" in op:
