@@ -4,10 +4,9 @@ agent), the explanation, the trace as a table and the kernel source.
 The page has no external resources (no fonts, scripts or styles from elsewhere), so it
 opens from disk, from a CI artifact or an e-mail attachment.  The SVG has one
 ``<g class="lane" data-agent=...>`` per agent; each step is a ``rect`` on its agent's
-lane (colour: wait / arrive / asynchronous copy / read or write of a stage /
-other) with a tooltip giving the full
-label, source location and barrier changes; the violating step is outlined in red with a
-vertical marker; for a deadlock every stuck warp's lane ends in a hatched ``STUCK`` bar
+lane (colour: wait / arrive / asynchronous copy / read or write of a stage / other) with
+a tooltip giving the full label, source location and barrier changes; the violating
+step is outlined in red with a vertical marker; for a deadlock every stuck warp's lane ends in a hatched ``STUCK`` bar
 saying what it waits on.  A few lines of script link the SVG to the table (click a step)
 and mark the document as rendered (``data-pipeproof-rendered``), which the browser test
 reads.
