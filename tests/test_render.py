@@ -26,12 +26,14 @@ CASES = case_params()
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_is_violated_as_expected(case: str) -> None:
+def test_case_has_a_counterexample(case: str) -> None:
+    """Every case gives a counterexample to render.  (Whether a bug example finds the
+    property its ``# expect:`` line names is the bug catalogue's test; the mutants here
+    must.)"""
     r = result_of(case)
     assert r.verdict.status == "VIOLATED", r.verdict.headline()
-    want = expected_prop(case)
-    if want:
-        assert r.verdict.prop == want
+    if not case.startswith("bugs/"):
+        assert r.verdict.prop == expected_prop(case)
     assert r.verdict.trace is not None and len(r.verdict.trace) > 0
 
 
@@ -188,7 +190,8 @@ def test_perfetto_trace_events(case: str) -> None:
     for e in slices:
         assert (e["pid"], e["tid"]) in threads and e["dur"] > 0
     counters = [e for e in evs if e["ph"] == "C"]
-    assert counters, "barrier phases are counters"
+    if any(ev.changes for ev in tr.events):
+        assert counters, "barrier phases are counters"
     for c in counters:
         assert set(c["args"]) == {"phase", "pending", "tx"}
         assert all(isinstance(v, int) for v in c["args"].values())
