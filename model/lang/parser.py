@@ -295,7 +295,7 @@ class _ToIR(Transformer):
 
     @v_args(meta=True)
     def power(self, meta: Any, items: list) -> Any:
-        return ir.BinOp("**", items[0], items[1], self._loc(meta))
+        return ir.BinOp("**", items[0], items[-1], self._loc(meta))
 
     @v_args(meta=True)
     def unary(self, meta: Any, items: list) -> Any:
