@@ -28,6 +28,9 @@ from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWai
                       Nop, TmaLoad, TmaStore, Wait)
 from .properties import Prop
 
+#: the fill tag of reads/writes named by a bare stage index (which fill is unknown)
+ANY_FILL = -2
+
 
 @dataclass(frozen=True)
 class Module:
@@ -157,9 +160,12 @@ def b_make_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
     if not isinstance(stages, int) or stages < 1:
         cx.error(f"make_pipeline_state: stages must be a static int >= 1, got {stages!r}")
     try:
-        return make_pipeline_state(utype, stages, cx.track_count)
+        st = make_pipeline_state(utype, stages, cx.track_count)
     except ValueError as e:
         cx.error(str(e))
+    # a state made afresh inside a loop (e.g. per persistent tile) restarts its phase bit
+    # while the barriers go on: only its parity is meaningful to the model
+    return st if not cx.in_loop else replace(st, tracked=False)
 
 
 def b_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
@@ -487,7 +493,7 @@ def b_tma_load(cx: Any, args: tuple, kw: dict) -> None:
         cx.error(f"tma_load into a {pipe.decl.cls}: its producer is not a TMA load")
     base = _bar_arg(cx, bar_ptr, "tma_load") if bar_ptr is not None else pipe.bar("full", st.index)
     dests = mask_ranks(mask) if mask is not None else (cx.cta,)
-    tag = fill_tag_for_acquire(st)
+    tag = ANY_FILL if isinstance(state, int) else fill_tag_for_acquire(st)
     deliveries = []
     for r in dests:
         target = pipe.tma_target_cta(cx.cta, r)
@@ -527,7 +533,8 @@ def b_read(cx: Any, args: tuple, kw: dict) -> None:
     pipe, state = _args(cx, args, kw, ("pipeline", "state"), "read", 2)
     pipe = _pipe_arg(cx, pipe, "read")
     st = _state_arg(cx, pipe, state, "read")
-    tag = fill_tag_for_wait(st)
+    # a bare stage index says nothing about which fill is meant: check completeness only
+    tag = ANY_FILL if isinstance(state, int) else fill_tag_for_wait(st)
     cx.attach(tuple(GhostEffect("read", b, tag) for b in pipe.read_bufs(cx, st.index)),
               f"read({pipe.decl.var} stage {st.index})")
 
@@ -538,7 +545,8 @@ def b_write(cx: Any, args: tuple, kw: dict) -> None:
     pipe = _pipe_arg(cx, pipe, "write")
     st = _state_arg(cx, pipe, state, "write")
     bufs = (pipe.buf(st.index % pipe.decl.stages),)
-    effects = write_begin_effects(cx, bufs, fill_tag_for_acquire(st))
+    tag = ANY_FILL if isinstance(state, int) else fill_tag_for_acquire(st)
+    effects = write_begin_effects(cx, bufs, tag)
     effects += cx.mark_dirty(bufs)
     cx.attach(effects, f"write({pipe.decl.var} stage {st.index % pipe.decl.stages})")
 

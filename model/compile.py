@@ -85,6 +85,7 @@ class FNode:
     orelse: int = -1
     loc: ir.Loc = ir.NOLOC
     role: Optional[ir.RoleBlock] = None
+    in_loop: bool = False
 
 
 class _Flow:
@@ -105,10 +106,13 @@ class _Flow:
             entry = self.stmt(s, entry, brk, cnt, in_elect)
         return entry
 
+    loop_depth = 0
+
     def stmt(self, s: Any, cont: int, brk: Optional[int], cnt: Optional[int],
              in_elect: bool) -> int:
         if isinstance(s, (ir.Assign, ir.AugAssign, ir.ExprStmt)):
-            return self.add(FNode("stmt", stmt=s, next=cont, loc=s.loc))
+            return self.add(FNode("stmt", stmt=s, next=cont, loc=s.loc,
+                                  in_loop=self.loop_depth > 0))
         if isinstance(s, ir.Pass):
             return cont
         if isinstance(s, ir.If):
@@ -119,7 +123,9 @@ class _Flow:
             head = self.add(FNode("branch", loc=s.loc))
             incr = self.add(FNode("stmt", stmt=ir.AugAssign(s.var, "+", s.step, s.loc),
                                   next=head, loc=s.loc))
+            self.loop_depth += 1
             body = self.block(s.body, incr, cont, incr, in_elect)
+            self.loop_depth -= 1
             n = self.nodes[head]
             n.cond = ("for", s)
             n.then, n.orelse = body, cont
@@ -127,7 +133,9 @@ class _Flow:
                                   next=head, loc=s.loc))
         if isinstance(s, ir.While):
             head = self.add(FNode("branch", cond=s.cond, loc=s.loc))
+            self.loop_depth += 1
             body = self.block(s.body, head, cont, head, in_elect)
+            self.loop_depth -= 1
             self.nodes[head].then, self.nodes[head].orelse = body, cont
             return head
         if isinstance(s, ir.With):
@@ -491,6 +499,7 @@ class _Agent:
         self.loc = ir.NOLOC
         self.label = ""
         self.track_count = compiler.track_count
+        self.in_loop = False
         self._self_update: Optional[Any] = None
         self._arg_updates: dict[int, Any] = {}
         self._capture: Optional[dict[int, Any]] = None
@@ -865,6 +874,7 @@ class _Compiler:
                 node = n.next
                 continue
             if n.kind == "stmt":
+                a.in_loop = n.in_loop
                 self._stmt(a, n.stmt, env)
                 node = n.next
                 continue

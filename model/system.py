@@ -330,13 +330,15 @@ class System:
                 bad = V.eq(st, NO_DATA)
                 msg = lambda: f"{name()} reads {e.buf} before anything was written to it"  # noqa: E731
             elif e.tag >= PARITY_TAG:
-                bad = V.or_(V.eq(st, NO_DATA), V.ne(V.mod(st, 2), e.tag % 2))
+                bad = V.and_(V.ne(st, ANY_FILL),
+                             V.or_(V.eq(st, NO_DATA), V.ne(V.mod(st, 2), e.tag % 2)))
                 msg = lambda: (f"{name()} reads {e.buf} expecting a fill of parity "  # noqa: E731
                                f"{e.tag % 2}, but it holds another (or nothing)")
             else:
-                bad = V.or_(V.eq(st, NO_DATA),
-                            V.ite(V.le(PARITY_TAG, st), V.ne(V.mod(st, 2), e.tag % 2),
-                                  V.ne(st, e.tag)))
+                bad = V.and_(V.ne(st, ANY_FILL), V.or_(
+                    V.eq(st, NO_DATA),
+                    V.ite(V.le(PARITY_TAG, st), V.ne(V.mod(st, 2), e.tag % 2),
+                          V.ne(st, e.tag))))
                 msg = lambda: (f"{name()} reads {e.buf} expecting fill {e.tag} (mod 4), "  # noqa: E731
                                "but it holds another fill or nothing")
             add_check(checks, bad, Prop.READ_BEFORE_FULL, msg)
@@ -349,7 +351,7 @@ class System:
                       lambda: f"{name()} starts writing {e.buf} while a consumer still owns it")
             # a write of another fill while one is still in flight overwrites data nobody
             # has consumed (the writes of one fill -- A and B tiles -- share the tag)
-            if e.tag != NO_DATA:
+            if e.tag not in (NO_DATA, ANY_FILL):
                 wt = S.get(b + 5)
                 add_check(checks, V.and_(V.lt(0, S.get(wip)), _tag_differs(V, wt, e.tag)),
                           Prop.OVERWRITE_BEFORE_RELEASE,
@@ -962,10 +964,12 @@ def _label_into(out: list[Check], checks: list[Check], prefix: Any) -> None:
 
 
 def _tag_differs(V: Any, stamp: Any, tag: int) -> Any:
-    """Does a stored fill tag differ from ``tag``?  Parity-only tags compare by parity."""
+    """Does a stored fill tag differ from ``tag``?  Parity-only tags compare by parity;
+    ANY_FILL (a bare stage index) matches everything."""
     if tag >= PARITY_TAG:
-        return V.and_(V.ne(stamp, NO_DATA), V.ne(V.mod(stamp, 2), tag % 2))
-    return V.and_(V.ne(stamp, NO_DATA),
+        return V.and_(V.ne(stamp, NO_DATA), V.ne(stamp, ANY_FILL),
+                      V.ne(V.mod(stamp, 2), tag % 2))
+    return V.and_(V.ne(stamp, NO_DATA), V.ne(stamp, ANY_FILL),
                   V.ite(V.le(PARITY_TAG, stamp), V.ne(V.mod(stamp, 2), tag % 2),
                         V.ne(stamp, tag)))
 

@@ -492,11 +492,6 @@ def test_pipelines_created_differently_by_different_warps_are_rejected() -> None
         """)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "model bug: read()/write()/tma_load() with a bare int stage index build a state with "
-    "phase 0 (builtins._state_arg), so a FlashAttention-style loop that waits with "
-    "*_w_index_phase(idx, phase) and then accesses the stage by idx is reported as "
-    "read-before-full on the second pass over the stages"))
 def test_fa_index_phase_loop_reading_by_stage_index_is_safe() -> None:
     r = check("""
 @cute.kernel

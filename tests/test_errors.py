@@ -234,10 +234,6 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture) -> None:
     capsys.readouterr()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "not implemented: issue 2 asks that a group that does not fit the block be an input "
-    "error (exit 2); a consumer group of 4096 threads in a 64-thread block is accepted and "
-    "checked (PROVEN here: nobody waits for the empty barrier that can never complete)"))
 def test_group_that_does_not_fit_the_cluster(tmp_path: Path,
                                              capsys: pytest.CaptureFixture) -> None:
     text = ASYNC.replace("consumer_group=CooperativeGroup(Agent.Thread, 32)",

@@ -440,12 +440,6 @@ def test_lesson6_tile_local_counter_is_right_when_k_is_a_multiple_of_2_stages(
     assert_proven(r)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "model bug: a fresh make_pipeline_state() inside the tile loop gets ghost phase -1/0, "
-    "so when the barrier has completed 2*k phases (k_tiles a multiple of 2*stages) the "
-    "stale-parity check fires although every wait uses the right parity (lesson 6 says "
-    "this case is correct); reproducer: tests/generators.py Config('PipelineAsync', "
-    "stages=1, k_tiles=2, tiles=2) with mutation per_tile_state"))
 @pytest.mark.parametrize("k_tiles,stages", [(2, 1), (4, 2)])
 def test_lesson6_fresh_state_per_tile_is_right_when_k_is_a_multiple_of_2_stages(
         k_tiles: int, stages: int) -> None:

@@ -125,7 +125,8 @@ class PipelineBase:
         cx.error(f"{self.decl.cls} has no attribute {name!r}")
 
     def make_state(self, user_type: str, cx: Any) -> PipelineStateVal:
-        return make_pipeline_state(user_type, self.decl.stages, cx.track_count)
+        st = make_pipeline_state(user_type, self.decl.stages, cx.track_count)
+        return st if not cx.in_loop else replace(st, tracked=False)
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,15 @@ def emit_cp_async_arrive(cx: Any, bar: BarRef, label: str, noinc: bool = True) -
 def group_count(cx: Any, group: Any, what: str) -> int:
     if not isinstance(group, CooperativeGroup):
         cx.error(f"{what} must be a CooperativeGroup(Agent..., size), got {group!r}")
-    return arrive_count(group, cx.kernel.block_threads, cx.kernel.cluster_size)
+    n = arrive_count(group, cx.kernel.block_threads, cx.kernel.cluster_size)
+    threads = cx.kernel.block_threads * cx.kernel.cluster_size
+    if n > threads:
+        cx.error(f"{what} {group} counts {n} arrivals per phase, but the cluster has only "
+                 f"{threads} threads ({cx.kernel.cluster_size} CTA(s) of "
+                 f"{cx.kernel.block_threads}): the group does not fit the launch",
+                 hint="arrival counts are arrive operations: one per signalling thread or "
+                      "per elected lane, never more than the threads that exist")
+    return n
 
 
 def user_state_type(value: Any) -> str:
