@@ -63,9 +63,12 @@ def have_ptxas() -> bool:
     return shutil.which("ptxas") is not None
 
 
-def assemble(ptx_path: str, arch: str, out: str) -> tuple[bool, str]:
-    r = subprocess.run(["ptxas", f"-arch={arch}", ptx_path, "-o", out],
-                       capture_output=True, text=True)
+def assemble(ptx_path: str, arch: str, out: str, opt: Optional[int] = None) -> tuple[bool, str]:
+    """``ptxas -arch=ARCH`` (``opt``: ``-O`` level; 0 checks validity fastest)."""
+    cmd = ["ptxas", f"-arch={arch}", ptx_path, "-o", out]
+    if opt is not None:
+        cmd.insert(1, f"-O{opt}")
+    r = subprocess.run(cmd, capture_output=True, text=True)
     return r.returncode == 0, r.stderr
 
 

@@ -40,7 +40,7 @@ assembled with ``ptxas`` only).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ..model.compile import CompiledKernel
@@ -58,6 +58,8 @@ from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, L
 
 ARCHES = ("sm_90a", "sm_100a")
 PTX_VERSION = "8.7"
+#: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
+TICKET_OFF = 4
 
 #: kernel parameters, in order (the runner builds its argument list from this)
 PARAMS: tuple[tuple[str, str], ...] = (
@@ -202,9 +204,15 @@ class _Emitter:
     # ------------------------------------------------------------------ tracing
 
     def ticket(self) -> str:
+        """A per-cluster ticket: a counter in CTA 0's shared memory (``atom`` at cluster
+        scope); much cheaper than a global atomic and as ordered."""
         t = self.r()
         if self.o.trace:
-            self(f"atom.global.add.u32 {t}, [%ctrl], 1;")
+            space = "shared::cluster" if self.cluster else "shared::cta"
+            self(f"atom.{space}.add.u32 {t}, [%tka], 1;")
+            x = self.r()
+            self(f"add.u32 {x}, {t}, 1;")
+            self(f"max.u32 %tmax, %tmax, {x};")
         return t
 
     def record(self, kind: int, pc: int, t: str, obs0: str = "0", obs1: str = "0") -> None:
@@ -256,7 +264,7 @@ class _Emitter:
         if bl is None:
             return
         for s in bl.slots_for(e.buf.cta):
-            a, remote = self.cluster_addr(bl.slot_addr(e.buf.stage, s.key), e.buf.cta)
+            a, remote = self.cluster_addr(bl.slot_addr(e.buf.stage, s.key), s.home(e.buf.cta))
             v = self.r()
             self(f"ld.{'shared::cluster' if remote else 'shared::cta'}.u32 {v}, [{a}];")
             bad = self.stamp_bad(v, e.tag)
@@ -338,7 +346,8 @@ class _Emitter:
         saved, self.body = self.body, []
         for n, t in PARAMS:
             self.body.append(f"\t.reg .{'b64' if t == 'u64' else 'b32'} %{n};")
-        for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key"):
+        for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
+                  "tka", "tmax"):
             self.body.append(f"\t.reg .b32 %{n};")
         for n in ("ev", "t0"):
             self.body.append(f"\t.reg .b64 %{n};")
@@ -361,6 +370,12 @@ class _Emitter:
         self(f"mad.lo.u32 %k_clus, {t}, {nx}, {cx};")
         self("mov.u32 %smem, pp_smem;")
         self("mov.u32 %stuck, 0;")
+        self("mov.u32 %tmax, 0;")
+        if self.cluster:
+            tk = self.smem_addr(TICKET_OFF)
+            self(f"mapa.shared::cluster.u32 %tka, {tk}, 0;")
+        else:
+            self(f"add.u32 %tka, %smem, {TICKET_OFF};")
         c64, off = self.rd(), self.rd()
         self(f"cvt.u64.u32 {c64}, %k_clus;")
         # per-cluster bases
@@ -395,7 +410,7 @@ class _Emitter:
         self(f"setp.ne.u32 {p0}, %k_tid, 0;")
         self(f"@{p0} bra {skip};")
         z = self.imm(0)
-        self(f"st.shared.u32 [%smem], {z};")
+        self(f"st.shared.v2.u32 [%smem], {{{z}, {z}}};")
         pz = self.imm(POISON)
         for bl in self.L.buffers.values():
             for stg in range(bl.stages):
@@ -405,6 +420,10 @@ class _Emitter:
         self("fence.proxy.async.shared::cta;")
         self.label(skip)
         self("bar.sync 0;")
+        if self.cluster:
+            # CTA 0's ticket counter must be zero before any CTA takes a ticket
+            self("barrier.cluster.arrive.relaxed.aligned;")
+            self("barrier.cluster.wait.aligned;")
         # dispatch on (rank, warp)
         self(f"mad.lo.u32 %key, %k_rank, {self.nw}, %k_warp;")
         for k, prog in enumerate(self.ck.programs):
@@ -422,6 +441,8 @@ class _Emitter:
         self.label("$EXIT")
         self("bar.warp.sync -1;")
         self("@!%pl0 bra $EXIT2;")
+        if self.o.trace:
+            self(f"red.global.max.u32 [%ctrl+{4 * E.C_TICKET}], %tmax;")
         now = self.rd()
         self(f"mov.u64 {now}, %globaltimer;")
         self(f"st.global.u64 [%timing+8], {now};")
@@ -461,6 +482,13 @@ class _Emitter:
         now = self.rd()
         self(f"mov.u64 {now}, %globaltimer;")
         self(f"@%pl0 st.global.u64 [%timing], {now};")
+        self.targets = set()
+        for ins in prog.code:
+            if isinstance(ins, Jump):
+                self.targets.add(ins.target)
+            elif isinstance(ins, Branch):
+                self.targets.update((ins.then, ins.orelse))
+        self.defer_at: dict[int, list] = {}
         self.locals = {}
         for name in prog.locals:
             reg = self.r()
@@ -537,15 +565,17 @@ class _Emitter:
         if not slots:
             self(f"mov.u32 {dest}, 0;")
             return
-        off = bl.slot_addr(buf.stage, slots[0].key)  # type: ignore[union-attr]
-        a = self.smem_addr(off)
+        own = [x for x in slots if x.key != GEN_KEY] or slots  # the CLC response's slot
+        off = bl.slot_addr(buf.stage, own[0].key)  # type: ignore[union-attr]
+        a, remote = self.cluster_addr(off, own[0].home(buf.cta))
         if self.b100:
             q, pr = self.R.new("q"), self.p()
-            self(f"ld.shared.b128 {q}, [{a}];")
+            self(f"ld.{'shared::cluster' if remote else 'shared'}.b128 {q}, [{a}];")
             self(f"clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 {pr}, {q};")
             self(f"selp.u32 {dest}, 1, 0, {pr};")
         else:
-            self(f"ld.shared.u32 {dest}, [{a}+{4 * CLC_VALID_WORD}];")
+            self(f"ld.{'shared::cluster' if remote else 'shared'}.u32 {dest}, "
+                 f"[{a}+{4 * CLC_VALID_WORD}];")
         # the ghost read of the response (tag ANY_FILL): count a data error, no event
         st = _Step(self, pc)
         skip = self.fresh("rsp")
@@ -618,8 +648,10 @@ class _Emitter:
             self.signal(pc, ins, st)
             self.ghost(ins.post, st, generic)
             self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
+            for cpc, cins in self.defer_at.pop(pc, []):
+                self.umma_fire(cpc, cins)
             if t is UmmaCommit and not self.b100:
-                self.umma_fire(pc, ins)
+                self.umma_defer(pc, ins)
         self.lane0_end(st)
         if t is TryWait:
             dest = self.locals[ins.dest]
@@ -864,24 +896,22 @@ class _Emitter:
                      f"[{dst}], [{s}], {n}, [{bar}];")
 
     def split_copy(self, d: Any, key: tuple, src: str) -> None:
-        """Data in ``d.buf.cta``, tx on ``d.bar`` in another CTA (``cta_group::2``)."""
+        """Data of ``d.buf.cta``, tx on ``d.bar`` in another CTA (``cta_group::2``)."""
         if not self.bar_exists(d.bar):
             return
+        skey = key + ("split",)
         if self.b100:
-            dst, _ = self.cluster_addr(self.slot_off(d.buf, key), d.buf.cta)
+            dst, _ = self.cluster_addr(self.slot_off(d.buf, skey), d.buf.cta)
             bar, _ = self.cluster_addr(self.bar_off(d.bar), d.bar.cta)
             c0 = self.imm(0)
             self("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx"
                  f"::bytes.cta_group::2 [{dst}], [%tmap, {{{c0}}}], [{bar}];")
             return
-        # sm_90a: the stamp is stored at issue (generic, released by the fence below),
-        # the bytes go to the sink of the barrier's CTA and complete tx there
-        self.store_stamp(d.buf, key, stamp_of(d.tag))
-        self("fence.acq_rel.cluster;")
-        dst, _ = self.cluster_addr(self.L.sink_offset, d.bar.cta)
-        bar, _ = self.cluster_addr(self.bar_off(d.bar), d.bar.cta)
-        self("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-             f"[{dst}], [{src}], {d.bytes}, [{bar}];")
+        # sm_90a: a bulk copy may complete tx only in the CTA it writes to, so the
+        # emulated slot lives in the barrier's CTA (layout.py: Slot.phys); readers of
+        # the logical buffer read it there.
+        home = BufRef(d.bar.cta, d.buf.buffer, d.buf.stage)
+        self.bulk_copy(replace(d, buf=home), skey, src, None)
 
     def clc(self, pc: int, ins: TmaLoad, st: "_Step") -> None:
         ds = [d for d in ins.deliveries if d.buf is not None]
@@ -915,6 +945,7 @@ class _Emitter:
                     self.split_copy(d, key, src)
                 else:
                     self.bulk_copy(d, key, src, None)
+        return
 
     def tcgen05_commit(self, ins: UmmaCommit) -> None:
         groups: dict[tuple[str, int], list[BarRef]] = {}
@@ -932,6 +963,21 @@ class _Emitter:
                 self(f"mov.b16 {h}, {sum(1 << c for c in ctas)};")
                 self(f"tcgen05.commit.{cg}.mbarrier::arrive::one.shared::cluster"
                      f".multicast::cluster.b64 [{a}], {h};")
+
+    DEFERRABLE = (Arrive, Exit, Nop, TmaLoad, ExpectTx, CompleteTx, CpAsync, CpAsyncArrive,
+                  TmaStore, BulkCommit, UmmaCommit, Fail)
+
+    def umma_defer(self, pc: int, ins: UmmaCommit) -> None:
+        """sm_90a: the emulated commit completes after the warp's *next* step when that
+        step cannot wait (so a completion after the warp's exit is observable, as with a
+        real asynchronous tcgen05.commit); otherwise at once."""
+        code = self.prog.code  # type: ignore[union-attr]
+        nxt = pc + 1
+        if nxt < len(code) and nxt not in self.targets and \
+                isinstance(code[nxt], self.DEFERRABLE):
+            self.defer_at.setdefault(nxt, []).append((pc, ins))
+        else:
+            self.umma_fire(pc, ins)
 
     def umma_fire(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a emulation of a tcgen05.commit firing: after the emulated MMA's writes,

@@ -63,8 +63,16 @@ def _align(x: int, a: int) -> int:
 class Slot:
     key: tuple
     size: int
-    receivers: set[int] = field(default_factory=set)
+    receivers: set[int] = field(default_factory=set)   # logical CTAs (BufRef.cta)
     offset: int = 0          # within a stage of the buffer
+    phys: dict[int, int] = field(default_factory=dict)  # logical CTA -> CTA holding it
+
+    def home(self, cta: int) -> int:
+        """The CTA whose shared memory holds this slot for logical CTA ``cta``."""
+        return self.phys.get(cta, cta)
+
+    def homes(self) -> set[int]:
+        return {self.home(c) for c in self.receivers}
 
 
 @dataclass
@@ -183,7 +191,7 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
     for d in ck.pipelines:
         buffers.setdefault(d.buffer, BufferLayout(d.buffer, d.stages))
 
-    def slot(buf: BufRef, key: tuple, size: int) -> None:
+    def slot(buf: BufRef, key: tuple, size: int, home: Optional[int] = None) -> None:
         bl = buffers.setdefault(buf.buffer, BufferLayout(buf.buffer, buf.stage + 1))
         bl.stages = max(bl.stages, buf.stage + 1)
         s = bl.slots.get(key)
@@ -191,6 +199,8 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
             s = bl.slots[key] = Slot(key, 0)
         s.size = max(s.size, _align(size, STAMP_BYTES))
         s.receivers.add(buf.cta)
+        if home is not None and home != buf.cta:
+            s.phys[buf.cta] = home
 
     sink = 0
     for prog, pc, ins in iter_instrs(ck):
@@ -200,23 +210,24 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
                 if dl.buf is None:
                     continue
                 if is_split(dl):
-                    slot(dl.buf, key, STAMP_BYTES)
-                    sink = max(sink, dl.bytes)
+                    # cta_group::2 routing, emulated: the slot lives in the barrier's CTA
+                    slot(dl.buf, key + ("split",), dl.bytes, home=dl.bar.cta)
                 else:
                     slot(dl.buf, key, dl.bytes)
         elif isinstance(ins, CpAsync):
             slot(ins.buf, ("cpasync",), STAMP_BYTES)
         for e in _generic_writes(ins):
             slot(e.buf, GEN_KEY, STAMP_BYTES)
-        for e in _reads(ins):
-            # a buffer read but never written still needs a stamp to read (poison)
-            bl = buffers.get(e.buf.buffer)
-            if bl is None or not any(e.buf.cta in s.receivers for s in bl.slots.values()):
-                slot(e.buf, GEN_KEY, STAMP_BYTES)
+    # second pass: a buffer read (or stored) but never written by anyone still needs a
+    # stamp to read (it stays poison: the model's NO_DATA)
+    for prog, pc, ins in iter_instrs(ck):
+        refs = [e.buf for e in _reads(ins)]
         if isinstance(ins, TmaStore):
-            bl = buffers.get(ins.buf.buffer)
-            if bl is None or not bl.slots:
-                slot(ins.buf, GEN_KEY, STAMP_BYTES)
+            refs.append(ins.buf)
+        for b in refs:
+            bl = buffers.get(b.buffer)
+            if bl is None or not any(b.cta in s.receivers for s in bl.slots.values()):
+                slot(b, GEN_KEY, STAMP_BYTES)
 
     def place(compact: bool) -> int:
         o = off
@@ -226,7 +237,7 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
                 size = STAMP_BYTES if compact else s.size
                 cand = 0
                 while True:
-                    clash = [p for p in placed if p.receivers & s.receivers and
+                    clash = [p for p in placed if p.homes() & s.homes() and
                              p.offset < cand + size and cand < p.offset + _psize(p, compact)]
                     if not clash:
                         break

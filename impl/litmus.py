@@ -13,9 +13,9 @@ Kernel signature: ``(u64 out, u32 rep, u64 timeout_ns)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
-WORDS = 256
+WORDS = 4096
 
 
 class _B:
@@ -105,7 +105,7 @@ class _B:
         regs = [f"\t.reg .b32 %r<{self.n['r'] + 1}>;", f"\t.reg .b64 %rd<{self.n['rd'] + 1}>;",
                 f"\t.reg .pred %p<{self.n['p'] + 1}>;"]
         head = [f".version 8.7", f".target {arch}", ".address_size 64", "",
-                ".shared .align 8 .b64 bars[8];", ".shared .align 128 .b8 lbuf[1024];", "",
+                ".shared .align 8 .b64 bars[8];", ".shared .align 128 .b8 lbuf[16384];", "",
                 f".visible .entry {self.name}(.param .u64 p_out, .param .u32 p_rep, "
                 ".param .u64 p_timeout)", "{"]
         pre = ["\t.reg .b64 %out;", "\t.reg .b64 %timeout;", "\t.reg .b32 %tx;",
@@ -125,6 +125,124 @@ class Litmus:
     cluster: tuple[int, int, int] = (1, 1, 1)
     block: int = 32
     risky: bool = False          # may hang (run last, in its own process)
+
+
+def t_over_arrival_single(init: int, count: int) -> Callable[[], str]:
+    def build() -> str:
+        b = _B(f"lit_over_arrival_{init}_{count}")
+        b0 = b.bar(0)
+        b.out_imm(0, 7)  # reached the arrive
+        b(f"mbarrier.init.shared::cta.b64 [{b0}], {init};")
+        b.arrive(b0, count, 1)
+        b.test(2, b0, 0)
+        b.test(3, b0, 1)
+        b.out_imm(4, 9)  # survived it
+        return b.ptx()
+    return build
+
+
+def _tma_exit(issuer_waits: bool, name: str) -> str:
+    """Warp 1 arms a barrier and issues an 8 KB bulk copy; then it exits at once (or
+    waits for the barrier first).  Warp 0 waits on the barrier and reads the data."""
+    b = _B(name)
+    b0 = b.bar(0)
+    w, p, q = b.reg("r"), b.reg("p"), b.reg("p")
+    b(f"shr.u32 {w}, %tx, 5;")
+    d = b.reg("r")
+    b(f"mov.u32 {d}, lbuf;")
+    src = b.reg("rd")
+    b(f"add.u64 {src}, %out, 8192;")
+    b(f"setp.ne.u32 {p}, %tx, 0;")
+    b(f"@{p} bra $I0;")
+    b(f"mbarrier.init.shared::cta.b64 [{b0}], 1;")
+    pz = b.reg("r")
+    b(f"mov.u32 {pz}, 0xDEADBEEF;")
+    b(f"st.shared.v4.u32 [{d}], {{{pz}, {pz}, {pz}, {pz}}};")
+    b(f"st.shared.u32 [{d}+8188], {pz};")
+    b("fence.mbarrier_init.release.cluster;")
+    b("fence.proxy.async.shared::cta;")
+    b.lines.append("$I0:")
+    b("bar.sync 0;")
+    b(f"setp.ne.u32 {q}, %tx, 32;")
+    b(f"@{q} bra $I1;")
+    # issuer: lane 0 of warp 1 writes the source, then copies it
+    v = b.reg("r")
+    b(f"add.u32 {v}, %tx, 0x5A000000;")
+    b(f"st.global.u32 [{src}], {v};")
+    b(f"st.global.u32 [{src}+8188], {v};")
+    b("fence.proxy.async.global;")
+    b("membar.gl;")
+    s0 = b.reg("rd")
+    b(f"mbarrier.arrive.expect_tx.shared::cta.b64 {s0}, [{b0}], 8192;")
+    b(f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{src}], "
+      f"8192, [{b0}];")
+    if issuer_waits:
+        b.wait(b0, 0, 20)
+    b("bra $END;")
+    b.lines.append("$I1:")
+    b(f"setp.ne.u32 {q}, %tx, 0;")
+    b(f"@{q} bra $END;")
+    b.wait(b0, 0, 0)
+    r0, r1 = b.reg("r"), b.reg("r")
+    b(f"ld.shared.u32 {r0}, [{d}];")
+    b(f"ld.shared.u32 {r1}, [{d}+8188];")
+    b.out(2, r0)
+    b.out(3, r1)
+    b("nanosleep.u32 50000;")
+    b(f"ld.shared.u32 {r0}, [{d}];")
+    b.out(4, r0)
+    return b.ptx(single=False)
+
+
+def t_split_stamp() -> str:
+    """CTA 1 stores a word in its own shared memory, fences, then issues a bulk copy into
+    CTA 0 completing tx on CTA 0's barrier; CTA 0 waits, then reads CTA 1's word."""
+    b = _B("lit_split_stamp")
+    b0 = b.bar(0)
+    d = b.reg("r")
+    b(f"mov.u32 {d}, lbuf;")
+    p0, p1 = b.reg("p"), b.reg("p")
+    b(f"setp.eq.u32 {p0}, %rank, 0;")
+    lead = b.reg("p")
+    b(f"setp.eq.u32 {lead}, %tx, 0;")
+    pz = b.reg("r")
+    b(f"mov.u32 {pz}, 0xDEADBEEF;")
+    b(f"@{lead} st.shared.u32 [{d}+512], {pz};")
+    b(f"@!{lead} bra $S1;")
+    b(f"@!{p0} bra $S1;")
+    b(f"mbarrier.init.shared::cta.b64 [{b0}], 1;")
+    b("fence.mbarrier_init.release.cluster;")
+    s0 = b.reg("rd")
+    b(f"mbarrier.arrive.expect_tx.shared::cta.b64 {s0}, [{b0}], 256;")
+    b.lines.append("$S1:")
+    b("barrier.cluster.arrive.aligned;")
+    b("barrier.cluster.wait.aligned;")
+    b(f"@!{lead} bra $SJ;")
+    b(f"@{p0} bra $S0;")
+    v = b.reg("r")
+    b(f"mov.u32 {v}, 0x5A000001;")
+    b(f"st.shared.u32 [{d}+512], {v};")
+    b("fence.acq_rel.cluster;")
+    rd, rb, src = b.reg("r"), b.reg("r"), b.reg("rd")
+    b(f"mapa.shared::cluster.u32 {rd}, {d}, 0;")
+    b(f"mapa.shared::cluster.u32 {rb}, {b0}, 0;")
+    b(f"add.u64 {src}, %out, 8192;")
+    b(f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{rd}], [{src}], "
+      f"256, [{rb}];")
+    b("bra $SJ;")
+    b.lines.append("$S0:")
+    b.wait(b0, 0, 0)
+    r1, x = b.reg("r"), b.reg("r")
+    b(f"mapa.shared::cluster.u32 {r1}, {d}, 1;")
+    b(f"ld.shared::cluster.u32 {x}, [{r1}+512];")
+    b.out(2, x)
+    b("nanosleep.u32 20000;")
+    b(f"ld.shared::cluster.u32 {x}, [{r1}+512];")
+    b.out(3, x)
+    b.lines.append("$SJ:")
+    b("barrier.cluster.arrive.aligned;")
+    b("barrier.cluster.wait.aligned;")
+    return b.ptx(single=False)
 
 
 def t_pending_count() -> str:
@@ -369,8 +487,16 @@ LITMUS: tuple[Litmus, ...] = (
            t_pending_count),
     Litmus("bare_expect_tx", "does a bare expect_tx that brings tx to 0 with no pending "
            "arrivals complete the phase?", t_bare_expect_tx),
-    Litmus("over_arrival", "what an arrive with more arrivals than pending does",
-           t_over_arrival),
+    Litmus("over_arrival_1_2", "init(1), then one arrive with count 2",
+           t_over_arrival_single(1, 2), risky=True),
+    Litmus("over_arrival_2_3", "init(2), then one arrive with count 3",
+           t_over_arrival_single(2, 3), risky=True),
+    Litmus("tma_issuer_exits", "does a bulk copy's data land when its issuing thread exits "
+           "before it completes?", lambda: _tma_exit(False, "lit_tma_issuer_exits"), block=64),
+    Litmus("tma_issuer_waits", "control: the issuing thread waits for the copy",
+           lambda: _tma_exit(True, "lit_tma_issuer_waits"), block=64),
+    Litmus("split_stamp", "is a generic store before a bulk copy into another CTA visible "
+           "once that CTA's barrier completes?", t_split_stamp, cluster=(2, 1, 1)),
     Litmus("two_phases_behind", "what try_wait/test_wait.parity returns two phases behind",
            t_two_phases_behind),
     Litmus("negative_tx", "complete_tx (or a TMA landing) before the expect_tx",
@@ -389,3 +515,43 @@ LITMUS: tuple[Litmus, ...] = (
     Litmus("exited_cta_cluster_barrier", "barrier.cluster after another CTA exited",
            t_exited_cta_cluster_barrier, cluster=(2, 1, 1), block=32, risky=True),
 )
+
+
+#: What the H100 (driver 580, sm_90a) answered, 20 launches each, all identical unless
+#: said otherwise (spec/hardware.md).  ``None``: the launch must fail (a trap).
+EXPECTED: dict[str, Optional[dict[int, int]]] = {
+    # pending_count returns the pending count *before* the arrive
+    "pending_count": {0: 4, 6: 3, 7: 1, 12: 1, 13: 0},
+    # a bare expect_tx bringing tx to 0 with no pending arrivals completes the phase
+    "bare_expect_tx": {2: 1, 6: 0, 10: 1, 11: 1, 14: 1, 18: 0, 19: 1},
+    # parity aliasing: a waiter two phases behind waits for the current phase
+    "two_phases_behind": {0: 1, 1: 1, 2: 0, 3: 1, 4: 0, 5: 1, 6: 1, 7: 1, 8: 0},
+    # tx may go negative inside a phase (complete_tx / a TMA landing before expect_tx)
+    "negative_tx": {2: 0, 3: 1, 6: 1, 10: 0, 11: 1, 12: 1},
+    "fresh_parity": {0: 1, 1: 0},
+    # arrive_drop lowers the expected count of this and later phases
+    "arrive_drop": {0: 2, 4: 1, 8: 1, 9: 1, 12: 1},
+    "remote_arrive": {0: 1, 6: 1},
+    # exited threads count as arrived for bar.sync 0 and barrier.cluster
+    "exited_warp_syncthreads": {0: 1},
+    "exited_cta_cluster_barrier": {0: 1},
+    # an arrive with more arrivals than pending traps (the launch fails)
+    "over_arrival_1_2": None,
+    "over_arrival_2_3": None,
+}
+
+
+def check(name: str, status: str, results: list) -> str:
+    """'' if a litmus run matches ``EXPECTED`` (names without an entry always pass)."""
+    if name not in EXPECTED:
+        return ""
+    exp = EXPECTED[name]
+    if exp is None:
+        return "" if status != "ok" else "expected the launch to fail (trap), it succeeded"
+    if status != "ok" or not results:
+        return f"launch failed: {status}"
+    for rep, words in enumerate(results):
+        for i, v in exp.items():
+            if words[i] != v:
+                return f"rep {rep}: word {i} = {words[i]}, expected {v}"
+    return ""
