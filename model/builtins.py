@@ -178,6 +178,26 @@ def b_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
                             tracked=False)
 
 
+def b_pipeline_state_simple(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
+    """FlashAttention's ``PipelineStateSimple(stages, phase_index)``: one counter
+    ``phase_index = stages * wraps + index``; ``phase`` is not reduced mod 2 in FA, only
+    its parity reaches the barrier, which is all the model keeps."""
+    stages, phase_index = _args(cx, args, kw, ("stages", "phase_index"), "PipelineStateSimple", 2)
+    if not isinstance(stages, int) or stages < 1 or not isinstance(phase_index, int):
+        cx.unsupported("PipelineStateSimple with run-time stages or phase_index")
+    wraps, index = divmod(phase_index, stages)
+    # FA's make_pipeline_state: Producer -> phase_index = stages (phase 1 = the fresh
+    # barrier's "completed" phase -1), Consumer -> 0; other starting points keep parity only
+    if phase_index == stages:
+        st = make_pipeline_state(PipelineUserType.Producer, stages, cx.track_count, simple=True)
+    elif phase_index == 0:
+        st = make_pipeline_state(PipelineUserType.Consumer, stages, cx.track_count, simple=True)
+    else:
+        st = PipelineStateVal(stages, index, wraps & 1, 0 if cx.track_count else None,
+                              tracked=False, simple=True)
+    return st if not cx.in_loop else replace(st, tracked=False)
+
+
 def b_make_layout(cx: Any, args: tuple, kw: dict) -> Layout:
     shape, _stride = _args(cx, args, kw, ("shape", "stride"), "make_layout", 1)
     if isinstance(shape, int):
@@ -512,8 +532,12 @@ def b_tma_store(cx: Any, args: tuple, kw: dict) -> None:
     if not elected(cx, "tma_store (cute.copy of a TMA atom)"):
         return
     buf = pipe.buf(i)
+    # the issuing warp's own stores to the buffer are ordered before its store by program
+    # order (and fence.proxy.async, which async_read checks); other warps' stores must
+    # have been released by a barrier
+    own = write_end_effects(cx, (buf,))
     cx.emit(TmaStore(buf=buf, loc=cx.loc, label=f"tma_store({pipe.decl.var} buffer {i})",
-                     pre=(GhostEffect("async_read", buf),)))
+                     pre=own + (GhostEffect("async_read", buf),)))
 
 
 def b_cp_async(cx: Any, args: tuple, kw: dict) -> None:
@@ -720,6 +744,7 @@ def builtins_table() -> dict[str, Any]:
         "CooperativeGroup": b_cooperative_group,
         "make_pipeline_state": b_make_pipeline_state,
         "PipelineState": b_pipeline_state,
+        "PipelineStateSimple": b_pipeline_state_simple,
         "make_layout": b_make_layout,
         "tiled_divide": b_tiled_divide,
         "size": b_size,
