@@ -30,9 +30,12 @@ CHILD = r"""
 import json, resource, sys, time
 from pipeproof.api import check_file
 path, timeout, max_states, reduce = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+engine, depth = sys.argv[5], int(sys.argv[6])
+params = json.loads(sys.argv[7])
 t0 = time.perf_counter()
 try:
-    r = check_file(path, engine="explicit", timeout=timeout, max_states=max_states, reduce=reduce)
+    kw = {"reduce": reduce} if engine == "explicit" else {"depth": depth}
+    r = check_file(path, params, engine=engine, timeout=timeout, max_states=max_states, **kw)
     v = r.verdict
     out = {"status": v.status, "property": v.prop, "headline": v.headline(),
            "states": v.stats.states, "transitions": v.stats.transitions,
@@ -46,15 +49,20 @@ print(json.dumps(out))
 """
 
 
-def run_one(path: Path, timeout: float, max_states: int, reduce: bool) -> dict:
+def run_one(path: Path, timeout: float, max_states: int, reduce: bool,
+            engine: str = "explicit", depth: int = 0, params: dict | None = None) -> dict:
+    """Check one file in a fresh interpreter (so peak memory is this check's own)."""
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), str(timeout),
-                           str(max_states), "1" if reduce else "0"],
+                           str(max_states), "1" if reduce else "0", engine, str(depth),
+                           json.dumps(params or {})],
                           capture_output=True, text=True, timeout=timeout * 3 + 60)
     try:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         res = {"status": "ERROR", "error": proc.stderr.strip()[-500:]}
     res["file"] = str(path.relative_to(ROOT))
+    if params:
+        res["params"] = params
     st, sec = res.get("states"), res.get("engine_seconds")
     res["states_per_second"] = round(st / sec, 1) if st and sec else None
     return res

@@ -126,7 +126,8 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             entry["emit"] = f"unsupported: {e}"
             log(f"  {f}: emitter: {e}")
             continue
-        is_bug = "/bugs/" in f or mv["status"] == "VIOLATED"
+        # bug variants get the mutant budget; fixed twins the full one
+        is_bug = f.endswith("-bug.pipe") or mv["status"] == "VIOLATED"
         spec = JobSpec(_safe_name(f), str(ROOT / f), runs=mutant_runs if is_bug else runs,
                        clusters=clusters)
         try:
@@ -137,7 +138,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             continue
         entry["job"] = spec.name
         log(f"{f}: model {mv['status']} {mv['prop']} ({time.time() - t0:.1f} s)")
-        if is_bug or mv["status"] not in ("PROVEN", "SAFE"):
+        if is_bug or "/bugs/" in f or mv["status"] not in ("PROVEN", "SAFE"):
             continue
         if "/cases/" in f and not (mutate_coverage and "_" not in Path(f).stem):
             continue
@@ -227,6 +228,28 @@ def bench_jobs(jobs_dir: str) -> list[dict]:
     return jobs
 
 
+def reemit(jobs_dir: str, log: Any = print) -> None:
+    """Regenerate every job's binary with the current emitter, keeping the model verdicts
+    (table.json) and the job list; litmus and benchmark jobs are rebuilt too."""
+    index = json.load(open(os.path.join(jobs_dir, "index.json")))
+    jobs = []
+    for j in index["jobs"]:
+        if j["kind"] != "conform":
+            continue
+        m = j["meta"]
+        spec = JobSpec(j["name"], m["file"], m.get("params", {}), m.get("mutant", ""),
+                       runs=j["runs"], clusters=j["clusters"])
+        if j["name"].startswith("bugs__"):
+            spec.extra["hang_s"] = 3.0
+        if m.get("mutant"):
+            spec.extra["process_s"] = 240
+        jobs.append(prepare_job(jobs_dir, spec))
+        log(f"re-emitted {j['name']}")
+    jobs += litmus_jobs(jobs_dir)
+    jobs += bench_jobs(jobs_dir)
+    write_index(jobs_dir, jobs, budget_s=480)
+
+
 # --------------------------------------------------------------------------- analysis
 
 
@@ -296,6 +319,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--variants", default="all", help="coverage variants: all | default")
     p.add_argument("--mutate-coverage", action="store_true",
                    help="also mutate the default coverage configuration of every class")
+    r = sub.add_parser("reemit")
+    r.add_argument("jobs_dir")
     a = sub.add_parser("analyze")
     a.add_argument("jobs_dir")
     a.add_argument("results_dir")
@@ -305,6 +330,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     a.add_argument("--max-traces", type=int, default=None)
     a.add_argument("--only", default="")
     args = ap.parse_args(argv)
+    if args.cmd == "reemit":
+        reemit(args.jobs_dir)
+        return 0
     if args.cmd == "prepare":
         variants = [{}] if args.variants == "default" else None
         prepare(args.jobs_dir, args.runs, args.mutant_runs, args.clusters,

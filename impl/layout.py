@@ -140,10 +140,29 @@ def iter_instrs(ck: CompiledKernel) -> Iterator[tuple[Any, int, Instr]]:
 
 
 def delivery_key(prog: Any, pc: int, ins: Instr) -> tuple:
-    """One TMA load statement of one issuing CTA (its deliveries share a CTA offset)."""
-    if ins.loc.line:
-        return ("tma", prog.cta, ins.loc.line, ins.loc.column)
-    return ("tma", prog.cta, prog.warp, pc)
+    """The slot of a TMA load: issuing CTA and the load's position within its fill.
+
+    Loads that fill one stage together (A and B tiles after one acquire) get different
+    slots; loads of different fills (a prologue and a loop body, unrolled iterations)
+    share one, so that a reader checks only stamps the current fill rewrites.  The
+    position counts the loads to the same stage buffer just before this one with no wait
+    of the issuing warp in between.  Multicast copies land at the same CTA offset in every
+    destination, so the key does not depend on the destination.
+    """
+    from ..model.program import TryWait, Wait
+
+    bufs = {(d.buf.buffer, d.buf.stage) for d in ins.deliveries if d.buf is not None}
+    pos = 0
+    i = pc - 1
+    while i >= 0:
+        prev = prog.code[i]
+        if isinstance(prev, (Wait, TryWait)):
+            break
+        if isinstance(prev, TmaLoad) and prev.kind == ins.kind and bufs & {
+                (d.buf.buffer, d.buf.stage) for d in prev.deliveries if d.buf is not None}:
+            pos += 1
+        i -= 1
+    return ("tma", prog.cta, ins.kind, pos)
 
 
 def is_split(d: Any) -> bool:

@@ -73,6 +73,8 @@ class ReplayResult:
     inferred: int = 0                          # environment steps inferred
     reordered: int = 0                         # events taken out of ticket order
     nodes: int = 0
+    violation_inferred: bool = False           # the violation is at an inferred completion
+    possible: Optional[tuple[str, str]] = None  # a violation only a late placement shows
 
     @property
     def ok(self) -> bool:
@@ -106,7 +108,8 @@ class Replayer:
 
     def __init__(self, ck: CompiledKernel, pending_rule: str = "before",
                  observed_env: tuple[str, ...] = ("tcgen05",), window: int = 64,
-                 budget: int = 20000):
+                 budget: int = 20000, eager: bool = False):
+        self.eager = eager
         self.ck = ck
         self.sys = System(ck)
         self.pending_rule = pending_rule
@@ -301,10 +304,14 @@ class Replayer:
                 (None if e.kind == E.K_STUCK else ("a", a, _choice(self.sys, a, e)))
             return _Frame(st, tuple(ptr), step, e.ticket, viol, kind, fr.consumed + 1, fr.front)
 
+        env = self.env_candidates(fr.state, frontier)
+        if self.eager:  # completions as early as possible (see judge())
+            for it in env:
+                yield self._env_frame(fr, it)
+            env = []
         f = take(frontier, fa, "event")
         if f is not None:
             yield f
-        env = self.env_candidates(fr.state, frontier)
         helpful = [it for it in env if self._helps(fr.state, frontier, it)]
         for it in helpful:
             yield self._env_frame(fr, it)
@@ -462,8 +469,10 @@ class Replayer:
                 res.reordered += 1
             if fr.viol is not None and first_viol is None:
                 first_viol = (fr.viol[0], fr.viol[1], fr.ticket)
+                res.violation_inferred = fr.kind == "inferred"
         if first_viol is None and final_viol is not None:
             first_viol = (final_viol[0], final_viol[1], -1)
+            res.violation_inferred = True
         res.steps = steps
         res.violation = first_viol
         if overflow:
@@ -502,6 +511,26 @@ class Replayer:
         if budget_hit:
             res.detail += " (search budget exhausted)"
         res.state_text = self.render_state(fr.state)
+        return res
+
+    def judge(self, events: list[GpuEvent], overflow: int = 0) -> ReplayResult:
+        """Replay, and decide whether a violation was really observed.
+
+        Completions nobody observes are placed lazily; a violation found *at* such an
+        inferred completion (a TMA landing or a bulk store reading after its CTA exited)
+        may only be an artefact of that placement.  Then the trace is replayed again
+        with completions placed as early as possible: if that order is clean, the trace
+        is ACCEPTED and the violation is kept as ``possible`` (the GPU cannot tell when
+        the completion happened; the model says it may be late).
+        """
+        res = self.replay(events, overflow)
+        if res.status == VIOLATION and res.violation_inferred:
+            eager = Replayer(self.ck, self.pending_rule, self.observed_env, self.window,
+                             self.budget, eager=True)
+            r2 = eager.replay(events, overflow)
+            if r2.status in (ACCEPTED, DATA_ERROR) and r2.violation is None:
+                r2.possible = (res.violation[0], res.violation[1]) if res.violation else None
+                return r2
         return res
 
     # ------------------------------------------------------------------ rendering

@@ -93,8 +93,13 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  engine: str = "explicit", depth: Optional[int] = None,
                  timeout: float = 600.0, max_states: int = 3_000_000,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 file: str = "", reduce: bool = True, por: bool = False) -> CheckResult:
+                 file: str = "", reduce: bool = True, por: bool = False,
+                 smt2: Optional[str] = None) -> CheckResult:
     params = dict(params or {})
+    if any(isinstance(v, range) for v in params.values()):
+        return _check_param_ranges(kernel, params, engine=engine, depth=depth,
+                                   timeout=timeout, max_states=max_states, progress=progress,
+                                   file=file, reduce=reduce, por=por, smt2=smt2)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled)
@@ -103,10 +108,62 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
 
         verdict = check_explicit(system, max_states=max_states, timeout=timeout,
                                  progress=progress, reduce=reduce, por=por)
+    elif engine == "bmc":
+        from .checker.bmc import DEFAULT_DEPTH, check_bmc
+
+        verdict = check_bmc(system, depth=DEFAULT_DEPTH if depth is None else depth,
+                            timeout=timeout, smt2=smt2,
+                            progress=(lambda d, n, t: progress(0, d, t)) if progress else None)
     else:
         raise ConfigError(f"unknown engine {engine!r}")
     return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
                        info.cluster_shape, info.num_warps, engine, compiled)
+
+
+def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> CheckResult:
+    """``--param K=LO..HI``: check every value of every range (their product), sharing
+    the time budget.  Trip counts and stage counts are compiled by unrolling, so each
+    value is its own transition system; the first violation found is reported with its
+    values, an UNKNOWN for any value makes the whole answer UNKNOWN, and SAFE holds to the
+    smallest depth reached."""
+    import itertools
+
+    from .checker.verdict import PROVEN, SAFE, VIOLATED
+
+    names = [k for k, v in params.items() if isinstance(v, range)]
+    t_end = time.perf_counter() + kw["timeout"]
+    results: list[CheckResult] = []
+    for values in itertools.product(*[params[k] for k in names]):
+        left = t_end - time.perf_counter()
+        one = dict(params, **dict(zip(names, values)))
+        if left <= 0:
+            v = Verdict(UNKNOWN, reason="timeout before " + ", ".join(
+                f"{k}={x}" for k, x in zip(names, values)) + " was checked")
+            r = results[-1] if results else None
+            if r is None:
+                raise ConfigError("--timeout too small for a parameter range")
+            return CheckResult(v, r.kernel, r.file, one, r.cluster, r.warps, r.engine)
+        r = check_kernel(kernel, one, **dict(kw, timeout=left))
+        results.append(r)
+        if r.status == VIOLATED:
+            return r
+    last = results[-1]
+    shown = dict(last.params)
+    shown.update({k: f"{params[k].start}..{params[k].stop - 1}" for k in names})
+    unknown = [r for r in results if r.status == UNKNOWN]
+    if unknown:
+        u = unknown[0]
+        v = Verdict(UNKNOWN, reason=f"{u.verdict.reason} (for " + ", ".join(
+            f"{k}={u.params.get(k)}" for k in names) + ")", depth=u.verdict.depth)
+    elif all(r.status == PROVEN for r in results):
+        v = Verdict(PROVEN, depth=max(r.verdict.depth for r in results), bounded=False)
+    else:
+        v = Verdict(SAFE, depth=min(r.verdict.depth for r in results if r.status == SAFE),
+                    bounded=True)
+    v.stats.engine = last.verdict.stats.engine
+    v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
+    v.stats.extra["parameter_values_checked"] = len(results)
+    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine)
 
 
 def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:

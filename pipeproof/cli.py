@@ -1,6 +1,7 @@
 """The ``pipeproof`` command.
 
-    pipeproof check FILE [--param NAME=VALUE ...] [--engine explicit] [--json]
+    pipeproof check FILE [--param NAME=VALUE ...] [--engine explicit|bmc] [--depth N]
+                    [--timeout S] [--smt2 FILE] [--json]
                          [--format timeline|steps] [--explain]
                          [--perfetto FILE] [--html FILE] [--progress auto|always|never]
 
@@ -95,7 +96,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         result = check_file(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
-                            progress=progress)
+                            progress=progress,
+                            **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
             progress.close()
@@ -149,9 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file", help="the .pipe file")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable)")
-    c.add_argument("--engine", choices=("explicit",), default="explicit",
-                   help="verification engine (default: explicit)")
-    c.add_argument("--depth", type=int, default=None, help="bound for bounded engines")
+    c.add_argument("--engine", choices=("explicit", "bmc"), default="explicit",
+                   help="verification engine: explicit (exhaustive breadth-first search) "
+                        "or bmc (z3 bounded model checking, starvation lassos); "
+                        "default: explicit")
+    c.add_argument("--depth", type=int, default=None,
+                   help="bmc: bound on the length of runs checked (default 60)")
+    c.add_argument("--smt2", metavar="FILE", default=None,
+                   help="bmc: write the final query as an SMT-LIB 2 script")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
     c.add_argument("--max-states", type=int, default=3_000_000,
                    help="explicit engine: states before UNKNOWN (default 3,000,000)")

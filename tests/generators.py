@@ -1172,7 +1172,12 @@ def _producer_count(cfg: Config) -> int:
 
 
 def _clc_mutations(cfg: Config, add: Callable[[str, Expected], None]) -> None:
-    add("consumer_count_plus", violated(DEADLOCK))
+    # the consumer group already counts every lane of the cluster's scheduler and worker
+    # warps; one more arrival than the cluster has threads is an input error
+    if 32 * (1 + cfg.cluster_size) + 1 > 64 * cfg.cluster_size:
+        add("consumer_count_plus", config_error("does not fit"))
+    else:
+        add("consumer_count_plus", violated(DEADLOCK))
     add("consumer_count_minus", violated(OVER_ARRIVAL))
     add("producer_count_plus", violated(DEADLOCK))
     add("missing_release", violated(DEADLOCK))

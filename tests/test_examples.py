@@ -115,11 +115,19 @@ def _kernel_smokes() -> list:
     return out
 
 
+#: kernel skeletons for which no configuration is PROVEN by the explicit engine within
+#: the test budget today (state explosion of the interleavings; see README, "Limits"):
+#: only their bounded smoke check runs.  Remove a name once a '# check:' line proves it.
+KERNELS_WITHOUT_PROOF = {"k3_blackwell_persistent_gemm_clc", "k5_hopper_fmha"}
+
+
 def test_every_kernel_is_tested() -> None:
     for k in KERNELS:
         text = "\n".join(_header(k))
         assert "# smoke:" in text, f"{k.name} has no '# smoke:' line"
-        assert re.search(r"#\s*check(-slow)?:", text), f"{k.name} has no '# check:' line"
+        has_check = bool(re.search(r"#\s*check(-slow)?:", text))
+        assert has_check != (k.stem in KERNELS_WITHOUT_PROOF), \
+            f"{k.name}: a '# check:' line, or a place in KERNELS_WITHOUT_PROOF"
 
 
 @pytest.mark.parametrize("path,params", _kernel_checks())

@@ -6,6 +6,7 @@ Parse errors name the file, line and column and list what was expected there.
 from __future__ import annotations
 
 import functools
+import threading
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
@@ -28,10 +29,21 @@ class _PipeIndenter(Indenter):
 
 
 @functools.lru_cache(maxsize=1)
+def _grammar() -> str:
+    return resources.files("pipeproof.spec").joinpath("pipe.lark").read_text()
+
+
+_LOCAL = threading.local()
+
+
 def _parser() -> Lark:
-    grammar = resources.files("pipeproof.spec").joinpath("pipe.lark").read_text()
-    return Lark(grammar, parser="lalr", postlex=_PipeIndenter(), propagate_positions=True,
-                maybe_placeholders=True)
+    """One parser per thread: lark's indenter keeps state while it parses, so a shared
+    parser gives garbled errors when callers parse from several threads at once."""
+    p = getattr(_LOCAL, "parser", None)
+    if p is None:
+        p = _LOCAL.parser = Lark(_grammar(), parser="lalr", postlex=_PipeIndenter(),
+                                 propagate_positions=True, maybe_placeholders=True)
+    return p
 
 
 _TOKEN_WORDS = {

@@ -1,0 +1,608 @@
+"""Bounded model checking with z3 over the symbolic transition relation.
+
+The transition relation is the one ``checker/symbolic.py`` obtains by running the
+model's own transition functions over z3 terms (ARCHITECTURE.md: one semantics, several
+interpreters).  One transition per BMC step, at exactly the explicit engine's
+granularity: one warp step (a synchronisation instruction with its ghost effects and
+the local control flow after it) or one step of an environment agent (a TMA/CLC
+delivery, a tcgen05 commit, a cp.async completion, a bulk-store step).
+
+Deepening is incremental on one solver.  At level ``k`` (states reachable in ``k``
+steps, every step so far free of violations) it asks, under an assumption literal:
+
+* deadlock: a level-``k`` state in which some warp has not exited and nothing is
+  enabled (a counterexample of ``k`` steps), else
+* violation: an enabled step from a level-``k`` state that fails a check of the
+  property catalogue, or overflows a queue encoding (``k + 1`` steps),
+* alive: some level-``k`` state has a warp that has not exited.  If none has, every run
+  ended within ``k`` steps and the verdict is PROVEN (exhaustive).
+
+Then the step ``k -> k + 1`` is asserted for good.  The first level with a problem gives
+a shortest counterexample, as the explicit engine's breadth-first search does.  Every
+counterexample is replayed through the concrete model first (``ConcreteRunner``; then
+``Explorer.replay`` builds the ``Trace``); a mismatch raises ``InternalError`` and is never
+a verdict.  A queue overflow is not a verdict either: the capacities grow and the
+search restarts (``max_cap`` bounds this; past it the result is UNKNOWN).
+
+Liveness (starvation lassos) is in ``checker/liveness.py`` and runs on the same
+unrolling after the safety levels.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+import z3
+
+from ..model.properties import ALL_PROPERTIES
+from ..model.system import DONE, ConcreteState, System
+from ..model.values import CONCRETE
+from .symbolic import Encoding, Transition, sample_ranges
+from .trace import Trace
+from .verdict import PROVEN, SAFE, UNKNOWN, VIOLATED, Stats, Verdict
+
+DEFAULT_DEPTH = 60
+DEADLOCK = "deadlock"
+DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
+                "warps have not exited")
+#: the explicit engine's order among counterexamples of one length (catalogue order)
+PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
+
+
+class InternalError(RuntimeError):
+    """A symbolic counterexample that the concrete model does not reproduce (a bug in
+    an engine, never a verdict)."""
+
+
+# --------------------------------------------------------------------------- concrete side
+
+
+def first_violation(checks: list) -> Optional[tuple[str, str]]:
+    """The first check whose (concrete) condition holds, as the explicit engine reports it."""
+    for c in checks:
+        if c.condition is True or (c.condition and not isinstance(c.condition, bool)):
+            return (c.prop, c.detail)
+    return None
+
+
+class ConcreteRunner:
+    """Steps of the concrete model over flat state tuples (validation of counterexamples).
+
+    ``successors`` enumerates exactly the steps the explicit engine enumerates without
+    reductions (``Explorer`` with symmetry and partial-order reduction off)."""
+
+    def __init__(self, system: System):
+        self.sys = system
+        S = ConcreteState(system.initial_state())
+        for a in range(len(system.agents)):
+            system.run_local(CONCRETE, S, a, [])
+        self.initial = S.freeze()
+
+    def successors(self, flat: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
+        sysm = self.sys
+        for ag in sysm.agents:
+            pc = flat[ag.pc]
+            if pc == DONE:
+                continue
+            for choice in range(sysm.agent_choices(ag.index, pc)):
+                S = ConcreteState(flat)
+                out = sysm.exec_agent(CONCRETE, S, ag.index, pc, choice)
+                if not out.enabled:
+                    break
+                yield ("a", ag.index, choice), S.freeze(), first_violation(out.checks)
+        for item in sysm.env_items(flat):
+            S = ConcreteState(flat)
+            out = sysm.exec_env(CONCRETE, S, item)
+            yield ("e", item), S.freeze(), first_violation(out.checks)
+
+    def step(self, flat: tuple, step: tuple) -> Optional[tuple[tuple, Optional[tuple]]]:
+        """The successor by ``step`` (None when ``step`` is not enabled in ``flat``)."""
+        for st, nxt, viol in self.successors(flat):
+            if st == step:
+                return nxt, viol
+        return None
+
+    def all_done(self, flat: tuple) -> bool:
+        return self.sys.all_done(flat)
+
+    def run(self, steps: list[tuple]) -> tuple[list[tuple], Optional[tuple]]:
+        """States along ``steps`` (``states[i]`` before step ``i``) and the violation of
+        the last step.  Raises ``InternalError`` if a step is not enabled or an earlier
+        step already violates."""
+        states = [self.initial]
+        viol = None
+        for i, step in enumerate(steps):
+            if viol is not None:
+                raise InternalError(f"step {i} violates {viol[0]} before the end")
+            r = self.step(states[-1], step)
+            if r is None:
+                raise InternalError(f"step {i + 1} ({step}) is not enabled in the concrete "
+                                    "model")
+            nxt, viol = r
+            states.append(nxt)
+        return states, viol
+
+
+def build_trace(system: System, steps: list[tuple], violation: Optional[tuple],
+                stuck: Optional[tuple] = None) -> Trace:
+    """The ``Trace`` of a validated step list, built by the explicit engine's replay."""
+    from .explicit import Explorer
+
+    try:
+        ex = Explorer(system, symmetry=False)
+    except TypeError:  # pragma: no cover - older Explorer signature
+        ex = Explorer(system)
+    stuck_packed = ex.packer.pack(list(stuck)) if stuck is not None else None
+    try:
+        return ex.replay(steps, violation, stuck_state=stuck_packed)
+    except RuntimeError as e:
+        raise InternalError(f"replay of the BMC counterexample failed: {e}") from e
+
+
+# --------------------------------------------------------------------------- unrolling
+
+
+class _Groups:
+    """Terms with the disjunction of the conditions under which each is selected."""
+
+    def __init__(self) -> None:
+        self.terms: dict[int, Any] = {}
+        self.conds: dict[int, list[Any]] = {}
+
+    def add(self, term: Any, cond: Any) -> None:
+        i = term.get_id()
+        if i not in self.terms:
+            self.terms[i] = term
+            self.conds[i] = []
+        self.conds[i].append(cond)
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return [(self.terms[i], z3.Or(*cs) if len(cs) > 1 else cs[0])
+                for i, cs in self.conds.items()]
+
+
+class Unrolling:
+    """Step-indexed copies of the template relation on one solver.
+
+    A step chooses an *actor* -- a warp or a static environment item -- with the
+    variable ``act(k)`` (and the outcome bit ``choice(k)`` for CLC queries); the warp's
+    program counter then selects its transition, so the solver never guesses one.
+    ``state(k)`` are the key values after ``k`` steps (constants for ``k = 0``, fresh
+    variables after, shared across steps for keys no transition changes).  Queries
+    about a violating step from level ``k`` use separate action variables
+    (``bad_act(k)``), so the good step ``k -> k + 1`` can be asserted first."""
+
+    def __init__(self, enc: Encoding, solver: z3.Solver):
+        self.enc = enc
+        self.solver = solver
+        trs = enc.transitions
+        nag = len(enc.sys.agents)
+        self.nag = nag
+        self.actors: list[Any] = list(range(nag)) + list(enc.env_items)
+        nact = len(self.actors)
+        self.act_width = max(1, (max(nact, 2) - 1).bit_length())
+        self.ACT = z3.BitVec("act", self.act_width)
+        self.CH = z3.Bool("choice")
+        env_actor = {it: nag + i for i, it in enumerate(enc.env_items)}
+        self.actor_of: list[int] = []
+        conds = []
+        multi = {(t.agent, t.pc) for t in trs if t.agent is not None and t.step[2] > 0}
+        for t in trs:
+            if t.agent is not None:
+                a = t.agent
+                pck = enc.key_of_slot[enc.sys.agents[a].pc]
+                c = z3.And(self.is_act(a), enc.X[pck] == z3.BitVecVal(t.pc, enc.width[pck]))
+                if (a, t.pc) in multi:
+                    c = z3.And(c, self.CH if t.step[2] else z3.Not(self.CH))
+            else:
+                a = env_actor[t.step[1]]
+                c = self.is_act(a)
+            self.actor_of.append(a)
+            conds.append(c)
+        self.conds = conds
+        self.changing = sorted({k for t in trs for k in t.updates})
+        self.Xn = {k: z3.BitVec(f"xn.{enc.key_names[k]}", enc.width[k]) for k in self.changing}
+        good = []
+        if nact < (1 << self.act_width):
+            good.append(z3.ULT(self.ACT, nact))
+        for a in range(nag):
+            lo, hi = enc.agent_range[a]
+            pcs = sorted({trs[i].pc for i in range(lo, hi)})
+            pck = enc.key_of_slot[enc.sys.agents[a].pc]
+            w = enc.width[pck]
+            good.append(z3.Implies(self.is_act(a),
+                                   z3.Or(*[enc.X[pck] == z3.BitVecVal(p, w) for p in pcs])
+                                   if pcs else z3.BoolVal(False)))
+        # Transitions of the unrolled programs repeat the same effect at many program
+        # counters; z3 terms are hash-consed, so group transitions by identical terms
+        # and guard each term once by the disjunction of their selection conditions.
+        ok_g = _Groups()
+        bad_g = _Groups()
+        ovf_g = _Groups()
+        for t, c in zip(trs, conds):
+            ok_g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), z3.Not(t.ovf))), c)
+            bad_g.add(z3.simplify(z3.And(t.guard, z3.Or(t.viol, t.ovf))), c)
+            ovf_g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), t.ovf)), c)
+        good.extend(z3.Implies(cs, term) for term, cs in ok_g.items() if not z3.is_true(term))
+        problem = [z3.And(cs, term) for term, cs in bad_g.items() if not z3.is_false(term)]
+        ovf_good = [z3.And(cs, term) for term, cs in ovf_g.items() if not z3.is_false(term)]
+        nxt = []
+        for k in self.changing:
+            g = _Groups()
+            for t, c in zip(trs, conds):
+                if k in t.updates:
+                    g.add(t.updates[k], c)
+            val: Any = enc.X[k]
+            for term, cs in reversed(g.items()):
+                val = z3.If(cs, term, val)
+            nxt.append(self.Xn[k] == val)
+        self.T_GOOD = z3.And(*good)
+        self.T_NEXT = z3.And(*nxt) if nxt else z3.BoolVal(True)
+        self.T_BAD = z3.Or(*problem) if problem else z3.BoolVal(False)
+        self.T_OVF = z3.Or(*ovf_good) if ovf_good else z3.BoolVal(False)
+        self.T_ENABLED = z3.Or(*[t.guard for t in trs]) if trs else z3.BoolVal(False)
+        self.T_DONE = enc.all_done()
+        self._prop_terms: dict[str, Any] = {}
+        self.states: list[list[Any]] = [[z3.BitVecVal(v, w)
+                                         for v, w in zip(enc.init_values, enc.width)]]
+        self.acts: list[Any] = []
+        self.chs: list[Any] = []
+        self.bad_acts: dict[int, tuple[Any, Any]] = {}
+        self.asserted_steps = 0
+        self.n_assumptions = 0
+        self.extra_frame: Optional[Callable[[int], None]] = None
+
+    # ---------------------------------------------------------------- variables
+
+    def is_act(self, a: int, act: Any = None) -> Any:
+        return (self.ACT if act is None else act) == z3.BitVecVal(a, self.act_width)
+
+    def act(self, k: int) -> Any:
+        while len(self.acts) <= k:
+            self.acts.append(z3.BitVec(f"act@{len(self.acts)}", self.act_width))
+            self.chs.append(z3.Bool(f"choice@{len(self.chs)}"))
+        return self.acts[k]
+
+    def choice(self, k: int) -> Any:
+        self.act(k)
+        return self.chs[k]
+
+    def bad_act(self, k: int) -> tuple[Any, Any]:
+        if k not in self.bad_acts:
+            self.bad_acts[k] = (z3.BitVec(f"bad_act@{k}", self.act_width),
+                                z3.Bool(f"bad_choice@{k}"))
+        return self.bad_acts[k]
+
+    def state(self, k: int) -> list[Any]:
+        while len(self.states) <= k:
+            j = len(self.states)
+            cur = list(self.states[-1])
+            for key in self.changing:
+                cur[key] = z3.BitVec(f"{self.enc.key_names[key]}@{j}", self.enc.width[key])
+            self.states.append(cur)
+        return self.states[k]
+
+    def at(self, term: Any, k: int, nxt: bool = False, bad: bool = False) -> Any:
+        """Instantiate a template term at level ``k`` (``Xn`` = level ``k + 1``; with
+        ``bad`` the action variables are those of the violation query)."""
+        X = self.enc.X
+        cur = self.state(k)
+        pairs = [(X[i], cur[i]) for i in range(len(X)) if not cur[i].eq(X[i])]
+        act, ch = self.bad_act(k) if bad else (self.act(k), self.choice(k))
+        pairs.append((self.ACT, act))
+        pairs.append((self.CH, ch))
+        if nxt:
+            n = self.state(k + 1)
+            pairs.extend((self.Xn[i], n[i]) for i in self.changing)
+        return z3.substitute(term, *pairs)
+
+    def prop_term(self, prop: str) -> Any:
+        """A step whose first failing check has property ``prop``."""
+        if prop not in self._prop_terms:
+            g = _Groups()
+            for t, c in zip(self.enc.transitions, self.conds):
+                fv = t.first_violation(prop)
+                if not z3.is_false(fv):
+                    g.add(z3.simplify(z3.And(t.guard, fv)), c)
+            out = [z3.And(cs, term) for term, cs in g.items()]
+            self._prop_terms[prop] = z3.Or(*out) if out else z3.BoolVal(False)
+        return self._prop_terms[prop]
+
+    def props_possible(self) -> set[str]:
+        return {p for t in self.enc.transitions for _, p in t.checks}
+
+    # ---------------------------------------------------------------- assertions
+
+    def assert_step(self, k: int, guard: Any = None) -> None:
+        """Assert the good step ``k -> k + 1`` (under ``guard``, a literal the caller
+        asserts once the violating steps from level ``k`` have been ruled out: a level-k
+        state whose only enabled steps violate has no good successor, so asserting the
+        step outright would hide those violations)."""
+        assert k == self.asserted_steps
+        step = self.at(z3.And(self.T_GOOD, self.T_NEXT), k, nxt=True)
+        self.solver.add(step if guard is None else z3.Implies(guard, step))
+        self.asserted_steps += 1
+        if self.extra_frame is not None:
+            self.extra_frame(k + 1)
+
+    def literal(self, name: str) -> Any:
+        self.n_assumptions += 1
+        return z3.Bool(f"{name}#{self.n_assumptions}")
+
+    # ---------------------------------------------------------------- models
+
+    def step_of(self, m: z3.ModelRef, k: int, act: Any, ch: Any) -> tuple:
+        enc = self.enc
+        a = m.eval(act, model_completion=True).as_long()
+        actor = self.actors[a]
+        if isinstance(actor, tuple):
+            return ("e", actor)
+        pck = enc.key_of_slot[enc.sys.agents[actor].pc]
+        pc = m.eval(self.state(k)[pck], model_completion=True).as_signed_long()
+        c = z3.is_true(m.eval(ch, model_completion=True))
+        choice = 1 if c and enc.sys.agent_choices(actor, pc) > 1 else 0
+        return ("a", actor, choice)
+
+    def steps_from_model(self, m: z3.ModelRef, n: int, bad_last: bool = False) -> list[tuple]:
+        """The explicit engine's step ids of the first ``n`` steps of a model (the last
+        one from the violation query's action variables with ``bad_last``)."""
+        out = []
+        for k in range(n):
+            if bad_last and k == n - 1:
+                act, ch = self.bad_act(k)
+            else:
+                act, ch = self.act(k), self.choice(k)
+            out.append(self.step_of(m, k, act, ch))
+        return out
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+@dataclass
+class BmcOptions:
+    depth: int = DEFAULT_DEPTH
+    timeout: float = 600.0
+    max_cap: int = 64
+    liveness: bool = True
+    smt2: Optional[str] = None
+    progress: Optional[Callable[[int, int, float], None]] = None
+
+
+@dataclass
+class _Run:
+    t0: float
+    deadline: float
+    checks: int = 0
+    restarts: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Timeout(Exception):
+    def __init__(self, depth: int):
+        self.depth = depth
+
+
+class _Overflow(Exception):
+    def __init__(self, caps: dict[int, int], ranges: dict[str, tuple[int, int]]):
+        self.caps = caps
+        self.ranges = ranges
+
+
+def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0,
+              progress: Optional[Callable[[int, int, float], None]] = None,
+              smt2: Optional[str] = None, liveness: bool = True,
+              max_cap: int = 64) -> Verdict:
+    """Check every safety property and deadlock up to ``depth`` steps (and starvation
+    lassos for non-terminating warps); see the module docstring."""
+    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress)
+    t0 = time.perf_counter()
+    run = _Run(t0, t0 + timeout)
+    caps: dict[int, int] = {}
+    ranges: dict[str, tuple[int, int]] = {}
+    runner = ConcreteRunner(system)
+    sample = sample_ranges(system)
+    run.extra["sampled_states"] = sample.states
+    while True:
+        enc = Encoding(system, caps, ranges, sample)
+        try:
+            v, u, k = _search(system, enc, runner, opts, run)
+        except _Overflow as o:
+            run.restarts += 1
+            if any(c > opts.max_cap for c in o.caps.values()):
+                v = Verdict(UNKNOWN, reason="an asynchronous-work queue needs more than "
+                            f"{opts.max_cap} entries in the symbolic encoding", depth=0)
+                return _finish(v, run, enc)
+            caps.update(o.caps)
+            for name, r in o.ranges.items():
+                old = ranges.get(name, r)
+                ranges[name] = (min(old[0], r[0]), max(old[1], r[1]))
+            continue
+        if opts.smt2:
+            write_smt2(u, k, opts.smt2)
+        return _finish(v, run, enc)
+
+
+def _finish(v: Verdict, run: _Run, enc: Encoding) -> Verdict:
+    st = Stats(engine="bmc")
+    st.depth = v.depth
+    st.seconds = time.perf_counter() - run.t0
+    st.extra.update(v.stats.extra)
+    st.extra.update({"transitions_templates": len(enc.transitions), "state_keys": enc.nkeys,
+                     "state_bits": sum(enc.width), "solver_checks": run.checks,
+                     "restarts": run.restarts, **run.extra})
+    v.stats = st
+    return v
+
+
+def _check(solver: z3.Solver, run: _Run, depth: int, *assumptions: Any) -> Any:
+    left = run.deadline - time.perf_counter()
+    if left <= 0:
+        raise Timeout(depth)
+    solver.set("timeout", max(1, int(left * 1000)))
+    run.checks += 1
+    r = solver.check(*assumptions)
+    if r == z3.unknown:
+        raise Timeout(depth)
+    return r
+
+
+def make_solver() -> z3.Solver:
+    """z3's incremental bit-blasting SAT solver (QF_BV with assumptions)."""
+    return z3.SolverFor("QF_BV")
+
+
+def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOptions,
+            run: _Run) -> tuple[Verdict, "Unrolling", int]:
+    """The level loop; returns the verdict, the unrolling and the depth of its query."""
+    solver = make_solver()
+    u = Unrolling(enc, solver)
+    reached = 0
+    try:
+        for L in range(opts.depth + 1):
+            if opts.progress is not None:
+                opts.progress(L, opts.depth, time.perf_counter() - run.t0)
+            # counterexamples of exactly L steps: a violating step from level L - 1 (or a
+            # good step that leaves the encoding), or a deadlock at level L
+            # the good step L - 1 -> L only under ``stepped``: the violation query below
+            # asks for a bad step from level L - 1, which must not need a good one too
+            stepped = u.literal("step") if L > 0 else z3.BoolVal(True)
+            if L > 0:
+                u.assert_step(L - 1, guard=stepped)
+            dead_L = z3.And(stepped, z3.Not(u.at(u.T_ENABLED, L)),
+                            z3.Not(u.at(u.T_DONE, L)))
+            bad_L = u.at(u.T_BAD, L - 1, bad=True) if L > 0 else z3.BoolVal(False)
+            prob = u.literal("problem")
+            solver.add(z3.Implies(prob, z3.Or(dead_L, bad_L)))
+            if _check(solver, run, L, prob) == z3.sat:
+                return _classify(system, enc, u, runner, run, L, dead_L), u, L
+            solver.add(stepped)  # no counterexample of L steps: level L is reached for good
+            alive = u.literal("alive")
+            solver.add(z3.Implies(alive, z3.Not(u.at(u.T_DONE, L))))
+            if _check(solver, run, L, alive) == z3.unsat:
+                # every run has ended within L steps, none of them violating
+                return Verdict(PROVEN, depth=L, bounded=False), u, L
+            reached = L
+    except Timeout as t:
+        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; no "
+                       f"counterexample of up to {max(0, t.depth - 1)} steps",
+                       depth=max(0, t.depth - 1)), u, max(0, t.depth - 1)
+    if opts.liveness and not enc.acyclic:
+        from .liveness import find_lasso
+
+        try:
+            lv = find_lasso(system, u, runner, opts.depth,
+                            lambda *a: _check(solver, run, opts.depth, *a))
+        except Timeout:
+            return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: safe to depth "
+                           f"{reached}, starvation search unfinished", depth=reached), u, reached
+        if lv is not None:
+            return lv, u, reached
+    return Verdict(SAFE, depth=reached, bounded=True), u, reached
+
+
+def _classify(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,
+              run: _Run, L: int, dead_L: Any) -> Verdict:
+    """Some counterexample of ``L`` steps exists: report the one the explicit engine
+    reports -- the property first in the catalogue among those of length ``L`` -- after
+    making sure the encoding was exact up to here (else grow it and restart)."""
+    solver = u.solver
+    if L > 0:
+        q = u.literal("overflow")
+        solver.add(z3.Implies(q, u.at(u.T_OVF, L - 1, bad=True)))
+        if _check(solver, run, L, q) == z3.sat:
+            _overflow(enc, u, runner, solver.model(), L)
+    possible = u.props_possible() | {DEADLOCK}
+    for prop in sorted(possible, key=lambda p: PRIORITY.get(p, 99)):
+        if prop == DEADLOCK:
+            term = dead_L
+        elif L == 0:
+            continue
+        else:
+            term = u.at(u.prop_term(prop), L - 1, bad=True)
+        q = u.literal(prop)
+        solver.add(z3.Implies(q, term))
+        if _check(solver, run, L, q) == z3.sat:
+            m = solver.model()
+            if prop == DEADLOCK:
+                return _deadlock(system, u, runner, m, L)
+            return _violation(system, enc, u, runner, m, L, prop)
+    # only an overflow of a violating step: the violation itself is still real
+    raise InternalError(f"BMC found a problem of {L} steps but no property explains it")
+
+
+def _overflow(enc: Encoding, u: Unrolling, runner: ConcreteRunner, m: z3.ModelRef,
+              L: int) -> None:
+    steps = u.steps_from_model(m, L, bad_last=True)
+    states, viol = runner.run(steps)
+    grow: dict[int, int] = {}
+    widen: dict[str, tuple[int, int]] = {}
+    for st in states:
+        bad, long = enc.out_of_range(st)
+        for name, r in bad.items():
+            old = widen.get(name, r)
+            widen[name] = (min(old[0], r[0]), max(old[1], r[1]))
+        for q, n in long.items():
+            grow[q] = max(grow.get(q, 0), 2 * enc.caps[q], n, 1)
+    if not grow and not widen:
+        raise InternalError(f"BMC step {L} ({steps[-1]}) leaves the encoding only "
+                            "symbolically")
+    raise _Overflow(grow, widen)
+
+
+def _deadlock(system: System, u: Unrolling, runner: ConcreteRunner, m: z3.ModelRef,
+              L: int) -> Verdict:
+    steps = u.steps_from_model(m, L)
+    states, viol = runner.run(steps)
+    if viol is not None:
+        raise InternalError(f"deadlock path violates {viol[0]} on the way")
+    last = states[-1]
+    if runner.all_done(last) or any(True for _ in runner.successors(last)):
+        raise InternalError("the BMC deadlock state is not a deadlock in the concrete model")
+    trace = build_trace(system, steps, None, stuck=last)
+    trace.violated = DEADLOCK
+    trace.detail = DEADLOCK_MSG
+    v = Verdict(VIOLATED, DEADLOCK, trace.detail, trace, depth=len(steps))
+    v.stats.extra["steps"] = steps
+    return v
+
+
+def _violation(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,
+               m: z3.ModelRef, L: int, prop: str) -> Verdict:
+    steps = u.steps_from_model(m, L, bad_last=True)
+    states, viol = runner.run(steps)
+    if viol is None or viol[0] != prop:
+        raise InternalError(f"BMC step {L} ({steps[-1]}) should violate {prop}; the "
+                            f"concrete model says {viol[0] if viol else 'nothing'}")
+    trace = build_trace(system, steps, viol)
+    v = Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace, depth=len(steps))
+    v.stats.extra["steps"] = steps
+    return v
+
+
+def write_smt2(u: Unrolling, k: int, path: str) -> None:
+    """One self-contained SMT-LIB 2 script (``--smt2``): the unrolled relation to ``k``
+    steps and the disjunction of every deadlock, violation and encoding-overflow query of
+    up to ``k`` steps; ``sat`` means a counterexample exists, ``unsat`` that none of at
+    most ``k`` steps does."""
+    s = z3.Solver()
+    goals = []
+    # reached_j: the good steps 0 .. j-1 were taken (a run may stop at any level, so a
+    # violation at level j never needs a good step after it)
+    reached = [z3.BoolVal(True)] + [z3.Bool(f"reached@{j}") for j in range(1, k + 1)]
+    for j in range(k + 1):
+        if j < k:
+            s.add(z3.Implies(reached[j + 1], z3.And(
+                reached[j], u.at(z3.And(u.T_GOOD, u.T_NEXT), j, nxt=True))))
+            goals.append(z3.And(reached[j], u.at(u.T_BAD, j, bad=True)))
+        goals.append(z3.And(reached[j], z3.Not(u.at(u.T_ENABLED, j)),
+                            z3.Not(u.at(u.T_DONE, j))))
+    s.add(z3.Or(*goals))
+    with open(path, "w") as f:
+        f.write(f"; pipeproof BMC query: a counterexample of at most {k} steps "
+                "(sat = a violation or deadlock exists)\n")
+        f.write("(set-logic QF_BV)\n")
+        f.write(s.sexpr())
+        f.write("(check-sat)\n")

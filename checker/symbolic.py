@@ -1,0 +1,802 @@
+"""Symbolic interpretation of the model: the transition relation as z3 terms.
+
+ARCHITECTURE.md, "one semantics, several interpreters": the rules of
+``model/system.py`` and ``model/mbarrier.py`` are written against a value interface
+``V`` and a state accessor ``S``.  This module supplies the z3 versions of both and runs
+the *same* ``System.exec_agent`` / ``exec_env`` / ``env_enabled`` code over them, once per
+transition, with every state slot a free variable.  Nothing here restates a rule of the
+semantics; it only encodes values.
+
+* ``Z3Values`` -- the value interface (method names of ``model/values.py`` ``Concrete``)
+  over fixed-width bit-vectors and Booleans.  It folds constants: when every operand is
+  a Python value the result is a Python value, so the parts of a step that do not depend
+  on the state (static operands, conditions that are known) cost nothing and checks that
+  are concretely false are dropped (``model.properties.add_check``).  Bit-vectors of
+  ``width`` bits are exact because every value the model keeps is range-checked well
+  inside them (mbarrier counts and tx within 2^20, see ``model/mbarrier.py``; the width
+  is chosen from the largest constant in the programs).
+* ``SymState`` -- the state accessor: ``get``/``set`` on scalar slots, and the
+  ``QueueOps`` of ``model.system`` with fixed-size encodings: a warp's tcgen05 /
+  cp.async / bulk-store queue is a vector of ``cap`` entries plus a length (entries past
+  the length are kept 0, so equal queues are equal vectors), the TMA/CLC in-flight pool
+  is one counter per static item of ``System.static_env_items()``.  A push into a full
+  queue records an *overflow* condition; engines treat a reachable overflow as "the
+  encoding is too small" (never as SAFE).  ``fork``/``merge`` let ``System.run_local``
+  follow both sides of a branch on a symbolic local and merge them with ``ite``.
+* ``Encoding`` -- the symbolic transition relation: one ``Transition`` per warp
+  instruction (and outcome choice) and per static environment item, each with its guard
+  (enabled), violation and overflow conditions and its slot updates, all over template
+  variables ``X`` (one per state key).  Engines instantiate the templates per step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence
+
+import z3
+
+from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, Jump, SetLocal,
+                             TmaStore, UmmaCommit)
+from ..model.system import DONE, ConcreteState, QueueOps, System
+from ..model.values import CONCRETE
+
+_PY = (int, bool)
+#: widest bit-vector a value may need (exactness guard; the model's values are far smaller)
+MAX_WIDTH = 128
+
+
+def _is_py(x: Any) -> bool:
+    return isinstance(x, _PY)
+
+
+def bits_for(lo: int, hi: int) -> int:
+    """Width of the smallest signed bit-vector holding every value of [lo, hi]."""
+    w = 2
+    while not (-(1 << (w - 1)) <= lo and hi <= (1 << (w - 1)) - 1):
+        w += 1
+    return w
+
+
+def _ext(t: Any, w: int) -> Any:
+    d = w - t.size()
+    return t if d == 0 else z3.SignExt(d, t)
+
+
+class SV:
+    """A symbolic integer: a z3 bit-vector term of just the width it needs, with an
+    interval ``[lo, hi]`` that is known to contain its value.
+
+    Arithmetic widens (``a + b`` has one bit more than the wider operand), so it is exact
+    integer arithmetic; the interval lets comparisons against out-of-range constants fold
+    to Python bools (e.g. the 2^20 range checks of ``model/mbarrier.py`` on a 16-bit
+    tx-count).  Python truth tests and ``==`` raise: the model must go through ``V``."""
+
+    __slots__ = ("t", "lo", "hi")
+
+    def __init__(self, t: Any, lo: int, hi: int):
+        self.t = t
+        self.lo = lo
+        self.hi = hi
+
+    def __repr__(self) -> str:
+        return f"SV({self.t}, [{self.lo}, {self.hi}])"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a symbolic value was used as a Python truth value")
+
+    def __eq__(self, other: object) -> bool:  # pragma: no cover - misuse guard
+        raise TypeError("compare symbolic values with V.eq")
+
+    __hash__ = object.__hash__
+
+    def __add__(self, o: Any) -> Any:
+        return _add(self, o)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> Any:
+        return _add(self, _neg(o))
+
+    def __rsub__(self, o: Any) -> Any:
+        return _add(o, _neg(self))
+
+    def __neg__(self) -> Any:
+        return _neg(self)
+
+    def __mul__(self, o: Any) -> Any:
+        if not isinstance(o, int):
+            raise TypeError("only multiplication by a constant is supported")
+        if o == 0:
+            return 0
+        if o == 1:
+            return self
+        lo, hi = sorted((self.lo * o, self.hi * o))
+        w = max(bits_for(lo, hi), self.t.size(), bits_for(o, o))
+        return _mk(_ext(self.t, w) * z3.BitVecVal(o, w), lo, hi)  # exact: fits in w bits
+
+    __rmul__ = __mul__
+
+
+def _sv(x: Any) -> SV:
+    """Any integer-like value as an SV (Python ints and z3 Booleans included)."""
+    if isinstance(x, SV):
+        return x
+    if isinstance(x, _PY):
+        n = int(x)
+        return SV(z3.BitVecVal(n, bits_for(n, n)), n, n)
+    if z3.is_bool(x):
+        return SV(z3.If(x, z3.BitVecVal(1, 2), z3.BitVecVal(0, 2)), 0, 1)
+    raise TypeError(f"not a value: {x!r}")
+
+
+def _mk(t: Any, lo: int, hi: int) -> Any:
+    if lo == hi:
+        return lo
+    if t.size() > MAX_WIDTH:
+        raise OverflowError("symbolic value wider than MAX_WIDTH bits")
+    return SV(t, lo, hi)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if _is_py(a) and _is_py(b):
+        return int(a) + int(b)
+    if _is_py(b) and b == 0:
+        return a
+    if _is_py(a) and a == 0:
+        return b
+    x, y = _sv(a), _sv(b)
+    lo, hi = x.lo + y.lo, x.hi + y.hi
+    w = max(bits_for(lo, hi), x.t.size(), y.t.size())
+    return _mk(_ext(x.t, w) + _ext(y.t, w), lo, hi)
+
+
+def _neg(a: Any) -> Any:
+    if _is_py(a):
+        return -int(a)
+    x = _sv(a)
+    w = max(bits_for(-x.hi, -x.lo), x.t.size())
+    return _mk(-_ext(x.t, w), -x.hi, -x.lo)
+
+
+def _aligned(a: Any, b: Any) -> tuple[Any, Any]:
+    x, y = _sv(a), _sv(b)
+    w = max(x.t.size(), y.t.size())
+    return _ext(x.t, w), _ext(y.t, w)
+
+
+def _boolish(x: Any) -> bool:
+    return isinstance(x, bool) or (not isinstance(x, (int, SV)) and z3.is_bool(x))
+
+
+class Z3Values:
+    """The value interface of ``model/values.py`` over z3 bit-vectors (``SV``) and
+    Booleans, folding everything that is known (see ``SV``)."""
+
+    symbolic = True
+
+    # ---------------------------------------------------------------- lifting
+
+    @staticmethod
+    def boolean(x: Any) -> Any:
+        """A z3 Boolean term (an integer means ``x != 0``)."""
+        if isinstance(x, _PY):
+            return z3.BoolVal(bool(x))
+        if isinstance(x, SV):
+            return z3.Not(x.t == 0)
+        return x
+
+    # ---------------------------------------------------------------- interface
+
+    def ite(self, c: Any, a: Any, b: Any) -> Any:
+        if _is_py(c):
+            return a if c else b
+        if isinstance(c, SV):
+            if c.lo > 0 or c.hi < 0:
+                return a
+            if c.lo == 0 == c.hi:
+                return b
+        c = self.boolean(c)
+        if a is b:
+            return a
+        if _boolish(a) and _boolish(b):
+            if _is_py(a) and _is_py(b) and bool(a) == bool(b):
+                return a
+            return z3.If(c, self.boolean(a), self.boolean(b))
+        if _is_py(a) and _is_py(b) and int(a) == int(b):
+            return a
+        if isinstance(a, SV) and isinstance(b, SV) and a.t.eq(b.t):
+            return a if (a.lo, a.hi) == (b.lo, b.hi) else SV(a.t, min(a.lo, b.lo),
+                                                            max(a.hi, b.hi))
+        x, y = _sv(a), _sv(b)
+        ta, tb = _aligned(x, y)
+        return _mk(z3.If(c, ta, tb), min(x.lo, y.lo), max(x.hi, y.hi))
+
+    def and_(self, *xs: Any) -> Any:
+        terms = []
+        for x in xs:
+            if _is_py(x):
+                if not x:
+                    return False
+            else:
+                terms.append(self.boolean(x))
+        if not terms:
+            return True
+        return terms[0] if len(terms) == 1 else z3.And(*terms)
+
+    def or_(self, *xs: Any) -> Any:
+        terms = []
+        for x in xs:
+            if _is_py(x):
+                if x:
+                    return True
+            else:
+                terms.append(self.boolean(x))
+        if not terms:
+            return False
+        return terms[0] if len(terms) == 1 else z3.Or(*terms)
+
+    def not_(self, x: Any) -> Any:
+        if _is_py(x):
+            return not x
+        return z3.Not(self.boolean(x))
+
+    def eq(self, a: Any, b: Any) -> Any:
+        if _is_py(a) and _is_py(b):
+            return a == b
+        if _boolish(a) and _boolish(b):
+            return self.boolean(a) == self.boolean(b)
+        x, y = _sv(a), _sv(b)
+        if x.hi < y.lo or y.hi < x.lo:
+            return False
+        ta, tb = _aligned(x, y)
+        return ta == tb
+
+    def ne(self, a: Any, b: Any) -> Any:
+        r = self.eq(a, b)
+        return (not r) if _is_py(r) else z3.Not(r)
+
+    def lt(self, a: Any, b: Any) -> Any:
+        if _is_py(a) and _is_py(b):
+            return a < b
+        x, y = _sv(a), _sv(b)
+        if x.hi < y.lo:
+            return True
+        if x.lo >= y.hi:
+            return False
+        ta, tb = _aligned(x, y)
+        return ta < tb  # signed
+
+    def le(self, a: Any, b: Any) -> Any:
+        if _is_py(a) and _is_py(b):
+            return a <= b
+        x, y = _sv(a), _sv(b)
+        if x.hi <= y.lo:
+            return True
+        if x.lo > y.hi:
+            return False
+        ta, tb = _aligned(x, y)
+        return ta <= tb
+
+    def mod(self, a: Any, b: Any) -> Any:
+        """Python's ``a % b`` (floor modulo) for a constant ``b > 0``."""
+        if _is_py(a) and _is_py(b):
+            return a % b
+        if not (isinstance(b, int) and b > 0):
+            raise NotImplementedError("modulo by a symbolic or non-positive value")
+        x = _sv(a)
+        if 0 <= x.lo and x.hi < b:
+            return x
+        if b & (b - 1) == 0:  # two's complement: the low bits are the floor modulo
+            k = b.bit_length() - 1
+            if k == 0:
+                return 0
+            t = x.t if x.t.size() > k else _ext(x.t, k + 1)
+            return _mk(z3.ZeroExt(1, z3.Extract(k - 1, 0, t)), 0, b - 1)
+        w = max(x.t.size(), bits_for(0, b))
+        return _mk(_ext(x.t, w) % z3.BitVecVal(b, w), 0, b - 1)  # bvsmod
+
+    def div(self, a: Any, b: Any) -> Any:
+        """Python's ``a // b`` (floor division) for a constant ``b > 0``."""
+        if _is_py(a) and _is_py(b):
+            return a // b
+        if not (isinstance(b, int) and b > 0):
+            raise NotImplementedError("division by a symbolic or non-positive value")
+        x = _sv(a)
+        lo, hi = x.lo // b, x.hi // b
+        w = max(x.t.size(), bits_for(0, b)) + 1
+        t = _ext(x.t, w)
+        r = t % z3.BitVecVal(b, w)  # bvsmod: the sign of the divisor, as in Python
+        return _mk((t - r) / z3.BitVecVal(b, w), lo, hi)  # an exact (bvsdiv) division
+
+    def select(self, seq: Sequence[Any], i: Any) -> Any:
+        if _is_py(i):
+            return seq[i]
+        out = seq[-1]
+        for k in range(len(seq) - 2, -1, -1):
+            out = self.ite(self.eq(i, k), seq[k], out)
+        return out
+
+    def in_range(self, x: Any, lo: int, hi: int) -> Any:
+        return self.and_(self.le(lo, x), self.lt(x, hi))
+
+    @staticmethod
+    def is_true(x: Any) -> bool:
+        """Is ``x`` known to be true (a Python truth or the literal ``True``)?"""
+        if _is_py(x):
+            return bool(x)
+        if isinstance(x, SV):
+            return x.lo > 0 or x.hi < 0
+        return z3.is_true(x)
+
+    @staticmethod
+    def const(x: Any) -> Any:
+        return x
+
+
+# --------------------------------------------------------------------------- state
+
+
+class SymState(QueueOps):
+    """State accessor over z3 terms (see the module docstring for the encodings).
+
+    ``scal``: slot -> term; ``queues``: slot -> (entries, length); ``pool``: in-flight
+    item ``(agent, pc, delivery, choice)`` -> count.  ``ovf`` is the condition under which
+    a push overflowed a queue in this step."""
+
+    __slots__ = ("V", "pool_slot", "scal", "queues", "pool", "ovf")
+
+    def __init__(self, V: Z3Values, pool_slot: int, scal: dict, queues: dict, pool: dict,
+                 ovf: Any = False):
+        self.V = V
+        self.pool_slot = pool_slot
+        self.scal = scal
+        self.queues = queues
+        self.pool = pool
+        self.ovf = ovf
+
+    def get(self, i: int) -> Any:
+        return self.scal[i]
+
+    def set(self, i: int, x: Any) -> None:
+        if isinstance(x, bool):
+            x = int(x)
+        elif not isinstance(x, (int, SV)):
+            x = _sv(x)  # a z3 Boolean stored as 0/1
+        self.scal[i] = x
+
+    # QueueOps ----------------------------------------------------------------
+
+    def q_push(self, slot: int, x: Any) -> None:
+        V = self.V
+        ents, ln = self.queues[slot]
+        cap = len(ents)
+        if _is_py(ln):
+            if ln >= cap:
+                self.ovf = True
+            else:
+                ents = ents[:ln] + (x,) + ents[ln + 1:]
+        else:
+            ents = tuple(V.ite(V.eq(ln, j), x, e) for j, e in enumerate(ents))
+            self.ovf = V.or_(self.ovf, V.le(cap, ln))
+        self.queues[slot] = (ents, ln + 1)
+
+    def q_pop(self, slot: int) -> Any:
+        ents, ln = self.queues[slot]
+        if not ents:  # only under a false guard (a queue that can never hold anything)
+            return 0
+        self.queues[slot] = (ents[1:] + (0,), ln - 1)
+        return ents[0]
+
+    def q_len(self, slot: int) -> Any:
+        return self.queues[slot][1]
+
+    def q_head(self, slot: int) -> Any:
+        ents = self.queues[slot][0]
+        return ents[0] if ents else 0
+
+    def q_count(self, slot: int, x: Any) -> Any:
+        V = self.V
+        if slot == self.pool_slot:
+            return self.pool.get(tuple(x), 0)
+        ents, ln = self.queues[slot]
+        total: Any = 0
+        for j, e in enumerate(ents):
+            total = total + V.ite(V.and_(V.lt(j, ln), V.eq(e, x)), 1, 0)
+        return total
+
+    def pool_add(self, slot: int, item: tuple) -> None:
+        self.pool[item] = self.pool.get(item, 0) + 1
+
+    def pool_remove(self, slot: int, item: tuple) -> None:
+        self.pool[item] = self.pool.get(item, 0) - 1
+
+    # fork / merge (symbolic branches in System.run_local) -------------------
+
+    def fork(self) -> "SymState":
+        return SymState(self.V, self.pool_slot, dict(self.scal), dict(self.queues),
+                        dict(self.pool), self.ovf)
+
+    def merge(self, c: Any, a: "SymState", b: "SymState") -> None:
+        """This state := ``a`` where ``c`` holds, else ``b``."""
+        V = self.V
+        self.scal = {k: V.ite(c, a.scal[k], b.scal[k]) for k in a.scal}
+        q = {}
+        for k, (ea, la) in a.queues.items():
+            eb, lb = b.queues[k]
+            q[k] = (tuple(V.ite(c, x, y) for x, y in zip(ea, eb)), V.ite(c, la, lb))
+        self.queues = q
+        self.pool = {k: V.ite(c, a.pool.get(k, 0), b.pool.get(k, 0))
+                     for k in set(a.pool) | set(b.pool)}
+        self.ovf = V.or_(V.and_(c, a.ovf), V.and_(V.not_(c), b.ovf))
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@dataclass
+class Transition:
+    """One transition template: a warp instruction with one outcome choice, or one
+    static environment item.  Terms are over the template variables ``Encoding.X``."""
+
+    index: int
+    step: tuple                  # ("a", agent, choice) or ("e", item): Explorer's step ids
+    agent: Optional[int]         # the warp, for agent steps
+    pc: Optional[int]
+    guard: Any                   # enabled (pc matches and the instruction can proceed)
+    viol: Any                    # some check of the step fails
+    ovf: Any                     # the encoding is too small (queue or value range)
+    updates: dict[int, Any] = field(default_factory=dict)  # key -> new value (width of key)
+    reads: frozenset = frozenset()   # unused (kept for reductions)
+    checks: tuple = ()           # (condition, prop) of every check, in the model's order
+
+    def first_violation(self, prop: str) -> Any:
+        """The step's *first* failing check has property ``prop`` (how the explicit
+        engine names a violating step)."""
+        out = []
+        earlier: list[Any] = []
+        for c, p in self.checks:
+            if p == prop:
+                out.append(z3.And(c, *[z3.Not(e) for e in earlier]) if earlier else c)
+            earlier.append(c)
+        return z3.simplify(z3.Or(*out)) if out else z3.BoolVal(False)
+
+
+def program_is_acyclic(code: Sequence[Any]) -> bool:
+    """No backward control transfer (the compiler closes persistent loops into cycles)."""
+    for pc, ins in enumerate(code):
+        if isinstance(ins, Jump) and ins.target <= pc:
+            return False
+        if isinstance(ins, Branch) and (ins.then <= pc or ins.orelse <= pc):
+            return False
+    return True
+
+
+def queue_pushes(code: Sequence[Any]) -> tuple[int, int, int]:
+    """Static counts of the instructions that push onto a warp's tcgen05, cp.async and
+    bulk-store queues (``System.exec_agent``)."""
+    tc = sum(isinstance(i, UmmaCommit) for i in code)
+    cp = sum(isinstance(i, (CpAsync, CpAsyncArrive)) for i in code)
+    bs = sum(isinstance(i, (TmaStore, BulkCommit)) for i in code)
+    return tc, cp, bs
+
+
+@dataclass
+class Sample:
+    """Value ranges seen in a bounded concrete exploration (a guess for the encoding's
+    ranges; the encoding checks every update against its ranges, so a wrong guess costs
+    a restart, never soundness)."""
+
+    slot: dict[int, tuple[int, int]] = field(default_factory=dict)
+    qlen: dict[int, int] = field(default_factory=dict)
+    pool: dict[tuple, int] = field(default_factory=dict)
+    complete: bool = False
+    states: int = 0
+
+
+def sample_ranges(system: System, max_states: int = 4000, seconds: float = 0.5) -> Sample:
+    """Breadth-first exploration of at most ``max_states`` concrete states."""
+    import time
+    from collections import Counter, deque
+
+    from .bmc import ConcreteRunner
+
+    runner = ConcreteRunner(system)
+    queue_slots = [s for ag in system.agents for s in (ag.qtc, ag.qcp, ag.qbs)]
+    qset = set(queue_slots)
+    scal = [i for i in range(system.n) if i != system.pool and i not in qset]
+    out = Sample()
+    seen = {runner.initial}
+    todo = deque([runner.initial])
+    t_end = time.perf_counter() + seconds
+
+    def note(st: tuple) -> None:
+        for i in scal:
+            v = int(st[i])
+            r = out.slot.get(i)
+            out.slot[i] = (v, v) if r is None else (min(r[0], v), max(r[1], v))
+        for q in queue_slots:
+            out.qlen[q] = max(out.qlen.get(q, 0), len(st[q]))
+        for it, n in Counter(st[system.pool]).items():
+            out.pool[tuple(it)] = max(out.pool.get(tuple(it), 0), n)
+
+    note(runner.initial)
+    while todo:
+        if len(seen) >= max_states or time.perf_counter() > t_end:
+            break
+        st = todo.popleft()
+        for _, nxt, viol in runner.successors(st):
+            if viol is None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+                note(nxt)
+    else:
+        out.complete = True
+    out.states = len(seen)
+    return out
+
+
+def _signed_range(w: int) -> tuple[int, int]:
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
+
+
+class Encoding:
+    """The symbolic transition relation of a ``System`` (see the module docstring).
+
+    State keys: every scalar slot of ``system.layout``, plus for every queue slot its
+    ``cap`` entries and its length, plus one counter per static TMA/CLC item.  Every key
+    has a declared range ``[lo, hi]`` and the width of the smallest signed bit-vector
+    holding it; an update that may leave the range adds to the transition's overflow
+    condition.  ``caps`` (queue slot -> capacity) and ``ranges`` (key name -> range)
+    override the defaults: exact ranges for program counters and queue entries, and
+    for everything else the ranges of ``sample`` (a bounded concrete exploration)."""
+
+    def __init__(self, system: System, caps: Optional[dict[int, int]] = None,
+                 ranges: Optional[dict[str, tuple[int, int]]] = None,
+                 sample: Optional[Sample] = None):
+        self.sys = system
+        self.V = V = Z3Values()
+        sample = sample or Sample()
+        self.caps: dict[int, int] = {}
+        queue_slots: list[int] = []
+        self.acyclic = True
+        code_len: dict[int, int] = {}
+        for ag in system.agents:
+            code = ag.program.code
+            acyc = program_is_acyclic(code)
+            self.acyclic &= acyc
+            tc, cp, bs = queue_pushes(code)
+            for slot, n in ((ag.qtc, tc), (ag.qcp, cp), (ag.qbs, bs)):
+                # an acyclic program cannot push more than it has push instructions
+                self.caps[slot] = n if acyc else min(n, max(1, sample.qlen.get(slot, 1)))
+                queue_slots.append(slot)
+                code_len[slot] = len(code)
+            code_len[ag.pc] = len(code)
+        if caps:
+            self.caps.update(caps)
+        self.queue_slots = queue_slots
+        self.env_items = system.static_env_items()
+        tma_items = [it[1:] for it in self.env_items if it[0] == "tma"]
+        ranges = dict(ranges or {})
+        # ---- keys
+        names = system.layout.names
+        self.key_names: list[str] = []
+        self.key_range: list[tuple[int, int]] = []
+        self.key_of_slot: dict[int, int] = {}
+        self.qkeys: dict[int, tuple[list[int], int]] = {}
+        self.pool_keys: dict[tuple, int] = {}
+        qset = set(queue_slots)
+        init = system.initial_state()
+
+        def key(name: str, guess: tuple[int, int]) -> int:
+            r = ranges.get(name, guess)
+            self.key_names.append(name)
+            self.key_range.append(_signed_range(bits_for(*r)))
+            return len(self.key_names) - 1
+
+        for slot in range(system.n):
+            if slot == system.pool:
+                for it in tma_items:
+                    n = sample.pool.get(it, 1)
+                    self.pool_keys[it] = key(f"in_flight{list(it)}", (0, max(1, n)))
+            elif slot in qset:
+                cap = self.caps[slot]
+                ents = [key(f"{names[slot]}[{j}]", (-1, code_len[slot])) for j in range(cap)]
+                self.qkeys[slot] = (ents, key(f"{names[slot]}.len", (0, cap + 1)))
+            else:
+                if slot in code_len:  # a program counter
+                    guess = (DONE, code_len[slot])
+                else:
+                    v = int(init[slot])
+                    lo, hi = sample.slot.get(slot, (v, v))
+                    guess = (min(lo, v), max(hi, v))
+                self.key_of_slot[slot] = key(names[slot], guess)
+        self.width = [bits_for(*r) for r in self.key_range]
+        self.X = [z3.BitVec(f"x.{n}", w) for n, w in zip(self.key_names, self.width)]
+        self.init_values = self._initial_values()
+        for k, v in enumerate(self.init_values):
+            lo, hi = self.key_range[k]
+            assert lo <= v <= hi, (self.key_names[k], v, self.key_range[k])
+        self.base = self.state_from_keys([SV(x, *r) for x, r in zip(self.X, self.key_range)])
+        self.transitions: list[Transition] = []
+        self.agent_range: dict[int, tuple[int, int]] = {}
+        self._build()
+
+    def _key(self, name: str) -> int:  # pragma: no cover - kept for callers
+        raise NotImplementedError
+
+    @property
+    def nkeys(self) -> int:
+        return len(self.key_names)
+
+    # ---------------------------------------------------------------- states
+
+    def state_from_keys(self, vals: Sequence[Any]) -> SymState:
+        scal = {s: vals[k] for s, k in self.key_of_slot.items()}
+        queues = {s: (tuple(vals[k] for k in ents), vals[ln])
+                  for s, (ents, ln) in self.qkeys.items()}
+        pool = {it: vals[k] for it, k in self.pool_keys.items()}
+        return SymState(self.V, self.sys.pool, scal, queues, pool)
+
+    def keys_from_state(self, S: SymState) -> list[Any]:
+        out: list[Any] = [None] * self.nkeys
+        for s, k in self.key_of_slot.items():
+            out[k] = S.scal[s]
+        for s, (ents, ln) in self.qkeys.items():
+            e, n = S.queues[s]
+            for k, x in zip(ents, e):
+                out[k] = x
+            out[ln] = n
+        for it, k in self.pool_keys.items():
+            out[k] = S.pool.get(it, 0)
+        return out
+
+    def encode_concrete(self, flat: Sequence[Any]) -> tuple[list[int], dict[int, int]]:
+        """Key values of a concrete flat state, and the queues longer than their
+        capacity (slot -> length)."""
+        out: list[int] = [0] * self.nkeys
+        long: dict[int, int] = {}
+        for s, k in self.key_of_slot.items():
+            out[k] = int(flat[s])
+        for s, (ents, ln) in self.qkeys.items():
+            q = flat[s]
+            if len(q) > len(ents):
+                long[s] = len(q)
+            for j, x in enumerate(q[:len(ents)]):
+                out[ents[j]] = int(x)
+            out[ln] = len(q)
+        for it in flat[self.sys.pool]:
+            out[self.pool_keys[tuple(it)]] += 1
+        return out, long
+
+    def out_of_range(self, flat: Sequence[Any]) -> tuple[dict[str, tuple[int, int]],
+                                                         dict[int, int]]:
+        """Keys of a concrete state outside their declared ranges (name -> value range
+        to cover) and queues over capacity."""
+        vals, long = self.encode_concrete(flat)
+        bad = {}
+        for k, v in enumerate(vals):
+            lo, hi = self.key_range[k]
+            if not lo <= v <= hi:
+                bad[self.key_names[k]] = (min(lo, v), max(hi, v))
+        return bad, long
+
+    def _initial_values(self) -> list[int]:
+        """The initial state, as the explicit engine computes it (every warp has run its
+        local control flow up to its first synchronisation instruction)."""
+        S = ConcreteState(self.sys.initial_state())
+        for a in range(len(self.sys.agents)):
+            self.sys.run_local(CONCRETE, S, a, [])
+        vals, long = self.encode_concrete(S.v)
+        assert not long
+        return vals
+
+    # ---------------------------------------------------------------- transitions
+
+    def fit(self, k: int, v: Any) -> tuple[Any, Any]:
+        """``v`` as a term of key ``k``'s width, and the condition that it leaves the
+        key's declared range."""
+        lo, hi = self.key_range[k]
+        w = self.width[k]
+        if isinstance(v, bool):
+            v = int(v)
+        if isinstance(v, int):
+            ok = lo <= v <= hi
+            return z3.BitVecVal(v, w), (not ok)
+        x = _sv(v)
+        t = x.t
+        ovf: Any = False
+        if not (lo <= x.lo and x.hi <= hi):
+            wt = max(t.size(), w)
+            te = _ext(t, wt)
+            ovf = z3.Or(te < z3.BitVecVal(lo, wt), te > z3.BitVecVal(hi, wt))
+        if t.size() > w:
+            t = z3.Extract(w - 1, 0, t)
+        elif t.size() < w:
+            t = _ext(t, w)
+        return t, ovf
+
+    def _build(self) -> None:
+        sysm, V = self.sys, self.V
+        pcx = [self.base.scal[ag.pc] for ag in sysm.agents]
+        for ag in sysm.agents:
+            lo = len(self.transitions)
+            for pc, ins in enumerate(ag.program.code):
+                if isinstance(ins, (Jump, Branch, SetLocal)):
+                    continue
+                for choice in range(sysm.agent_choices(ag.index, pc)):
+                    S = self.base.fork()
+                    out = sysm.exec_agent(V, S, ag.index, pc, choice)
+                    guard = V.and_(V.eq(pcx[ag.index], pc), out.enabled)
+                    self._add(("a", ag.index, choice), ag.index, pc, guard, out.checks, S)
+            self.agent_range[ag.index] = (lo, len(self.transitions))
+        for item in self.env_items:
+            S = self.base.fork()
+            en = sysm.env_enabled(V, S, item)
+            out = sysm.exec_env(V, S, item)
+            self._add(("e", item), None, None, V.and_(en, out.enabled), out.checks, S)
+
+    def _add(self, step: tuple, agent: Optional[int], pc: Optional[int], guard: Any,
+             checks: Iterable[Any], S: SymState) -> None:
+        V = self.V
+        checks = [c for c in checks if c.condition is not False]
+        viol = V.or_(*[c.condition for c in checks])
+        chk = tuple((_simp(V.boolean(c.condition)), c.prop) for c in checks)
+        chk = tuple((c, p) for c, p in chk if not z3.is_false(c))
+        new = self.keys_from_state(S)
+        base = self.keys_from_state(self.base)
+        upd = {}
+        ovfs = [S.ovf]
+        for k, (b, v) in enumerate(zip(base, new)):
+            if v is b:
+                continue
+            t, o = self.fit(k, v)
+            t = z3.simplify(t)
+            if t.eq(self.X[k]):
+                continue
+            upd[k] = t
+            ovfs.append(o)
+        g = _simp(V.boolean(guard))
+        vi = _simp(V.boolean(viol))
+        ov = _simp(V.boolean(V.or_(*ovfs)))
+        t = Transition(len(self.transitions), step, agent, pc, g, vi, ov, upd,
+                       frozenset(), chk)
+        self.transitions.append(t)
+
+    def _var_key(self) -> dict[Any, int]:
+        if not hasattr(self, "_vk"):
+            self._vk = {x.get_id(): k for k, x in enumerate(self.X)}
+        return self._vk
+
+    # ---------------------------------------------------------------- helpers
+
+    def all_done(self, X: Optional[Sequence[Any]] = None) -> Any:
+        X = self.X if X is None else X
+        out = []
+        for ag in self.sys.agents:
+            k = self.key_of_slot[ag.pc]
+            out.append(X[k] == z3.BitVecVal(DONE, self.width[k]))
+        return z3.And(*out)
+
+
+def _free_vars(t: Any) -> set[int]:
+    """Ids of the uninterpreted constants in ``t``."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    todo = [t]
+    while todo:
+        x = todo.pop()
+        i = x.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.add(i)
+        else:
+            todo.extend(x.children())
+    return out
+
+
+def _simp(x: Any) -> Any:
+    return z3.simplify(x)
