@@ -251,6 +251,9 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     full stubborn-set computation (fewer states, each costlier to expand)."""
     t0 = time.perf_counter()
     ex = Explorer(system, symmetry=reduce, por=reduce and por, safe_steps=reduce)
+    if ex.cyclic and ex.groups:
+        # the starvation search follows each warp along cycles: no permuted warps
+        ex = Explorer(system, symmetry=False, por=False, safe_steps=False)
     v = _bfs(ex, max_states, timeout, progress, None, t0)
     if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
         exact = Explorer(system, symmetry=reduce, por=False, safe_steps=False)
@@ -277,7 +280,7 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
     depth_of: list[int] = [0]
     queue: deque[tuple] = deque([init])
     states: list[tuple] = [init]
-    succ_lists: Optional[list[list[int]]] = [] if ex.cyclic else None
+    succ_lists: Optional[list[list[tuple[int, Any]]]] = [] if ex.cyclic else None
     stats = Stats(engine="explicit")
     transitions = 0
     max_depth = 0
@@ -325,7 +328,7 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         if found_len is not None and d >= found_len:
             break  # every run shorter than the violation found has been explored
         any_succ = False
-        out_edges: list[int] = []
+        out_edges: list[tuple[int, Any]] = []
         expand = depth_limit is None or d < depth_limit
         for step, nxt, viol in (ex.successors(state) if expand else ()):
             any_succ = True
@@ -346,7 +349,7 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
                     max_depth = d + 1
                 queue.append(nxt)
             if succ_lists is not None:
-                out_edges.append(ni)
+                out_edges.append((ni, ("a", step[1]) if step[0] == "a" else ("e", step[1])))
         if succ_lists is not None:
             succ_lists.append(out_edges)
         if expand and not any_succ and not ex.all_done(state):
@@ -370,36 +373,35 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
     if depth_limit is not None:
         return finish(Verdict(PROVEN, depth=max_depth, bounded=True))
     if succ_lists is not None:
-        lasso = _find_livelock(ex, states, succ_lists, index)
+        lasso = _find_starvation(ex, states, succ_lists)
         if lasso is not None:
-            prefix_end, cycle_steps, stuck = lasso
-            steps = path_to(prefix_end)
+            entry, cycle_steps, starving = lasso
+            steps = path_to(entry)
             trace = ex.replay(steps + cycle_steps, None)
             trace.loop_start = len(steps) + 1
             trace.violated = "starvation"
-            trace.detail = (f"{', '.join(stuck)} never exit: from step {len(steps) + 1} the "
-                            "run repeats for ever and nothing can leave the loop (every "
-                            "other move returns to it)")
+            trace.detail = (f"{', '.join(starving)} wait for ever: from step {len(steps) + 1} "
+                            "the run repeats for ever; in the loop every asynchronous "
+                            "operation completes and every warp that can always run does "
+                            "run, but these warps never get past their waits (polls that fail do "
+                            "not count)")
             return finish(Verdict(VIOLATED, "starvation", trace.detail, trace,
                                   depth=len(steps) + len(cycle_steps)))
     return finish(Verdict(PROVEN, depth=max_depth, bounded=False))
 
 
-def _find_livelock(ex: Explorer, states: list[tuple], succ: list[list[int]],
-                   where: dict) -> Optional[tuple]:
-    """A bottom strongly connected component (no edge leaves it) that contains a state
-    where some warp has not exited: once there, the kernel never finishes, whatever the
-    schedule.  Returns (entry state index, steps of a cycle through it, stuck warps)."""
-    n = len(succ)
-    index = [-1] * n
-    low = [0] * n
-    on = [False] * n
+def _sccs(nodes: list[int], adj: dict[int, list[int]]) -> list[list[int]]:
+    """Strongly connected components of the graph ``adj`` restricted to ``nodes``
+    (iterative Tarjan)."""
+    inside = set(nodes)
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
     stack: list[int] = []
-    comp = [-1] * n
+    out: list[list[int]] = []
     counter = 0
-    ncomp = 0
-    for root in range(n):
-        if index[root] != -1:
+    for root in nodes:
+        if root in index:
             continue
         work = [(root, 0)]
         while work:
@@ -408,78 +410,150 @@ def _find_livelock(ex: Explorer, states: list[tuple], succ: list[list[int]],
                 index[v] = low[v] = counter
                 counter += 1
                 stack.append(v)
-                on[v] = True
+                on.add(v)
+            edges = adj.get(v, ())
             recurse = False
-            edges = succ[v]
             while i < len(edges):
                 w = edges[i]
                 i += 1
-                if index[w] == -1:
+                if w not in inside:
+                    continue
+                if w not in index:
                     work.append((v, i))
                     work.append((w, 0))
                     recurse = True
                     break
-                if on[w]:
+                if w in on:
                     low[v] = min(low[v], index[w])
             if recurse:
                 continue
             if low[v] == index[v]:
+                comp = []
                 while True:
                     w = stack.pop()
-                    on[w] = False
-                    comp[w] = ncomp
+                    on.discard(w)
+                    comp.append(w)
                     if w == v:
                         break
-                ncomp += 1
+                out.append(comp)
             if work:
                 u = work[-1][0]
                 low[u] = min(low[u], low[v])
-    members: dict[int, list[int]] = {}
-    for v in range(n):
-        members.setdefault(comp[v], []).append(v)
-    best = None
-    for c, vs in members.items():
-        if len(vs) == 1 and vs[0] not in succ[vs[0]]:
-            continue  # not a cycle
-        if any(comp[w] != c for v in vs for w in succ[v]):
-            continue  # some move leaves it
-        entry = min(vs)
-        if ex.all_done(states[entry]):
+    return out
+
+
+def _find_starvation(ex: Explorer, states: list[tuple],
+                     succ: list[list[tuple[int, Any]]]) -> Optional[tuple]:
+    """A fair cycle in which some warp that has not exited never moves (the definition
+    the BMC engine uses, ``checker/liveness.py``): asynchronous hardware is strongly fair
+    (an operation enabled somewhere in the cycle completes in it) and warps are weakly
+    fair (a warp enabled in every state of the cycle moves in it), so the starving warp
+    really waits.  For each warp ``w``: the strongly connected components of the graph
+    without ``w``'s moves, refined the Emerson-Lei way (drop the states where a strongly
+    fair actor is enabled but never acts inside; drop a component where a warp is
+    enabled everywhere but never moves).  Returns (entry state, steps of a fair cycle
+    through it, starving warps) or None.  ``succ[v]`` lists (target, actor) pairs, actor
+    = ("a", warp) or ("e", item); the explorer must not permute warps (no symmetry)."""
+    from .liveness import poll_pcs
+
+    nag = len(ex.sys.agents)
+    enabled = [{a for _t, a in succ[v]} for v in range(len(succ))]
+    polls = [set(poll_pcs(ex.sys, a)) for a in range(nag)]
+    best: Optional[tuple] = None
+    for w in range(nag):
+        alive = [v for v in range(len(succ)) if ex.pc(states[v], w) != DONE]
+        if not alive:
             continue
-        if best is None or entry < best:
-            best = entry
+        # w's moves that are polls (try_wait/try_acquire) stay: spinning is waiting
+        wpoll = {v for v in alive if ex.pc(states[v], w) in polls[w]}
+        adj = {v: [t for t, a in succ[v] if a != ("a", w) or v in wpoll] for v in alive}
+        work = _sccs(alive, adj)
+        while work:
+            comp = work.pop()
+            cset = set(comp)
+            internal = {a for v in comp for t, a in succ[v]
+                        if t in cset and (a != ("a", w) or v in wpoll)}
+            if not internal:
+                continue  # a single state without a self-loop: not a cycle
+            # strong fairness of asynchronous completions
+            unfair_env = {a for v in comp for a in enabled[v]
+                          if a[0] == "e" and a not in internal}
+            if unfair_env:
+                keep = [v for v in comp if not (enabled[v] & unfair_env)]
+                work.extend(_sccs(keep, adj))
+                continue
+            # weak fairness of warps (w included: it must be blocked somewhere)
+            if any(all(("a", a) in enabled[v] for v in comp)
+                   for a in range(nag) if ("a", a) not in internal):
+                continue
+            entry = min(comp)
+            if best is None or entry < best[0]:
+                best = (entry, w, cset, internal, wpoll)
+            break
     if best is None:
         return None
-    # a cycle from the entry back to itself inside its component (BFS over edges)
-    c = comp[best]
-    prev: dict[int, tuple[int, tuple]] = {}
-    frontier = [best]
-    found = None
-    while frontier and found is None:
+    entry, w, cset, internal, wpoll = best
+    # a closed walk from the entry, inside the component and without w's moves, that
+    # takes one move of every actor that moves inside and visits, for every warp that
+    # does not, a state where it is disabled: the cycle is then fair
+    targets: list[tuple[str, Any]] = [("edge", a) for a in sorted(internal, key=repr)]
+    for a in range(nag):
+        if ("a", a) not in internal:
+            targets.append(("off", a))
+    steps: list = []
+    cur = entry
+    for kind, what in targets + [("home", None)]:
+        def goal(v: int, step: Any, t: int) -> bool:
+            if kind == "edge":
+                return _actor(step) == what
+            if kind == "off":
+                return ("a", what) not in enabled[t]
+            return t == entry
+        path, cur2 = _walk(ex, states, cset, w, wpoll, cur, goal,
+                           zero_ok=(kind == "off" and ("a", what) not in enabled[cur]))
+        steps += path
+        cur = cur2
+    flat = ex.packer.unpack(states[entry])
+    starving = [f"{ex.sys.agents[a].name} ({ex.sys.agents[a].role})" for a in range(nag)
+                if (a == w or ("a", a) not in internal) and flat[ex.sys.agents[a].pc] != DONE]
+    return entry, steps, starving
+
+
+def _actor(step: tuple) -> tuple:
+    return ("a", step[1]) if step[0] == "a" else ("e", step[1])
+
+
+def _walk(ex: Explorer, states: list[tuple], cset: set[int], w: int, wpoll: set[int],
+          src: int,
+          goal: Callable[[int, Any, int], bool], zero_ok: bool = False) -> tuple[list, int]:
+    """Shortest path inside ``cset`` (no move of warp ``w``) from ``src`` whose last move
+    satisfies ``goal(source, step, target)``; returns (steps, end state)."""
+    if zero_ok:
+        return [], src
+    where = {states[v]: v for v in cset}
+    prev: dict[int, tuple[int, Any]] = {}
+    frontier = [src]
+    seen = {src}
+    while frontier:
         nxt_frontier = []
         for v in frontier:
-            for step, nxt, _viol in ex.successors(states[v]):
-                w = where.get(nxt)
-                if w is None or comp[w] != c:
+            for step, nxt, viol in ex.successors(states[v]):
+                t = where.get(nxt)
+                if viol is not None or t is None or (_actor(step) == ("a", w)
+                                                     and v not in wpoll):
                     continue
-                if w == best:
-                    found = (v, step)
-                    break
-                if w not in prev:
-                    prev[w] = (v, step)
-                    nxt_frontier.append(w)
-            if found:
-                break
+                if goal(v, step, t):
+                    path = [step]
+                    u = v
+                    while u != src:
+                        p, st = prev[u]
+                        path.append(st)
+                        u = p
+                    path.reverse()
+                    return path, t
+                if t not in seen:
+                    seen.add(t)
+                    prev[t] = (v, step)
+                    nxt_frontier.append(t)
         frontier = nxt_frontier
-    if found is None:
-        return None
-    steps = [found[1]]
-    v = found[0]
-    while v != best:
-        p, step = prev[v]
-        steps.append(step)
-        v = p
-    steps.reverse()
-    flat = ex.packer.unpack(states[best])
-    stuck = [ag.name for ag in ex.sys.agents if flat[ag.pc] != DONE]
-    return best, steps, stuck
+    raise AssertionError("fair cycle construction left its component")  # pragma: no cover

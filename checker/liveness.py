@@ -6,7 +6,8 @@ others keep running, with no deadlock (someone can always move) and no safety vi
 The BMC engine looks for a *lasso*: a run ``s_0 .. s_l .. s_k`` with ``s_k = s_l`` (the
 loop ``s_l .. s_k`` can repeat for ever) such that
 
-* some warp ``w`` that has not exited takes no step in the loop (it waits for ever);
+* some warp ``w`` that has not exited takes no step in the loop, or only polls
+  (``try_wait``/``try_acquire`` steps) -- it waits for ever;
 * the loop is *fair*: every environment agent (a TMA/CLC delivery, a tcgen05 commit, a
   cp.async completion, a bulk-store step -- one per static item) that is enabled
   somewhere in the loop acts in it (strong fairness: asynchronous hardware always
@@ -63,6 +64,15 @@ class _Aux:
         return self.cache[j]
 
 
+def poll_pcs(system: System, a: int) -> list[int]:
+    """Program counters of warp ``a``'s polls (``TryWait``: try_wait / try_acquire).  A
+    warp whose only moves in a loop are polls waits for ever as much as a blocked one."""
+    from ..model.program import TryWait
+
+    return [pc for pc, ins in enumerate(system.agents[a].program.code)
+            if isinstance(ins, TryWait)]
+
+
 def find_lasso(system: System, u: Any, runner: Any, depth: int,
                check: Callable[..., Any]) -> Optional[Verdict]:
     """The shortest fair lasso (``k`` steps, ``k <= depth``) in which some warp starves."""
@@ -92,8 +102,17 @@ def find_lasso(system: System, u: Any, runner: Any, depth: int,
         starve = []
         for a in range(aux.nag):
             w = enc.width[pck[a]]
+            polls = poll_pcs(system, a)
+
+            def progressed(j: int, a: int = a, w: int = w, polls: list = polls) -> Any:
+                # a step that is not a poll (try_wait / try_acquire): spinning on a
+                # poll that never succeeds is waiting, not progress
+                pc = u.state(j)[pck[a]]
+                return z3.And(levels[j][0][a],
+                              *[pc != z3.BitVecVal(p, w) for p in polls])
+
             starve.append(z3.And(sk[pck[a]] != z3.BitVecVal(DONE, w),
-                                 *[z3.Implies(ins[j], z3.Not(levels[j][0][a]))
+                                 *[z3.Implies(ins[j], z3.Not(progressed(j)))
                                    for j in range(k)]))
         cons.append(z3.Or(*starve))
         q = u.literal(f"lasso{k}")
@@ -118,6 +137,9 @@ def _report(system: System, runner: Any, steps: list[tuple], ell: int) -> Verdic
     loop = steps[ell:]
     loop_states = states[ell:-1]
     moved = {st[1] for st in loop if st[0] == "a"}
+    progressed = {st[1] for st, src in zip(loop, loop_states)
+                  if st[0] == "a" and src[system.agents[st[1]].pc] not in
+                  poll_pcs(system, st[1])}
     fired = {st[1] for st in loop if st[0] == "e"}
     for ag in system.agents:
         en_all = all(any(s[0] == "a" and s[1] == ag.index for s, _, _ in runner.successors(st))
@@ -130,7 +152,7 @@ def _report(system: System, runner: Any, steps: list[tuple], ell: int) -> Verdic
                 raise InternalError(f"lasso is unfair to the environment agent {s[1]}")
     start = states[ell]
     starving = [ag for ag in system.agents
-                if start[ag.pc] != DONE and ag.index not in moved]
+                if start[ag.pc] != DONE and ag.index not in progressed]
     if not starving:
         raise InternalError("no warp starves in the BMC lasso")
     trace: Trace = build_trace(system, steps, None)
@@ -139,7 +161,8 @@ def _report(system: System, runner: Any, steps: list[tuple], ell: int) -> Verdic
     names = ", ".join(f"{ag.name} ({ag.role})" for ag in starving)
     trace.detail = (f"{names} wait{'s' if len(starving) == 1 else ''} for ever: from step "
                     f"{ell + 1} the run repeats a loop of {len(loop)} steps in which "
-                    f"{'it never moves' if len(starving) == 1 else 'they never move'}, "
+                    f"{'it never gets past its wait' if len(starving) == 1 else 'they never get past their waits'}"
+                    " (polls that fail do not count), "
                     "although every asynchronous operation completes and every warp "
                     "that stays enabled runs (fair schedule)")
     trace.blocked = [f"{ag.name} ({ag.role}) {system.blocked_reason(start, ag.index)}"

@@ -323,3 +323,31 @@ def test_first_violation_helper() -> None:
 
     assert first_violation([Check(False, "a", ""), Check(True, "b", "x")]) == ("b", "x")
     assert first_violation([Check(False, "a", "")]) is None
+
+
+LIVENESS_CASES = ["liveness/persistent_consumer_releases.pipe",
+                  "liveness/persistent_consumer_stops_releasing.pipe"]
+
+
+@pytest.mark.parametrize("name", LIVENESS_CASES + ["<spin>"])
+def test_engines_agree_on_starvation(name: str) -> None:
+    """One definition of starvation in both engines: a fair loop in which a warp that has
+    not exited never gets past its wait (blocked, or only polling with try_wait).  A
+    persistent kernel whose warps all keep making progress is not starvation."""
+    from pipeproof.api import check_source
+
+    if name == "<spin>":
+        import render_cases
+
+        src = render_cases.STARVATION  # a consumer spinning on try_wait for ever
+    else:
+        src = (EX / name).read_text()
+    e = check_source(src, engine="explicit")
+    b = check_source(src, engine="bmc", depth=24, timeout=240)
+    expect = "PROVEN" if name.endswith("releases.pipe") else "VIOLATED"
+    assert e.status == expect, e.verdict.headline()
+    if expect == "VIOLATED":
+        assert (e.prop, b.status, b.prop) == ("starvation", "VIOLATED", "starvation")
+        assert e.verdict.trace.loop_start is not None
+    else:
+        assert b.status in ("SAFE", "PROVEN"), b.verdict.headline()
