@@ -444,8 +444,9 @@ def _sccs(nodes: list[int], adj: dict[int, list[int]]) -> list[list[int]]:
 
 def _find_starvation(ex: Explorer, states: list[tuple],
                      succ: list[list[tuple[int, Any]]]) -> Optional[tuple]:
-    """A fair cycle in which some warp that has not exited never moves (the definition
-    the BMC engine uses, ``checker/liveness.py``): asynchronous hardware is strongly fair
+    """A fair cycle in which some warp that has not exited never gets past its wait --
+    it does not move, or only polls (the definition the BMC engine uses,
+    ``checker/liveness.py``): asynchronous hardware is strongly fair
     (an operation enabled somewhere in the cycle completes in it) and warps are weakly
     fair (a warp enabled in every state of the cycle moves in it), so the starving warp
     really waits.  For each warp ``w``: the strongly connected components of the graph
