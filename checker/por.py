@@ -95,6 +95,9 @@ class Footprints:
         self.sys = sysm
         n = len(sysm.agents)
         self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
+        # named barriers some warp uses without a thread count (they count live threads)
+        self.nb_all_threads = {(ag.cta, ins.id) for ag in sysm.agents for ins in ag.program.code
+                               if isinstance(ins, NamedBarrierOp) and ins.count is None}
         self.all_ctas = list(range(sysm.info.cluster_size))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
@@ -246,7 +249,10 @@ class Footprints:
             if ins.id == 0 or ins.count is None:
                 fp |= {(x, "M") for x in self._arrays_of(cta)}
         elif t is NamedWait:
-            fp.add((("nb", cta, ins.id), "R"))
+            # an enabled NamedWait reads only the warp's own arrival flag, which no other
+            # unit can set again (completions only clear it): it conflicts with nothing.
+            # Its disabled case is handled by _enablers / _block_requirement.
+            pass
         elif t is ClusterArrive:
             fp.add((("cl",), "CA"))
             for c in self.all_ctas:
@@ -266,7 +272,9 @@ class Footprints:
             fp.add((("cl",), "CA"))
             for c in self.all_ctas:
                 fp |= {(x, "M") for x in self._arrays_of(c)}
-            for (c, bid) in sysm.nb:
+            # an exit changes the live-thread count that only all-thread named barriers
+            # (bar.sync without a count) complete against (model.system._named_complete)
+            for (c, bid) in self.nb_all_threads:
                 if c == cta:
                     fp.add((("nb", c, bid), "NA"))
         elif t is SetLocal:
@@ -674,19 +682,39 @@ class _Ctx:
                 q.extend(x for x in get(slot) if x != BULK_MARK)
             self.queued[ag.index] = q
 
-    def _current_fp(self, u: tuple) -> Footprint:
+    def _current_fp(self, u: tuple, holders: dict) -> Footprint:
         """Footprint of the unit's current step; a cluster/named-barrier arrival that does
-        not complete the barrier in this state does not touch init visibility."""
+        not complete the barrier in this state does not touch init visibility, and an
+        exit that cannot be its CTA's last (``holders``: see ``_holders``) does not change
+        whether the CTA has exited."""
         if u[0] == "a":
             a = u[1]
             pc = self.pcs[a]
             if pc == DONE:
                 return frozenset()
             nc = self.fp.noncompleting[a][pc]
-            if nc is not None and not self._completes(a, pc):
-                return nc
-            return self.fp.step[a][pc]
+            fp = nc if nc is not None and not self._completes(a, pc) else self.fp.step[a][pc]
+            if nc is not None and isinstance(self.sys.code(a)[pc], Exit):
+                cta = self.sys.agents[a].cta
+                if holders.get(cta, set()) - {a}:
+                    fp = fp - {(("exit", cta), "W")}
+            return fp
         return self.env_fps[u]
+
+    def _holders(self, T: set, futures: dict) -> dict:
+        """Per CTA, the live warps that stay live until a unit of T moves: those in T and
+        those whose future (``_future``) cannot reach their exit.  While one of them is
+        live, no other warp's exit is its CTA's last, so such exits commute with
+        everything that reads whether the CTA has exited (landings, remote arrives)."""
+        out: dict = {}
+        for b, pc in enumerate(self.pcs):
+            if pc == DONE:
+                continue
+            cta = self.sys.agents[b].cta
+            u = ("a", b)
+            if u in T or (("exit", cta), "W") not in futures[u][0]:
+                out.setdefault(cta, set()).add(b)
+        return out
 
     def _completes(self, a: int, pc: int) -> bool:
         ins = self.sys.code(a)[pc]
@@ -1056,13 +1084,14 @@ class _Ctx:
                     arrivals[b] = arrivals.get(b, 0) + c
             # conflicts between enabled units of T and what others may do.  Operations on
             # one mbarrier commute when no completion can happen among them (settle-free).
+            holders = self._holders(T, futures)
             index: dict = {}
             t_ops_by_bar: dict = {}
             t_waits: set = set()
             for u in T:
                 if not self._enabled(u):
                     continue
-                for obj, mode in self._current_fp(u):
+                for obj, mode in self._current_fp(u, holders):
                     index.setdefault(obj, set()).add(mode)
                     if obj[0] == "bar" and mode == "O":
                         t_waits.add(obj[1])
@@ -1086,6 +1115,8 @@ class _Ctx:
                     ms = index.get(obj)
                     if not ms:
                         continue
+                    if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
+                        continue  # not the CTA's last exit
                     if obj in free and mode in (BAR_OPS | {"O"}):
                         continue
                     if any(conflicts(mode, m) for m in ms):
