@@ -35,6 +35,7 @@ from ..model.program import (Arrive, BarRef, Branch, BufRef, BulkCommit, BulkWai
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
+from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, System
 
 # Operation modes on an object.  Two operations on the same object conflict unless the
@@ -95,6 +96,14 @@ class Footprints:
         self.sys = sysm
         n = len(sysm.agents)
         self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
+        # named barriers every warp uses with one and the same thread count
+        counts: dict = defaultdict(set)
+        for ag in sysm.agents:
+            for ins in ag.program.code:
+                if isinstance(ins, NamedBarrierOp):
+                    counts[(ag.cta, ins.id)].add(ins.count)
+        self.nb_count = {k: next(iter(v)) for k, v in counts.items()
+                         if len(v) == 1 and None not in v}
         # named barriers some warp uses without a thread count (they count live threads)
         self.nb_all_threads = {(ag.cta, ins.id) for ag in sysm.agents for ins in ag.program.code
                                if isinstance(ins, NamedBarrierOp) and ins.count is None}
@@ -701,6 +710,27 @@ class _Ctx:
             return fp
         return self.env_fps[u]
 
+    def _nb_settle_free(self, index: dict, others: list, futures: dict) -> set:
+        """Named barriers whose arrivals by T commute with what units outside T may do
+        before T moves: every warp arrives with the same thread count and the arrivals
+        outside T cannot complete the current generation on their own.  Then every one of
+        those arrivals joins the current generation in any order, the completion (at the
+        last one) leaves the same state, and no warp outside T passes its NamedWait
+        before T moves (PTX ISA, barrier{.cta}: a generation completes when the expected
+        number of threads has arrived)."""
+        out = set()
+        for obj, modes in index.items():
+            if obj[0] != "nb" or modes != {"NA"}:
+                continue
+            key = (obj[1], obj[2])
+            need = self.fp.nb_count.get(key)
+            if need is None:
+                continue
+            n = sum(1 for v in others if (obj, "NA") in futures[v][0])
+            if self.get(self.sys.nb[key]) + WARP_SIZE * n < need:
+                out.add(obj)
+        return out
+
     def _holders(self, T: set, futures: dict) -> dict:
         """Per CTA, the live warps that stay live until a unit of T moves: those in T and
         those whose future (``_future``) cannot reach their exit.  While one of them is
@@ -1110,6 +1140,7 @@ class _Ctx:
                 if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
                                      b in t_waits):
                     free.add(obj)
+            free |= self._nb_settle_free(index, others, futures)
             for v in others:
                 for obj, mode in futures[v][0]:
                     ms = index.get(obj)
@@ -1117,7 +1148,7 @@ class _Ctx:
                         continue
                     if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
                         continue  # not the CTA's last exit
-                    if obj in free and mode in (BAR_OPS | {"O"}):
+                    if obj in free and mode in (BAR_OPS | {"O", "NA"}):
                         continue
                     if any(conflicts(mode, m) for m in ms):
                         T.add(v)
