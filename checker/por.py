@@ -36,7 +36,7 @@ from ..model.program import (Arrive, BarRef, Branch, BufRef, BulkCommit, BulkWai
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
 from ..model.groups import WARP_SIZE
-from ..model.system import BULK_MARK, DONE, System
+from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, System
 
 # Operation modes on an object.  Two operations on the same object conflict unless the
 # pair is listed here (the relation is symmetric).
@@ -731,6 +731,12 @@ class _Ctx:
                 out.add(obj)
         return out
 
+    def _saturated(self, obj: tuple) -> bool:
+        """Is the barrier array's init already visible to the whole cluster?  Then the
+        monotone visibility updates ("M": fences, releases, cluster-barrier promotes) can
+        no longer change what a use of it reads ("R"), so the two commute."""
+        return self.get(self.sys.arr[(obj[1], obj[2])]) == VIS_CLUSTER
+
     def _holders(self, T: set, futures: dict) -> dict:
         """Per CTA, the live warps that stay live until a unit of T moves: those in T and
         those whose future (``_future``) cannot reach their exit.  While one of them is
@@ -1148,6 +1154,8 @@ class _Ctx:
                         continue
                     if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
                         continue  # not the CTA's last exit
+                    if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
+                        continue
                     if obj in free and mode in (BAR_OPS | {"O", "NA"}):
                         continue
                     if any(conflicts(mode, m) for m in ms):
