@@ -233,7 +233,7 @@ PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
 
 def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                    progress: Optional[Callable[[int, int, float], None]] = None,
-                   reduce: bool = True, por: bool = False) -> Verdict:
+                   reduce: bool = True, por: Optional[bool] = None) -> Verdict:
     """Exhaustive breadth-first search.
 
     The reported violation is a shortest one (fewest steps); among violations of equal
@@ -248,8 +248,13 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     it, bounded to depth D (if that search exceeds the limits the counterexample is
     reported with ``stats.extra["shortest"] = False``).  ``reduce=False`` explores the
     full interleaving graph (the reference for differential tests).  ``por`` adds the
-    full stubborn-set computation (fewer states, each costlier to expand)."""
+    full stubborn-set computation (fewer states, each costlier to expand); ``None``
+    turns it on for clusters of more than one CTA, where it pays: measured in
+    bench/results/explicit.md, it cuts the 2x2-cluster and 2-CTA kernels from millions of
+    states to thousands, while on one CTA it often costs more time than it saves."""
     t0 = time.perf_counter()
+    if por is None:
+        por = system.info.cluster_size > 1
     ex = Explorer(system, symmetry=reduce, por=reduce and por, safe_steps=reduce)
     if ex.cyclic and ex.groups:
         # the starvation search follows each warp along cycles: no permuted warps

@@ -93,7 +93,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  engine: str = "explicit", depth: Optional[int] = None,
                  timeout: float = 600.0, max_states: int = 3_000_000,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 file: str = "", reduce: bool = True, por: bool = False,
+                 file: str = "", reduce: bool = True, por: Optional[bool] = None,
                  smt2: Optional[str] = None) -> CheckResult:
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):

@@ -96,7 +96,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         result = check_file(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
-                            progress=progress,
+                            progress=progress, por={"auto": None, "on": True,
+                                                    "off": False}[args.por],
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -162,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
     c.add_argument("--max-states", type=int, default=3_000_000,
                    help="explicit engine: states before UNKNOWN (default 3,000,000)")
+    c.add_argument("--por", choices=("auto", "on", "off"), default="auto",
+                   help="explicit engine: stubborn-set partial-order reduction (fewer "
+                        "states, each costlier to expand); auto: on for clusters of more "
+                        "than one CTA, where interleavings multiply")
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")

@@ -32,7 +32,6 @@ TIMEOUT = 300.0
 #: textbook examples the explicit engine cannot finish today (state explosion of the
 #: interleavings, not a finding): explored for a bounded number of states by default, and
 #: required to be PROVEN only in the slow run.
-TEXTBOOK_TOO_BIG_TODAY = {"pipeline_tma_async_multicast": 20_000}
 
 
 def _header(path: Path) -> list[str]:
@@ -60,24 +59,9 @@ def _assert_ok(path: Path, params: dict, **kw: object) -> None:
     assert r.exit_code == 0
 
 
-def _textbook() -> list:
-    out = []
-    for p in TEXTBOOK:
-        marks = [pytest.mark.slow] if p.stem in TEXTBOOK_TOO_BIG_TODAY else []
-        out.append(pytest.param(p, id=p.stem, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("path", _textbook())
+@pytest.mark.parametrize("path", TEXTBOOK, ids=lambda p: p.stem)
 def test_textbook_example(path: Path) -> None:
-    _assert_ok(path, {}, max_states=3_000_000, timeout=1800.0) \
-        if path.stem in TEXTBOOK_TOO_BIG_TODAY else \
-        _assert_ok(path, {}, max_states=MAX_STATES, timeout=TIMEOUT)
-
-
-@pytest.mark.parametrize("stem", sorted(TEXTBOOK_TOO_BIG_TODAY))
-def test_textbook_example_bounded(stem: str) -> None:
-    _smoke(EXAMPLES / "textbook" / f"{stem}.pipe", TEXTBOOK_TOO_BIG_TODAY[stem])
+    _assert_ok(path, {}, max_states=MAX_STATES, timeout=TIMEOUT)
 
 
 def _smoke(path: Path, max_states: int) -> None:
