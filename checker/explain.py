@@ -56,8 +56,11 @@ FIXES: dict[str, str] = {
     "named-barrier-misuse": "use barrier ids 0..15 and thread counts that are multiples of "
                             "32 and equal on both sides",
     "cluster-barrier-misuse": "pair every cluster_arrive with one cluster_wait",
-    "role-misuse": "call producer methods from the producer warp and consumer methods from "
-                   "the consumer warps",
+    "role-misuse": "call producer methods only from the producer warp and consumer methods "
+                   "only from the consumer warps (a warp that must do both, like a CLC "
+                   "scheduler, makes its producer state with "
+                   "make_pipeline_state(PipelineUserType.ProducerConsumer, ...)), and issue "
+                   "no CLC query after a failed response",
     "elect-misuse": "do not nest elect_one()",
     "missing-proxy-fence": "issue fence_proxy_async (fence.proxy.async.shared::cta) after "
                            "writing shared memory with ordinary stores and before the TMA "

@@ -78,9 +78,11 @@ CATALOGUE: tuple[PropertyInfo, ...] = (
                  "barrier.cluster arrive twice before waiting, or wait without arrive",
                  "PTX ISA barrier.cluster"),
     PropertyInfo(Prop.ROLE_MISUSE,
-                 "a pipeline method called from the wrong side (e.g. a producer waiting as a "
-                 "consumer), or a CLC query after a failed response",
-                 "CUTLASS pipeline roles; PTX ISA clusterlaunchcontrol"),
+                 "a warp calls both sides of one pipeline without being declared a "
+                 "ProducerConsumer (e.g. a producer waiting as a consumer), or a CLC query "
+                 "after a failed response",
+                 "CUTLASS sm90_pipeline.hpp Params::role / ThreadCategory, "
+                 "pipeline_check_is_producer/consumer; PTX ISA clusterlaunchcontrol"),
     PropertyInfo(Prop.ELECT_MISUSE,
                  "elect.sync reached by one lane (election nested in elect_one())",
                  "PTX ISA elect.sync"),

@@ -32,6 +32,7 @@ from .pipelines.tma_store_fence import TmaStoreFence
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
 from .properties import Prop
+from .roles import RoleUse, method_side, misuse_message
 
 MAX_BLOCK_THREADS = 1024
 #: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
@@ -503,6 +504,11 @@ class _Agent:
         self._self_update: Optional[Any] = None
         self._arg_updates: dict[int, Any] = {}
         self._capture: Optional[dict[int, Any]] = None
+        #: role-checked pipeline calls of this warp, per pipeline (model/roles.py)
+        self.role_uses: dict[str, RoleUse] = {}
+        #: pipelines this warp uses from both sides (known from a first compilation):
+        #: a call of the side other than the first one's gets a role-misuse Fail
+        self.misused: dict[str, RoleUse] = {}
 
     # ---------------------------------------------------------------- the cx interface
 
@@ -539,7 +545,7 @@ class _Agent:
             return
         pos = len(self.code)
         if pos and pos not in self.targets and self.code[-1].is_sync \
-                and not isinstance(self.code[-1], Exit):
+                and not isinstance(self.code[-1], (Exit, Fail)):
             last = self.code[-1]
             self.code[-1] = replace(last, post=last.post + tuple(effects))
         else:
@@ -555,6 +561,21 @@ class _Agent:
 
     def fail(self, prop: str, message: str) -> None:
         self.emit(Fail(prop=prop, message=message, loc=self.loc, label=self.label))
+
+    def pipeline_call(self, pipe: PipelineBase, name: str, args: tuple) -> None:
+        """Called by ``PipelineBase.call`` before a method of ``pipe`` runs: record the
+        side of the call and, for a warp that uses both sides of ``pipe``, put a
+        ``role-misuse`` failure before a call of the other side (``model/roles.py``)."""
+        side = method_side(name)
+        if side is None:
+            return
+        var = pipe.decl.var
+        self.role_uses.setdefault(var, RoleUse(var)).add(side, name, args, self.loc,
+                                                         self.label)
+        bad = self.misused.get(var)
+        if bad is not None and bad.home is not None and side != bad.home.side:
+            self.fail(Prop.ROLE_MISUSE,
+                      misuse_message(var, side, name, self.label, bad.home))
 
     def need(self, kw: dict, key: str) -> Any:
         if key not in kw:
@@ -823,7 +844,18 @@ class _Compiler:
         return old[0]
 
     def compile_agent(self, cta: int, warp: int) -> AgentProgram:
+        """Specialise the body for one warp.  A warp that calls both sides of a pipeline
+        (and is not declared a ProducerConsumer of it) is compiled a second time, knowing
+        which calls are role misuses (``model/roles.py``)."""
+        a = self._compile_agent(cta, warp, {})
+        misused = {v: u for v, u in a.role_uses.items() if u.misused()}
+        if misused:
+            a = self._compile_agent(cta, warp, misused)
+        return AgentProgram(cta, warp, a.role or "", tuple(a.code), tuple(a.locals))
+
+    def _compile_agent(self, cta: int, warp: int, misused: dict[str, RoleUse]) -> "_Agent":
         a = _Agent(self, cta, warp)
+        a.misused = misused
         env = dict(self.info.params)
         env[_LANES] = tuple(range(WARP_SIZE))
         env[_ROLE] = None
@@ -836,7 +868,7 @@ class _Compiler:
             first = False
             if pos >= 0:
                 a.code[pos] = replace(a.code[pos], **{which: start})
-        return AgentProgram(cta, warp, a.role or "", tuple(a.code), tuple(a.locals))
+        return a
 
     def _specialise(self, a: _Agent, node: int, env: dict, fresh: bool) -> int:
         key = (node, _freeze(env))

@@ -36,7 +36,10 @@ class PipelineStateVal:
     ``ghost`` is the phase number mod 4 when ``tracked``; otherwise only its parity is
     meaningful.  ``count`` is None when the kernel never reads it (so that persistent
     loops reach a repeating state).  ``simple`` marks FlashAttention's
-    ``PipelineStateSimple`` (its ``phase`` is not reduced mod 2).
+    ``PipelineStateSimple`` (its ``phase`` is not reduced mod 2).  ``user`` is the
+    ``PipelineUserType`` it was made with (empty for states built from a bare index and
+    phase); a ``ProducerConsumer`` state declares its warp a producer *and* consumer of
+    the pipeline it is used on (``model/roles.py``).
     """
 
     stages: int
@@ -45,6 +48,7 @@ class PipelineStateVal:
     count: Optional[int] = 0
     tracked: bool = True
     simple: bool = False
+    user: str = ""
 
     @property
     def phase(self) -> int:
@@ -92,7 +96,8 @@ def make_pipeline_state(user_type: str, stages: int, track_count: bool = True,
         ghost = 0
     else:
         raise ValueError(f"unknown PipelineUserType {user_type!r}")
-    return PipelineStateVal(stages, 0, ghost, 0 if track_count else None, True, simple)
+    return PipelineStateVal(stages, 0, ghost, 0 if track_count else None, True, simple,
+                            user_type)
 
 
 def state_from_index_phase(stages: int, index: int, phase: int,

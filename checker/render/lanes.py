@@ -215,10 +215,11 @@ def cell_text(ev: Event, with_pipeline: bool = False) -> str:
             parity = int(m.group(2)) if parity is None and op.endswith("wait") else parity
     parts = []
     if method:
-        name = short_method(method)
+        # a misuse names the whole method: a role-misuse is a call of the lane's other side
+        name = method if op == "misuse" else short_method(method)
         parts.append(f"{ev.pipeline}.{name}" if with_pipeline and ev.pipeline else name)
         # a pipeline method lowers to several PTX operations: say which one this is
-        if ev.pipeline and op and op not in (method, name, "ghost"):
+        if (ev.pipeline or op == "misuse") and op and op not in (method, name, "ghost"):
             parts.append(op)
         elif op.endswith("(wait)"):
             parts.append("wait")

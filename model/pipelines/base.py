@@ -105,6 +105,9 @@ class PipelineBase:
             cx.error(f"{self.decl.cls} has no method {name}()")
         while args and args[-1] is None:
             args = args[:-1]
+        hook = getattr(cx, "pipeline_call", None)
+        if hook is not None:  # the compiler's role bookkeeping (model/roles.py)
+            hook(self, name, args)
         return fn(cx, *args, **kwargs)
 
     def call_mutating(self, cx: Any, name: str, state: Any) -> Any:
