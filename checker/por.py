@@ -96,17 +96,17 @@ class Footprints:
         self.sys = sysm
         n = len(sysm.agents)
         self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
-        # named barriers every warp uses with one and the same thread count
+        # thread counts each named barrier is used with (None: all threads of the CTA)
         counts: dict = defaultdict(set)
         for ag in sysm.agents:
             for ins in ag.program.code:
                 if isinstance(ins, NamedBarrierOp):
                     counts[(ag.cta, ins.id)].add(ins.count)
+        # used with one and the same explicit thread count by every warp
         self.nb_count = {k: next(iter(v)) for k, v in counts.items()
                          if len(v) == 1 and None not in v}
-        # named barriers some warp uses without a thread count (they count live threads)
-        self.nb_all_threads = {(ag.cta, ins.id) for ag in sysm.agents for ins in ag.program.code
-                               if isinstance(ins, NamedBarrierOp) and ins.count is None}
+        # used without a count by some warp: completion counts live threads
+        self.nb_all_threads = {k for k, v in counts.items() if None in v}
         self.all_ctas = list(range(sysm.info.cluster_size))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
