@@ -84,7 +84,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 from .model import ir
 from .model.builtins import MODULE_ROOTS, builtins_table
 from .model.errors import ConfigError
-from .model.lang.parser import _role_block
+from .model.lang.parser import PY_AST_LOCK, _role_block
 from .model.pipelines import registry
 from .model.pipelines.named_barrier import NamedBarrier as _NamedBarrierModel
 from .model.pipelines.participants import Handle as _HandleModel
@@ -880,7 +880,8 @@ def _function_source(fn: Callable[..., Any]) -> _Source:
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     shift = _indent(lines[0]) - _indent(dedented.splitlines()[0] + "\n") if lines else 0
-    tree = ast.parse(dedented)
+    with PY_AST_LOCK:               # CPython 3.11 AST construction is not thread-safe
+        tree = ast.parse(dedented)
     ast.increment_lineno(tree, first - 1)
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
@@ -914,7 +915,8 @@ def _compile(fn: Callable[..., Any], helper: bool) -> Callable[..., Any]:
     ast.copy_location(outer, node)
     mod = ast.Module([outer], [])
     ast.fix_missing_locations(mod)
-    code = compile(mod, src.file, "exec")
+    with PY_AST_LOCK:
+        code = compile(mod, src.file, "exec")
     ns: dict[str, Any] = {}
     exec(code, fn.__globals__, ns)     # the function's live globals; nothing is added to them
     outer_fn = ns["__pp_outer"]
@@ -1190,7 +1192,8 @@ def kernel_from_python_source(text: str, filename: str) -> KernelDef:
     """The kernel defined by Python source ``text`` (run with the API's names)."""
     lines = text.splitlines(True)
     linecache.cache[filename] = (len(text), None, lines, filename)
-    tree = ast.parse(text, filename)
+    with PY_AST_LOCK:
+        tree = ast.parse(text, filename)
     tree.body = [ast.copy_location(ast.Pass(), s) if isinstance(s, (ast.Import,
                                                                     ast.ImportFrom)) else s
                  for s in tree.body]
@@ -1201,7 +1204,9 @@ def kernel_from_python_source(text: str, filename: str) -> KernelDef:
     mod.__dict__.update(ns)
     sys.modules[ns["__name__"]] = mod
     try:
-        exec(compile(tree, filename, "exec"), mod.__dict__)
+        with PY_AST_LOCK:
+            code = compile(tree, filename, "exec")
+        exec(code, mod.__dict__)
     finally:
         sys.modules.pop(ns["__name__"], None)
     kernels = [v for v in mod.__dict__.values() if isinstance(v, KernelDef)]

@@ -35,14 +35,22 @@ def _grammar() -> str:
 
 _LOCAL = threading.local()
 
+#: Held while Python's ``ast`` module builds trees.  CPython 3.11's AST constructor keeps
+#: its recursion depth in interpreter-wide state, so two threads building ASTs at once can
+#: fail with "AST constructor recursion depth mismatch" (CPython gh-106905).  Lark loads
+#: grammars with ``ast.literal_eval``; the Python front end (pipeproof/dsl.py) parses and
+#: compiles functions.  Both take this lock.
+PY_AST_LOCK = threading.Lock()
+
 
 def _parser() -> Lark:
     """One parser per thread: lark's indenter keeps state while it parses, so a shared
     parser gives garbled errors when callers parse from several threads at once."""
     p = getattr(_LOCAL, "parser", None)
     if p is None:
-        p = _LOCAL.parser = Lark(_grammar(), parser="lalr", postlex=_PipeIndenter(),
-                                 propagate_positions=True, maybe_placeholders=True)
+        with PY_AST_LOCK:
+            p = _LOCAL.parser = Lark(_grammar(), parser="lalr", postlex=_PipeIndenter(),
+                                     propagate_positions=True, maybe_placeholders=True)
     return p
 
 
