@@ -230,6 +230,9 @@ def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, 
 
 PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
 
+#: ``por=None``: stubborn sets for one CTA from this many warps on (see check_explicit)
+POR_AUTO_WARPS = 10
+
 
 def check_explicit(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                    progress: Optional[Callable[[int, int, float], None]] = None,
@@ -249,12 +252,14 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     reported with ``stats.extra["shortest"] = False``).  ``reduce=False`` explores the
     full interleaving graph (the reference for differential tests).  ``por`` adds the
     full stubborn-set computation (fewer states, each costlier to expand); ``None``
-    turns it on for clusters of more than one CTA, where it pays: measured in
-    bench/results/explicit.md, it cuts the 2x2-cluster and 2-CTA kernels from millions of
-    states to thousands, while on one CTA it often costs more time than it saves."""
+    (``auto``) turns it on where it pays: clusters of more than one CTA, and CTAs of at
+    least ``POR_AUTO_WARPS`` warps.  Measured (bench/results/explicit.md): it cuts the
+    2x2-cluster and 2-CTA kernels and the 12-warp FMHA from millions of states to
+    thousands, while on small CTAs it can cost more time than it saves (p7-fixed, 8
+    warps: 1.6 s without, 8.6 s with)."""
     t0 = time.perf_counter()
     if por is None:
-        por = system.info.cluster_size > 1
+        por = system.info.cluster_size > 1 or len(system.agents) >= POR_AUTO_WARPS
     ex = Explorer(system, symmetry=reduce, por=reduce and por, safe_steps=reduce)
     if ex.cyclic and ex.groups:
         # the starvation search follows each warp along cycles: no permuted warps

@@ -36,7 +36,7 @@ from ..model.program import (Arrive, BarRef, Branch, BufRef, BulkCommit, BulkWai
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
 from ..model.groups import WARP_SIZE
-from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, System
+from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 
 # Operation modes on an object.  Two operations on the same object conflict unless the
 # pair is listed here (the relation is symmetric).
@@ -45,6 +45,7 @@ _COMMUTE = {
     frozenset(["R"]),             # reads
     frozenset(["R", "O"]),
     frozenset(["M"]),             # monotone init-visibility updates (fence, releases, promotes)
+    frozenset(["MR"]), frozenset(["MR", "M"]), frozenset(["MR", "R"]),  # release flags only
     frozenset(["CA"]),            # cluster-barrier arrivals / exits (order-free completion)
     frozenset(["CW"]), frozenset(["CW", "CA"]),  # a cluster wait that can proceed cannot be
                                   # disabled: no generation completes without its warp
@@ -52,7 +53,7 @@ _COMMUTE = {
     # reset the thread count a later arrival is checked against)
     frozenset(["H"]),             # buffer owner counts +-1
     frozenset(["H", "RD"]), frozenset(["H", "WE"]), frozenset(["H", "D"]),
-    frozenset(["H", "AR"]),
+    frozenset(["H", "AR"]), frozenset(["AR"]),  # async reads: check wip/dirty, count +1
     frozenset(["RD"]), frozenset(["RD", "D"]), frozenset(["RD", "AR"]),
     frozenset(["WB"]), frozenset(["WB", "WE"]), frozenset(["WB", "D"]),
     frozenset(["WE", "D"]),
@@ -98,15 +99,25 @@ class Footprints:
         self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
         # thread counts each named barrier is used with (None: all threads of the CTA)
         counts: dict = defaultdict(set)
+        # named barriers some warp arrives at without waiting right after (bar.arrive):
+        # such a warp may arrive again before the generation completes
+        pure_arrive: set = set()
         for ag in sysm.agents:
-            for ins in ag.program.code:
+            code = ag.program.code
+            for pc, ins in enumerate(code):
                 if isinstance(ins, NamedBarrierOp):
                     counts[(ag.cta, ins.id)].add(ins.count)
+                    nxt = code[pc + 1] if pc + 1 < len(code) else None
+                    if not (isinstance(nxt, NamedWait) and nxt.id == ins.id):
+                        pure_arrive.add((ag.cta, ins.id))
         # used with one and the same explicit thread count by every warp
         self.nb_count = {k: next(iter(v)) for k, v in counts.items()
-                         if len(v) == 1 and None not in v}
+                         if len(v) == 1 and None not in v and k not in pure_arrive}
         # used without a count by some warp: completion counts live threads
         self.nb_all_threads = {k for k, v in counts.items() if None in v}
+        # used without a count by every warp: the expected count is always the CTA's live
+        # threads (bar.sync 0 / sync_threads)
+        self.nb_all_only = {k for k, v in counts.items() if v == {None} and k not in pure_arrive}
         self.all_ctas = list(range(sysm.info.cluster_size))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
@@ -274,8 +285,9 @@ class Footprints:
                 for s in range(sysm.array_decl[name].stages):
                     fp.add((("bar", BarRef(ins.cta, name, s)), "W"))
         elif t is FenceMbarInit:
+            # sets only the warp's own "fenced" flags, never the visibility a use reads
             if a in self.init_agent:
-                fp |= {(x, "M") for x in self._arrays_of(cta)}
+                fp |= {(x, "MR") for x in self._arrays_of(cta)}
         elif t is Exit:
             fp.add((("exit", cta), "W"))
             fp.add((("cl",), "CA"))
@@ -723,19 +735,91 @@ class _Ctx:
             if obj[0] != "nb" or modes != {"NA"}:
                 continue
             key = (obj[1], obj[2])
-            need = self.fp.nb_count.get(key)
+            # all-thread barriers: an exit ("NA" too) lowers the need by a warp as an
+            # arrival raises the count; each unit outside T closes the gap by at most one
+            # warp before T moves (after arriving it waits -- there are no bar.arrive-only
+            # users, see Footprints -- and after exiting it is gone; a warp that has
+            # arrived in this generation adds nothing), and the live count is fixed
+            # meanwhile (exits of units outside T are gap closers)
+            need = self._nb_need(key)
             if need is None:
                 continue
-            n = sum(1 for v in others if (obj, "NA") in futures[v][0])
+            n = self._nb_gap_closers(key, others, futures)
             if self.get(self.sys.nb[key]) + WARP_SIZE * n < need:
                 out.add(obj)
         return out
+
+    def _nb_gap_closers(self, key: tuple, others: list, futures: dict) -> int:
+        """How many units outside T may still arrive at (or, for all-thread barriers,
+        exit from) named barrier ``key`` before T moves: at most once each."""
+        obj = ("nb",) + key
+        return sum(1 for v in others if (obj, "NA") in futures[v][0]
+                   and not self._nb_arrived(v, key))
+
+    def _nb_need(self, key: tuple) -> Optional[int]:
+        """Threads that complete a generation of named barrier ``key`` (None: unknown)."""
+        need = self.fp.nb_count.get(key)
+        if need is None and key in self.fp.nb_all_only:
+            need = WARP_SIZE * sum(1 for b in self.sys.agents_of_cta[key[0]]
+                                   if self.pcs[b] != DONE)
+        return need
+
+    def _sync_cannot_complete(self, u: tuple, others: list, futures: dict) -> bool:
+        """Is unit u's current step a CTA-wide named-barrier arrival (bar.sync 0 /
+        sync_threads, whose completion makes barrier inits CTA-visible) that cannot
+        complete the generation, even together with everything units outside T may do
+        before T moves?  Then its init-visibility footprint ("M") only sets release
+        flags, which no use check reads: it becomes "MR" and commutes with uses ("R")."""
+        if u[0] != "a":
+            return False
+        a = u[1]
+        pc = self.pcs[a]
+        ins = self.sys.code(a)[pc]
+        if not isinstance(ins, NamedBarrierOp):
+            return False
+        key = (self.sys.agents[a].cta, ins.id)
+        need = self._nb_need(key)
+        if need is None:
+            return False
+        n = self._nb_gap_closers(key, others, futures)
+        return self.get(self.sys.nb[key]) + WARP_SIZE * (n + 1) < need
+
+    def _init_settles(self, obj: tuple, T: set) -> bool:
+        """May T's init of barrier array ``obj`` (and its release-only steps) commute with
+        the visibility updates ("M"/"MR") units outside T may make before T moves?  Yes
+        when the array has a single initialising warp (so the others' release flags are
+        for other arrays) and no promotion can happen while T is frozen: the cluster
+        barrier needs a warp of T, and so does the CTA's bar.sync 0 (it promotes to CTA
+        visibility on completion, model.system.System._named_complete)."""
+        cta, name = obj[1], obj[2]
+        if len(self.sys.initers.get((cta, name), ())) > 1:
+            return False
+        if not self._cluster_frozen(T):
+            return False
+        key = (cta, 0)
+        if key in self.sys.nb:
+            if key not in self.fp.nb_all_only:
+                return False
+            if not any(u[0] == "a" and self.sys.agents[u[1]].cta == cta
+                       and self.pcs[u[1]] != DONE and not self._nb_arrived(u, key)
+                       for u in T):
+                return False
+        return True
+
+    def _nb_arrived(self, u: tuple, key: tuple) -> bool:
+        if u[0] != "a":
+            return False
+        slot = self.sys.nbflag.get((key[0], key[1], self.sys.agents[u[1]].warp))
+        return slot is not None and self.get(slot) == 1
 
     def _saturated(self, obj: tuple) -> bool:
         """Is the barrier array's init already visible to the whole cluster?  Then the
         monotone visibility updates ("M": fences, releases, cluster-barrier promotes) can
         no longer change what a use of it reads ("R"), so the two commute."""
-        return self.get(self.sys.arr[(obj[1], obj[2])]) == VIS_CLUSTER
+        vis = self.get(self.sys.arr[(obj[1], obj[2])])
+        # in a cluster of one CTA no use is from another CTA: CTA visibility is the last
+        # level any use check (model.system.System.use_check) distinguishes
+        return vis == VIS_CLUSTER or (vis == VIS_CTA and self.sys.info.cluster_size == 1)
 
     def _holders(self, T: set, futures: dict) -> dict:
         """Per CTA, the live warps that stay live until a unit of T moves: those in T and
@@ -870,6 +954,16 @@ class _Ctx:
         if isinstance(ins, ClusterWait):
             return "cluster"
         if isinstance(ins, NamedWait):
+            cta = self.sys.agents[a].cta
+            if (cta, ins.id) in self.fp.nb_all_only:
+                # bar.sync without a count completes only when every live warp of the CTA
+                # has arrived: a live warp of T that has not arrived in this generation
+                # keeps it (and any later one) from completing while T is frozen.  This
+                # also holds for a wait further down the warp's program.
+                need = [{("a", b)} for b in self.sys.agents_of_cta[cta]
+                        if b != a and self.pcs[b] != DONE
+                        and not self._nb_arrived(("a", b), (cta, ins.id))]
+                return ("any", need) if need else None
             if self.sys._concrete_enabled(g, a, ins):
                 return None
             users = self.fp.nb_users.get((self.sys.agents[a].cta, ins.id), set())
@@ -1127,7 +1221,10 @@ class _Ctx:
             for u in T:
                 if not self._enabled(u):
                     continue
+                release_only = self._sync_cannot_complete(u, others, futures)
                 for obj, mode in self._current_fp(u, holders):
+                    if release_only and mode == "M":
+                        mode = "MR"
                     index.setdefault(obj, set()).add(mode)
                     if obj[0] == "bar" and mode == "O":
                         t_waits.add(obj[1])
@@ -1155,6 +1252,9 @@ class _Ctx:
                     if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
                         continue  # not the CTA's last exit
                     if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
+                        continue
+                    if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
+                            and self._init_settles(obj, T)):
                         continue
                     if obj in free and mode in (BAR_OPS | {"O", "NA"}):
                         continue

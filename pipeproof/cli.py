@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--por", choices=("auto", "on", "off"), default="auto",
                    help="explicit engine: stubborn-set partial-order reduction (fewer "
                         "states, each costlier to expand); auto: on for clusters of more "
-                        "than one CTA, where interleavings multiply")
+                        "than one CTA and for CTAs of 10 or more warps, where "
+                        "interleavings multiply")
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")

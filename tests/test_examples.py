@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeproof.api import check_file
+from pipeproof.api import check_file, check_source
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TEXTBOOK = sorted((EXAMPLES / "textbook").glob("*.pipe"))
@@ -102,7 +102,7 @@ def _kernel_smokes() -> list:
 #: kernel skeletons for which no configuration is PROVEN by the explicit engine within
 #: the test budget today (state explosion of the interleavings; see README, "Limits"):
 #: only their bounded smoke check runs.  Remove a name once a '# check:' line proves it.
-KERNELS_WITHOUT_PROOF = {"k3_blackwell_persistent_gemm_clc", "k5_hopper_fmha"}
+KERNELS_WITHOUT_PROOF = {"k3_blackwell_persistent_gemm_clc"}
 
 
 def test_every_kernel_is_tested() -> None:
@@ -125,3 +125,20 @@ def test_kernel_default_configuration(path: Path, budget: str) -> None:
         _assert_ok(path, {}, max_states=MAX_STATES, timeout=TIMEOUT)
         return
     _smoke(path, int(budget))
+
+
+def test_k5_as_in_the_cutlass_source_exits_with_a_tma_store_in_flight() -> None:
+    """Finding F11: the Hopper FMHA example returns after its last tile without waiting
+    for its TMA stores (producer_acquire leaves epi_stage - 1 groups reading sO); the
+    skeleton adds the wait.  Without it the exit is reported."""
+    k5 = EXAMPLES / "kernels" / "k5_hopper_fmha.pipe"
+    text = k5.read_text()
+    tail = ("        if warp_idx == 4 or warp_idx == 8:\n"
+            "            tma_store_pipeline.producer_tail()\n")
+    assert text.count(tail) == 1
+    v = check_source(text.replace(tail, ""), {}, str(k5), timeout=60.0).verdict
+    assert (v.status, v.prop) == ("VIOLATED", "dangling-arrive-at-exit"), v.headline()
+    assert "bulk store" in v.reason and "after its CTA exited" in v.reason, v.reason
+    # with one store stage producer_acquire drains every group: nothing is in flight
+    w = check_source(text.replace(tail, ""), {"epi_stage": 1}, timeout=120.0).verdict
+    assert w.status == "PROVEN", w.headline()
