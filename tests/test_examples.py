@@ -128,8 +128,8 @@ def test_kernel_default_configuration(path: Path, budget: str) -> None:
 
 
 def test_k5_as_in_the_cutlass_source_exits_with_a_tma_store_in_flight() -> None:
-    """Finding F11: the Hopper FMHA example returns after its last tile without waiting
-    for its TMA stores (producer_acquire leaves epi_stage - 1 groups reading sO); the
+    """Finding F13 (spec/README.md): the Hopper FMHA example returns after its last tile
+    without waiting for its TMA stores (producer_acquire leaves epi_stage - 1 groups reading sO); the
     skeleton adds the wait.  Without it the exit is reported."""
     k5 = EXAMPLES / "kernels" / "k5_hopper_fmha.pipe"
     text = k5.read_text()

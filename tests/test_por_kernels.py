@@ -91,3 +91,17 @@ def test_k1_mutants_agree_with_the_step_reduction(name: str, old: Optional[str],
 def test_k1_mutants_agree_with_the_full_interleaving(name: str, old: Optional[str],
                                                      new: Optional[str]) -> None:
     _agree(_mutate(K1, old, new), {"cluster_m": 1, "cluster_n": 1}, {"reduce": False})
+
+
+#: one-CTA examples where ``--por auto`` turns the stubborn sets on (10 or more warps):
+#: CTA-wide bar.sync, fences, async reads and barrier inits commute there
+#: (checker/por.py); the full interleaving of these does not finish in minutes, so the
+#: reference is the step reduction with symmetry, itself checked against the full
+#: interleaving in tests/test_reduction_hypothesis.py
+ONE_CTA = ["bugs/p5-bug.pipe", "bugs/p5-fixed.pipe", "bugs/p10-bug.pipe",
+           "bugs/p10-fixed.pipe", "textbook/flash_attention_extensions.pipe"]
+
+
+@pytest.mark.parametrize("rel", ONE_CTA)
+def test_one_cta_examples_agree_with_the_step_reduction(rel: str) -> None:
+    _agree((EXAMPLES / rel).read_text(), {}, {"por": False})
