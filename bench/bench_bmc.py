@@ -76,10 +76,12 @@ def render(meta: dict, rows: list, out: str) -> None:
     lines = [f"# BMC engine benchmark ({meta['date']}, Python {meta['python']}, "
              f"{meta['cpus']} CPUs, timeout {meta['timeout_s']:.0f} s)", "",
              "`depth` is the bound asked for; `reached` is the deepest level finished "
-             "(for PROVEN: the level at which every run had ended).", "",
-             "| example | depth | BMC verdict | reached | BMC time (s) | peak MB | "
-             "explicit verdict | explicit time (s) |",
-             "|---|---:|---|---:|---:|---:|---|---:|"]
+             "(for PROVEN: the level at which every run had ended).", ""]
+    if meta.get("note"):
+        lines += [f"Partial rerun: {meta['note']}.", ""]
+    lines += ["| example | depth | BMC verdict | reached | BMC time (s) | peak MB | "
+              "explicit verdict | explicit time (s) |",
+              "|---|---:|---|---:|---:|---:|---|---:|"]
     for r in rows:
         e = explicit.get(r["file"], {})
         lines.append(
