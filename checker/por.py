@@ -23,6 +23,13 @@ frozen warp has not arrived at).  Conflicts are decided on *operations*, not onl
 objects they touch: two arrivals at a cluster barrier commute, two ``hold``s of a stage
 buffer commute, a ``write_begin`` commutes with a ``write_end``, two waits on one barrier
 commute, and so on (table ``_COMMUTE``); everything else on a shared object conflicts.
+Some pairs commute only in the current state (``_Ctx.stubborn``): arrivals at one
+mbarrier or named barrier that units outside T cannot complete on their own
+(``_settle_free``, ``_nb_settle_free``; for ``bar.sync 0`` an exit counts as an arrival),
+an exit that cannot be its CTA's last (``_holders``), uses of a barrier array whose init
+no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
+cannot complete even with everything outside T (its visibility footprint shrinks to
+release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
 """
 
 from __future__ import annotations
