@@ -813,6 +813,25 @@ class _Ctx:
                 return False
         return True
 
+    def _exit_may_complete_sync(self, u: tuple, others: list, futures: dict) -> bool:
+        """Is u's current step an exit that may complete a generation of its CTA's bar.sync
+        0 -- the live-thread count drops -- before or together with what units outside T
+        do before T moves?  (Counted uses of barrier 0 do not depend on the live count.)"""
+        if u[0] != "a":
+            return False
+        a = u[1]
+        pc = self.pcs[a]
+        if pc == DONE or not isinstance(self.sys.code(a)[pc], Exit):
+            return False
+        key = (self.sys.agents[a].cta, 0)
+        if key not in self.fp.nb_all_threads:
+            return False
+        if key not in self.fp.nb_all_only:
+            return True
+        need = self._nb_need(key)
+        n = self._nb_gap_closers(key, others, futures)
+        return not self.get(self.sys.nb[key]) + WARP_SIZE * (n + 1) < need
+
     def _nb_arrived(self, u: tuple, key: tuple) -> bool:
         if u[0] != "a":
             return False
@@ -1229,7 +1248,12 @@ class _Ctx:
                 if not self._enabled(u):
                     continue
                 release_only = self._sync_cannot_complete(u, others, futures)
-                for obj, mode in self._current_fp(u, holders):
+                fp = self._current_fp(u, holders)
+                if self._exit_may_complete_sync(u, others, futures):
+                    # the exit may complete bar.sync 0 (now or after arrivals outside T),
+                    # which promotes the CTA's inits (System._named_complete): keep "M"
+                    fp = fp | {(x, "M") for x in self.fp._arrays_of(self.sys.agents[u[1]].cta)}
+                for obj, mode in fp:
                     if release_only and mode == "M":
                         mode = "MR"
                     index.setdefault(obj, set()).add(mode)
