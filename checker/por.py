@@ -125,6 +125,10 @@ class Footprints:
         # used without a count by every warp: the expected count is always the CTA's live
         # threads (bar.sync 0 / sync_threads)
         self.nb_all_only = {k for k, v in counts.items() if v == {None} and k not in pure_arrive}
+        # without any cluster arrive no cluster-barrier generation ever completes (an exit
+        # alone never does: model.system.System._cluster_complete needs an arrival)
+        self.has_cluster_arrive = any(isinstance(i, ClusterArrive)
+                                      for ag in sysm.agents for i in ag.program.code)
         self.all_ctas = list(range(sysm.info.cluster_size))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
@@ -813,6 +817,26 @@ class _Ctx:
                 return False
         return True
 
+    def _cluster_may_complete(self, u: tuple, T: set, futures: dict) -> bool:
+        """Is u's current step a cluster arrive or exit that does not complete the cluster
+        barrier now (so ``_current_fp`` dropped its promotion) but may once the warps
+        outside T that have not arrived arrive (or exit) before T moves?"""
+        if u[0] != "a":
+            return False
+        a = u[1]
+        pc = self.pcs[a]
+        if pc == DONE or not isinstance(self.sys.code(a)[pc], (ClusterArrive, Exit)):
+            return False
+        if self._completes(a, pc) or not self.fp.has_cluster_arrive:
+            return False  # the full footprint is used already / no generation ever starts
+        for b, pb in enumerate(self.pcs):
+            if b == a or pb == DONE or self.get(self.sys.agents[b].carr) == 1:
+                continue
+            v = ("a", b)
+            if v in T or ((("cl",), "CA") not in futures[v][0]):
+                return False  # b cannot arrive before T moves: no completion
+        return True
+
     def _exit_may_complete_sync(self, u: tuple, others: list, futures: dict) -> bool:
         """Is u's current step an exit that may complete a generation of its CTA's bar.sync
         0 -- the live-thread count drops -- before or together with what units outside T
@@ -1249,6 +1273,11 @@ class _Ctx:
                     continue
                 release_only = self._sync_cannot_complete(u, others, futures)
                 fp = self._current_fp(u, holders)
+                if self._cluster_may_complete(u, T, futures):
+                    # not the completing arrival now, but arrivals outside T may make it
+                    # one before T moves; the completion promotes every CTA's inits
+                    fp = fp | {(x, "M") for c in self.fp.all_ctas
+                               for x in self.fp._arrays_of(c)}
                 if self._exit_may_complete_sync(u, others, futures):
                     # the exit may complete bar.sync 0 (now or after arrivals outside T),
                     # which promotes the CTA's inits (System._named_complete): keep "M"
