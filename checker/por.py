@@ -735,8 +735,9 @@ class _Ctx:
 
     def _nb_settle_free(self, index: dict, others: list, futures: dict) -> set:
         """Named barriers whose arrivals by T commute with what units outside T may do
-        before T moves: every warp arrives with the same thread count and the arrivals
-        outside T cannot complete the current generation on their own.  Then every one of
+        before T moves: every warp arrives with the same thread count (or every warp
+        syncs without one: bar.sync 0) and the arrivals outside T cannot complete the
+        current generation on their own.  Then every one of
         those arrivals joins the current generation in any order, the completion (at the
         last one) leaves the same state, and no warp outside T passes its NamedWait
         before T moves (PTX ISA, barrier{.cta}: a generation completes when the expected
@@ -752,13 +753,19 @@ class _Ctx:
             # users, see Footprints -- and after exiting it is gone; a warp that has
             # arrived in this generation adds nothing), and the live count is fixed
             # meanwhile (exits of units outside T are gap closers)
-            need = self._nb_need(key)
-            if need is None:
-                continue
-            n = self._nb_gap_closers(key, others, futures)
-            if self.get(self.sys.nb[key]) + WARP_SIZE * n < need:
+            if self._nb_cannot_complete(key, others, futures, own=0):
                 out.add(obj)
         return out
+
+    def _nb_cannot_complete(self, key: tuple, others: list, futures: dict, own: int) -> bool:
+        """Can the current generation of named barrier ``key`` not complete from what units
+        outside T may do before T moves plus ``own`` more warp arrivals (or exits) of T?
+        False when the expected count is not known statically."""
+        need = self._nb_need(key)
+        if need is None:
+            return False
+        n = self._nb_gap_closers(key, others, futures)
+        return self.get(self.sys.nb[key]) + WARP_SIZE * (n + own) < need
 
     def _nb_gap_closers(self, key: tuple, others: list, futures: dict) -> int:
         """How many units outside T may still arrive at (or, for all-thread barriers,
@@ -788,12 +795,8 @@ class _Ctx:
         ins = self.sys.code(a)[pc]
         if not isinstance(ins, NamedBarrierOp):
             return False
-        key = (self.sys.agents[a].cta, ins.id)
-        need = self._nb_need(key)
-        if need is None:
-            return False
-        n = self._nb_gap_closers(key, others, futures)
-        return self.get(self.sys.nb[key]) + WARP_SIZE * (n + 1) < need
+        return self._nb_cannot_complete((self.sys.agents[a].cta, ins.id), others, futures,
+                                        own=1)
 
     def _init_settles(self, obj: tuple, T: set) -> bool:
         """May T's init of barrier array ``obj`` (and its release-only steps) commute with
@@ -852,9 +855,7 @@ class _Ctx:
             return False
         if key not in self.fp.nb_all_only:
             return True
-        need = self._nb_need(key)
-        n = self._nb_gap_closers(key, others, futures)
-        return not self.get(self.sys.nb[key]) + WARP_SIZE * (n + 1) < need
+        return not self._nb_cannot_complete(key, others, futures, own=1)
 
     def _nb_arrived(self, u: tuple, key: tuple) -> bool:
         if u[0] != "a":
