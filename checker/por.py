@@ -66,6 +66,8 @@ _COMMUTE = {
     frozenset(["WE", "D"]),
     frozenset(["D"]),
     frozenset(["Q"]),             # queue push (owner) and pop (environment)
+    frozenset(["F"]),             # reads of CLC responses: each ORs "a failed response was
+                                  # seen" into its CTA's flag (only a try_cancel reads it)
 }
 
 
@@ -138,6 +140,11 @@ class Footprints:
         self.future_env: list[list[Footprint]] = []
         # barriers written (now or through started async work) in the reachable future
         self.writers_from: list[list[frozenset]] = []
+        # programs without a back edge: a pc reached twice by a walk is a join of two
+        # branches, not a loop (each run passes it at most once)
+        self.acyclic: list[bool] = [
+            all(t > pc for pc in range(len(sysm.code(a))) for t in self._successors(a, pc))
+            for a in range(len(sysm.agents))]
         self.blocking: list[list[bool]] = []
         for a in range(n):
             code = sysm.code(a)
@@ -312,7 +319,7 @@ class Footprints:
         elif t is SetLocal:
             if getattr(ins.value, "op", "") == "response":
                 fp.add((("buf", ins.value.args[0]), "RD"))
-                fp.add((("clc", cta), "W"))
+                fp.add((("clc", cta), "F"))
         elif t in (Fail, Nop, Jump, Branch):
             pass
         return fp
@@ -470,6 +477,8 @@ class Footprints:
         while work:
             p = work.pop()
             if p in seen:
+                if self.acyclic[a]:
+                    continue  # two branches join again (no back edge: not a loop)
                 return None  # a loop inside the segment: unbounded
             seen.add(p)
             if self.blocking[a][p]:
@@ -486,7 +495,7 @@ class Footprints:
         while work:
             p = work.pop()
             if p in seen:
-                looped = True
+                looped = looped or not self.acyclic[a]
                 continue
             seen.add(p)
             if self.blocking[a][p]:
@@ -576,6 +585,8 @@ class Reducer:
         self.ex = explorer
         self.fp = Footprints(sysm)
         self.full = full
+        #: a list to collect why units join a stubborn set (debugging), or None
+        self.why: Optional[list] = None
         # object -> {agent: modes} over each warp's whole program and async work
         self.touch: dict = {}
         for a in range(len(sysm.agents)):
@@ -1063,7 +1074,7 @@ class _Ctx:
         while work:
             pc = work.pop()
             if pc in seen:
-                looped = True
+                looped = looped or not self.fp.acyclic[a]  # else: branches that rejoin
                 continue
             seen.add(pc)
             if blocking[pc] and self._blocked_frozen(a, pc, T):
@@ -1212,6 +1223,49 @@ class _Ctx:
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
         return set()
 
+    def _settle_futures(self, others: list, T: set) -> tuple[dict, dict, set]:
+        """Futures of the units outside T, with the waits that stay blocked before T moves.
+
+        A wait of a unit outside T on barrier b that cannot pass now stays blocked if b's
+        current phase cannot complete from what units outside T do before T moves.  Those
+        futures themselves stop at blocked waits, so the set is a greatest fixpoint: start
+        from every such wait, drop the barriers whose phase the futures (computed with
+        the remaining ones blocked) can complete, repeat until nothing is dropped.  Sound
+        by induction on time: before the first of the remaining waits passes, every unit
+        outside T stays within those futures, which cannot complete any of the barriers,
+        so none passes.  (A least fixpoint from the empty set would miss the case where
+        a release needed by one blocked wait sits behind another one.)"""
+        cands: set = set()
+        g = _Getter(self.get)
+        for v in others:
+            if v[0] != "a" or self.pcs[v[1]] == DONE:
+                continue
+            for pc in self.fp.waits_from.get((v[1], self.pcs[v[1]]), ()):
+                ins = self.sys.code(v[1])[pc]
+                if ins.bar in self.sys.bar and not self.sys._concrete_enabled(g, v[1], ins):
+                    cands.add(ins.bar)
+        blocked = cands
+        while True:
+            self._settle_blocked = blocked
+            self._walk_cache_round = None
+            futures = {v: self._future(v, T) for v in others}
+            ops_by_bar: dict = {}
+            unbounded: set = set()
+            for v in others:
+                ops = futures[v][2]
+                if ops is None:
+                    for obj, _m in futures[v][0]:
+                        if obj[0] == "bar":
+                            unbounded.add(obj[1])
+                    continue
+                for (b, kind, count, dtx) in ops:
+                    ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+            keep = {b for b in blocked if b not in unbounded
+                    and not self._can_complete(b, ops_by_bar.get(b, []))}
+            if keep == blocked:
+                return futures, ops_by_bar, unbounded
+            blocked = keep
+
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
         T = {seed}
@@ -1222,6 +1276,8 @@ class _Ctx:
             for u in list(T):
                 if u[0] == "a" and not self._enabled(u):
                     add = self._enablers(u) - T
+                    if add and self.red.why is not None:
+                        self.red.why.append(("enablers of", u, tuple(sorted(add, key=repr))))
                     if add:
                         T |= add
                         changed = True
@@ -1229,36 +1285,7 @@ class _Ctx:
             # complete from what they do alone stays blocked (iterate: fewer futures, fewer
             # operations)
             others = [v for v in units if v not in T]
-            self._settle_blocked = set()
-            for _ in range(4):
-                futures = {v: self._future(v, T) for v in others}
-                ops_by_bar: dict = {}
-                unbounded: set = set()
-                for v in others:
-                    ops = futures[v][2]
-                    if ops is None:
-                        for obj, _m in futures[v][0]:
-                            if obj[0] == "bar":
-                                unbounded.add(obj[1])
-                        continue
-                    for (b, kind, count, dtx) in ops:
-                        ops_by_bar.setdefault(b, []).append((kind, count, dtx))
-                blocked = set()
-                for v in others:
-                    if v[0] != "a" or self.pcs[v[1]] == DONE:
-                        continue
-                    for pc in self.fp.waits_from.get((v[1], self.pcs[v[1]]), ()):
-                        b = self.sys.code(v[1])[pc].bar
-                        if b in unbounded or b not in self.sys.bar:
-                            continue
-                        if self.sys._concrete_enabled(_Getter(self.get), v[1], self.sys.code(v[1])[pc]):
-                            continue
-                        if not self._can_complete(b, ops_by_bar.get(b, [])):
-                            blocked.add(b)
-                if blocked == self._settle_blocked:
-                    break
-                self._settle_blocked = blocked
-                self._walk_cache_round = None
+            futures, ops_by_bar, unbounded = self._settle_futures(others, T)
             arrivals: dict = {}
             for v in others:
                 for b, c in futures[v][1].items():
@@ -1320,6 +1347,8 @@ class _Ctx:
                     if obj in free and mode in (BAR_OPS | {"O", "NA"}):
                         continue
                     if any(conflicts(mode, m) for m in ms):
+                        if self.red.why is not None:
+                            self.red.why.append((v, obj, mode, tuple(sorted(ms))))
                         T.add(v)
                         changed = True
                         break

@@ -927,7 +927,10 @@ class _Emitter:
             return
         w, pv, ch = self.r(), self.p(), self.r()
         self(f"atom.global.add.u32 {w}, [%work], 1;")
-        self(f"setp.lt.u32 {pv}, {w}, %num_tiles;")
+        if ins.may_succeed:
+            self(f"setp.lt.u32 {pv}, {w}, %num_tiles;")
+        else:  # the grid has no cluster left to cancel: "no more work"
+            self(f"setp.ne.u32 {pv}, {w}, {w};")
         self(f"selp.u32 {ch}, 1, 0, {pv};")
         base = self.src_addr(pc)
         alt = self.rd()

@@ -161,6 +161,9 @@ class Replayer:
         choice = 0
         if isinstance(ins, TmaLoad) and ins.kind == "clc":
             choice = 1 if (e.flags & E.F_CHOICE and e.obs0) else 0
+            if choice >= ins.outcomes:
+                return None, None, ("the GPU's CLC response is a valid tile, the model allows "
+                                    "only \"no more work\" here (grid bound)")
         S = ConcreteState(list(state))
         out = sysm.exec_agent(V, S, a, pc, choice)
         if not out.enabled:

@@ -618,9 +618,13 @@ def b_clc_query(cx: Any, args: tuple, kw: dict) -> None:
     if not elected(cx, "clc_query (the tile scheduler elects a lane)"):
         return
     deliveries = pipe.clc_deliveries(cx, st)
-    cx.emit(TmaLoad(deliveries=deliveries, kind="clc", loc=cx.loc,
+    q = cx.clc_query_index(pipe)
+    # a grid of n clusters has n - 1 others to cancel (None: unbounded)
+    may_succeed = q is None or q < cx.kernel.grid_clusters - 1
+    cx.emit(TmaLoad(deliveries=deliveries, kind="clc", loc=cx.loc, may_succeed=may_succeed,
                     label=f"clusterlaunchcontrol.try_cancel multicast ({pipe.decl.var} stage "
-                    f"{st.index})",
+                    f"{st.index})" + ("" if may_succeed else
+                                       " -- no cluster left in the grid: 'no more work'"),
                     pre=tuple(GhostEffect("write_begin", d.buf, d.tag) for d in deliveries)))
 
 
@@ -628,7 +632,7 @@ def b_clc_response_valid(cx: Any, args: tuple, kw: dict) -> Any:
     pipe, state = _args(cx, args, kw, ("pipeline", "state"), "clc_response_valid", 2)
     pipe = _pipe_arg(cx, pipe, "clc_response_valid")
     st = _state_arg(cx, pipe, state, "clc_response_valid")
-    return cx.read_clc_response(pipe.buf(st.index))
+    return cx.read_clc_response(pipe, st)
 
 
 # --------------------------------------------------------------------------- raw mbarriers

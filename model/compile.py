@@ -47,6 +47,10 @@ class KernelInfo:
     params: tuple[tuple[str, Any], ...]
     block_threads: int
     cluster_shape: tuple[int, int, int]
+    #: clusters in the grid (``launch(grid=...)``); ``None``: unbounded.  It bounds the
+    #: successful CLC ``try_cancel`` responses: a cluster can cancel at most the
+    #: ``grid_clusters - 1`` others (PTX ISA 9.7.13.17 clusterlaunchcontrol.try_cancel)
+    grid_clusters: Optional[int] = None
 
     @property
     def num_warps(self) -> int:
@@ -193,7 +197,7 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
             raise ConfigError(f"parameter {p.name!r} has no default; pass --param "
                               f"{p.name}=VALUE", p.loc)
     env = dict(params)
-    block, cluster = None, None
+    block, cluster, grid = None, None, None
     for s in kernel.body:
         if isinstance(s, ir.ExprStmt) and isinstance(s.expr, ir.Call) and \
                 isinstance(s.expr.func, ir.Name) and s.expr.func.id == "launch":
@@ -207,6 +211,7 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
                                   "cluster=(x, y, z))", s.loc)
             block = kw.get("block")
             cluster = kw.get("cluster", (1, 1, 1))
+            grid = kw.get("grid")
             loc = s.loc
             break
         if isinstance(s, ir.Assign) and not s.unpack:
@@ -234,7 +239,28 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
     if size > MAX_CLUSTER_SIZE:
         raise ConfigError(f"a cluster of {size} CTAs exceeds the hardware limit of "
                           f"{MAX_CLUSTER_SIZE}", loc)
-    return KernelInfo(kernel.name, tuple(params.items()), block, cluster)  # type: ignore
+    return KernelInfo(kernel.name, tuple(params.items()), block, cluster,  # type: ignore
+                      _grid_clusters(grid, cluster, loc))
+
+
+def _grid_clusters(grid: Any, cluster: tuple, loc: Any) -> Optional[int]:
+    """Clusters in ``launch(grid=(x, y, z))`` (CTAs per dimension, as in CuTe DSL's
+    ``kernel.launch(grid=...)``); ``None`` for no grid (unbounded)."""
+    if grid is None:
+        return None
+    if isinstance(grid, int):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise ConfigError(f"launch(grid={grid!r}): expected up to three positive ints (CTAs "
+                          "per dimension) or None", loc)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid):
+        raise ConfigError(f"launch(grid={grid}): expected positive ints", loc)
+    for g, c, d in zip(grid, cluster, "xyz"):
+        if g % c:
+            raise ConfigError(f"launch(grid={grid}, cluster={cluster}): the grid's {d} "
+                              f"dimension ({g}) is not a multiple of the cluster's ({c})", loc)
+    return (grid[0] // cluster[0]) * (grid[1] // cluster[1]) * (grid[2] // cluster[2])
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -711,13 +737,51 @@ class _Agent:
             out.extend(GhostEffect("unhold", b) for b in sorted(g))
         return tuple(out)
 
-    def read_clc_response(self, buf: Any) -> DynExpr:
+    def clc_query_index(self, pipe: Any) -> Optional[int]:
+        """The number of CLC queries this warp issued on ``pipe`` before this one, along
+        the path being specialised (capped at the grid's cluster count); ``None`` when
+        the grid is unbounded.  Part of the specialisation state: with a bounded grid the
+        scheduler's loop unrolls instead of closing into a cycle."""
+        n = self.kernel.grid_clusters
+        if n is None:
+            return None
+        key = f"__clc_q_{pipe.decl.var}__"
+        q = self.env.get(key, 0)
+        self.env[key] = min(q + 1, n)
+        return q
+
+    def read_clc_response(self, pipe: Any, st: Any) -> Any:
+        """Read the validity of the CLC response in ``pipe``'s stage ``st.index``.
+
+        With a bounded grid of ``n`` clusters at most ``n - 1`` try_cancel calls succeed,
+        and the queries of the one scheduler are answered in order, so a warp's
+        ``(n-1)``-th distinct response (counting from 0) and every later one say "no more
+        work": the read then returns a static ``False`` and the warp's loop ends.  That
+        is checked, not assumed: a valid response there -- possible only if the warp
+        reads a stale response or skips one -- is a ``role-misuse`` failure."""
         from .program import GhostEffect as _G
 
+        buf = pipe.buf(st.index)
         dest = self.new_local("clc_valid")
         self.emit(SetLocal(dest=dest, value=DynExpr("response", (buf,)), loc=self.loc,
                            label=f"read CLC response {buf}", pre=(_G("read", buf, -2),)))
-        return dyn_local(dest)
+        n = self.kernel.grid_clusters
+        if n is None:
+            return dyn_local(dest)
+        key = f"__clc_r_{pipe.decl.var}__"
+        r, last = self.env.get(key, (0, None))
+        if last == (st.index, st.phase):
+            r -= 1  # the same response read again: not a new one
+        self.env[key] = (min(r + 1, n), (st.index, st.phase))
+        if r < n - 1:
+            return dyn_local(dest)
+        self.branch_unless(DynExpr("not", (dyn_local(dest),)), lambda: self.fail(
+            Prop.ROLE_MISUSE,
+            f"{self.label}: this is the warp's CLC response number {r + 1}, which must say "
+            f"'no more work' (a grid of {n} clusters lets try_cancel succeed at most "
+            f"{n - 1} times), yet it is a valid tile: the warp read a stale response or "
+            "skipped one"))
+        return False
 
     # ---------------------------------------------------------------- calls
 

@@ -190,11 +190,19 @@ class TmaLoad(Instr):
 
     Each delivery completes on its own, in any order, any time after issue: its bytes
     land in ``buf`` and a ``complete_tx(bytes)`` hits ``bar``.  ``kind`` is "tma" or
-    "clc" (a CLC ``try_cancel`` response, 16 bytes, whose validity is chosen at issue).
+    "clc" (a CLC ``try_cancel`` response, 16 bytes, whose validity is chosen at issue;
+    ``may_succeed`` False: the grid has no cluster left to cancel, the response is "no
+    more work").
     """
 
     deliveries: tuple[Delivery, ...] = ()
     kind: str = "tma"
+    may_succeed: bool = True
+
+    @property
+    def outcomes(self) -> int:
+        """Nondeterministic outcomes at issue: a CLC query may return a tile or not."""
+        return 2 if self.kind == "clc" and self.may_succeed else 1
 
 
 @dataclass(frozen=True)

@@ -411,8 +411,8 @@ class System:
         if pc == DONE:
             return 0
         ins = self.code(a)[pc]
-        if isinstance(ins, TmaLoad) and ins.kind == "clc":
-            return 2
+        if isinstance(ins, TmaLoad):
+            return ins.outcomes
         return 1
 
     def exec_agent(self, V: Any, S: Any, a: int, pc: int, choice: int = 0) -> Outcome:
@@ -837,7 +837,7 @@ class System:
             for pc, ins in enumerate(code):
                 if isinstance(ins, TmaLoad):
                     for d in range(len(ins.deliveries)):
-                        for choice in range(2 if ins.kind == "clc" else 1):
+                        for choice in range(ins.outcomes):
                             out.append(("tma", ag.index, pc, d, choice))
                 elif isinstance(ins, UmmaCommit):
                     out.append(("tcgen05", ag.index, pc))
