@@ -65,6 +65,12 @@ class CheckResult:
                          f"transitions, {st.seconds:.2f} s")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
+            if st.extra.get("shortest") is False:
+                lines.append(f"  (found with partial-order reduction; a shorter counterexample "
+                             f"may exist: the unreduced search for one stopped after "
+                             f"{st.extra.get('confirm_seconds', 0):.0f} s, "
+                             f"{st.extra.get('confirm_states', 0):,} states; raise "
+                             "--confirm-timeout to finish it)")
             lines.append("")
             lines.append(f"Counterexample ({len(v.trace)} steps):")
             if fmt == "timeline":
@@ -94,12 +100,17 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  timeout: float = 600.0, max_states: int = 3_000_000,
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
-                 smt2: Optional[str] = None) -> CheckResult:
+                 smt2: Optional[str] = None,
+                 confirm_timeout: Optional[float] = None) -> CheckResult:
+    """``confirm_timeout``: explicit engine, seconds for the search that confirms a
+    partial-order-reduced counterexample is a shortest one (default
+    ``checker.explicit.CONFIRM_TIMEOUT``)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,
                                    timeout=timeout, max_states=max_states, progress=progress,
-                                   file=file, reduce=reduce, por=por, smt2=smt2)
+                                   file=file, reduce=reduce, por=por, smt2=smt2,
+                                   confirm_timeout=confirm_timeout)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled)
@@ -107,7 +118,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         from .checker.explicit import check_explicit
 
         verdict = check_explicit(system, max_states=max_states, timeout=timeout,
-                                 progress=progress, reduce=reduce, por=por)
+                                 progress=progress, reduce=reduce, por=por,
+                                 **({} if confirm_timeout is None
+                                    else {"confirm_timeout": confirm_timeout}))
     elif engine == "bmc":
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 

@@ -98,6 +98,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             timeout=args.timeout, max_states=args.max_states,
                             progress=progress, por={"auto": None, "on": True,
                                                     "off": False}[args.por],
+                            confirm_timeout=args.confirm_timeout,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -168,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "states, each costlier to expand); auto: on for clusters of more "
                         "than one CTA and for CTAs of 10 or more warps, where "
                         "interleavings multiply")
+    c.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
+                   help="explicit engine: seconds to confirm that a counterexample found "
+                        "with partial-order reduction is a shortest one (default 20; the "
+                        "output says when it was not confirmed)")
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")

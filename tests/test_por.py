@@ -51,3 +51,29 @@ def test_por_preserves_counterexamples_of_mutants(prog: G.Program) -> None:
                          ids=[f"{c.cls}-{m or 'ok'}" for c, m in STRESS])
 def test_por_on_stress_configurations(cfg: Any, mutation: Optional[str]) -> None:
     _compare_por(G.render(cfg, mutation), f"{cfg.describe()} mutation={mutation}")
+
+
+def test_unconfirmed_reduced_counterexample_is_valid_and_says_so() -> None:
+    """When the search that confirms a shortest counterexample runs out of its budget,
+    the reduced one is reported -- a real run, replayed -- and the output says a shorter
+    one may exist (p9-bug: 55 reduced steps found at once; the 51-step one needs 2.1
+    million unreduced states)."""
+    from pathlib import Path
+
+    from pipeproof.api import check_file
+
+    f = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p9-bug.pipe"
+    r = check_file(f, confirm_timeout=0.0)
+    assert r.status == "VIOLATED" and r.prop == "read-before-full"
+    assert r.verdict.stats.extra["shortest"] is False
+    assert "shorter counterexample may exist" in r.render_text()
+    assert "--confirm-timeout" in r.render_text()
+    # the trace was replayed step by step through the model (Explorer.replay raises on
+    # a step that is not enabled or a last step that does not violate)
+    assert len(r.verdict.trace) == r.verdict.depth >= 51
+    # a confirmed one is flagged so
+    small = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p3-bug.pipe"
+    r3 = check_file(small, por=True)
+    assert r3.status == "VIOLATED"
+    assert r3.verdict.stats.extra.get("shortest", True) is not False
+    assert "shorter counterexample may exist" not in r3.render_text()
