@@ -15,7 +15,7 @@ import tracemalloc
 from collections import deque
 from typing import Any, Callable, Iterator, Optional
 
-from ..model.program import Branch, Jump, TmaLoad
+from ..model.program import TmaLoad, is_acyclic
 from ..model.properties import ALL_PROPERTIES
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
@@ -63,10 +63,7 @@ class Explorer:
         self.initial = self.canon(self.packer.initial)
         # does any warp's program loop (a back edge)?  Then runs may never end and the
         # engine must look for cycles nobody leaves, not only for deadlocks
-        self.cyclic = any(
-            (isinstance(ins, Jump) and ins.target <= pc)
-            or (isinstance(ins, Branch) and min(ins.then, ins.orelse) <= pc)
-            for ag in system.agents for pc, ins in enumerate(ag.program.code))
+        self.cyclic = not all(is_acyclic(ag.program.code) for ag in system.agents)
         self.reducer = None
         if (por or safe_steps) and not self.cyclic:  # they would not preserve livelocks
             from .por import Reducer

@@ -37,11 +37,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Optional
 
-from ..model.program import (Arrive, BarRef, Branch, BufRef, BulkCommit, BulkWaitRead,
+from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              ClusterArrive, ClusterWait, CompleteTx, CpAsync, CpAsyncArrive,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
-                             TryWait, UmmaCommit, Wait)
+                             TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 
@@ -142,9 +142,7 @@ class Footprints:
         self.writers_from: list[list[frozenset]] = []
         # programs without a back edge: a pc reached twice by a walk is a join of two
         # branches, not a loop (each run passes it at most once)
-        self.acyclic: list[bool] = [
-            all(t > pc for pc in range(len(sysm.code(a))) for t in self._successors(a, pc))
-            for a in range(len(sysm.agents))]
+        self.acyclic: list[bool] = [is_acyclic(sysm.code(a)) for a in range(len(sysm.agents))]
         self.blocking: list[list[bool]] = []
         for a in range(n):
             code = sysm.code(a)
@@ -379,15 +377,7 @@ class Footprints:
         return frozenset(fp)
 
     def _successors(self, a: int, pc: int) -> list[int]:
-        code = self.sys.code(a)
-        ins = code[pc]
-        if isinstance(ins, Exit):
-            return []
-        if isinstance(ins, Jump):
-            return [ins.target]
-        if isinstance(ins, Branch):
-            return [ins.then, ins.orelse]
-        return [pc + 1] if pc + 1 < len(code) else []
+        return control_successors(self.sys.code(a), pc)
 
     def _segment(self, a: int, pc: int, noncompleting: bool = False) -> tuple[frozenset, tuple]:
         """Footprint of pc and of every non-blocking step reachable from it without

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Optional, Sequence
 import z3
 
 from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, Jump, SetLocal,
-                             TmaStore, UmmaCommit)
+                             TmaStore, UmmaCommit, is_acyclic)
 from ..model.system import DONE, ConcreteState, QueueOps, System
 from ..model.values import CONCRETE
 
@@ -463,16 +463,6 @@ class Transition:
         return z3.simplify(z3.Or(*out)) if out else z3.BoolVal(False)
 
 
-def program_is_acyclic(code: Sequence[Any]) -> bool:
-    """No backward control transfer (the compiler closes persistent loops into cycles)."""
-    for pc, ins in enumerate(code):
-        if isinstance(ins, Jump) and ins.target <= pc:
-            return False
-        if isinstance(ins, Branch) and (ins.then <= pc or ins.orelse <= pc):
-            return False
-    return True
-
-
 def queue_pushes(code: Sequence[Any]) -> tuple[int, int, int]:
     """Static counts of the instructions that push onto a warp's tcgen05, cp.async and
     bulk-store queues (``System.exec_agent``)."""
@@ -564,7 +554,7 @@ class Encoding:
         code_len: dict[int, int] = {}
         for ag in system.agents:
             code = ag.program.code
-            acyc = program_is_acyclic(code)
+            acyc = is_acyclic(code)
             self.acyclic &= acyc
             tc, cp, bs = queue_pushes(code)
             for slot, n in ((ag.qtc, tc), (ag.qcp, cp), (ag.qbs, bs)):

@@ -585,8 +585,9 @@ class _Agent:
     def unsupported(self, msg: str) -> None:
         raise Unsupported(f"unsupported: {msg}", self.loc)
 
-    def fail(self, prop: str, message: str) -> None:
-        self.emit(Fail(prop=prop, message=message, loc=self.loc, label=self.label))
+    def fail(self, prop: str, message: str, guard: str = "") -> None:
+        self.emit(Fail(prop=prop, message=message, loc=self.loc, label=self.label,
+                       guard=guard))
 
     def pipeline_call(self, pipe: PipelineBase, name: str, args: tuple) -> None:
         """Called by ``PipelineBase.call`` before a method of ``pipe`` runs: record the
@@ -780,7 +781,7 @@ class _Agent:
             f"{self.label}: this is the warp's CLC response number {r + 1}, which must say "
             f"'no more work' (a grid of {n} clusters lets try_cancel succeed at most "
             f"{n - 1} times), yet it is a valid tile: the warp read a stale response or "
-            "skipped one"))
+            "skipped one", guard="clc-grid"))
         return False
 
     # ---------------------------------------------------------------- calls

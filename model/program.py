@@ -304,10 +304,16 @@ class FenceMbarInit(Instr):
 
 @dataclass(frozen=True)
 class Fail(Instr):
-    """A misuse the compiler found statically; reaching it is a violation."""
+    """A misuse the compiler found statically; reaching it is a violation.
+
+    ``guard`` is empty for a misuse in the program as written (a role calling the
+    other side's method, ...), and names the check otherwise: ``"clc-grid"`` for the
+    branch of a bounded grid's CLC response read that a correct program never takes
+    (``Compiler.read_clc_response``)."""
 
     prop: str = ""
     message: str = ""
+    guard: str = ""
 
 
 # --------------------------------------------------------------------------- control
@@ -410,6 +416,32 @@ SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpA
                   CpAsyncArrive, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit]
+
+
+def control_successors(code: tuple[Instr, ...] | list, pc: int) -> list[int]:
+    """The program counters control may reach from ``pc`` (no wait is taken into account:
+    a blocking instruction continues at ``pc + 1`` once it completes)."""
+    ins = code[pc]
+    if isinstance(ins, Exit):
+        return []
+    if isinstance(ins, Jump):
+        return [ins.target]
+    if isinstance(ins, Branch):
+        return [ins.then, ins.orelse]
+    return [pc + 1] if pc + 1 < len(code) else []
+
+
+def back_edges(code: tuple[Instr, ...] | list) -> list[int]:
+    """The pcs whose control goes back (to themselves or earlier).  The compiler unrolls
+    bounded loops and closes unbounded ones (persistent ``while True`` loops) with such
+    an edge, so a program without one runs each pc at most once and always ends: two
+    branches that rejoin are not a loop.  The one rule every engine uses to tell
+    terminating programs from looping ones."""
+    return [pc for pc in range(len(code)) if any(t <= pc for t in control_successors(code, pc))]
+
+
+def is_acyclic(code: tuple[Instr, ...] | list) -> bool:
+    return not back_edges(code)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pipeproof.cli import main
 from pipeproof.model.compile import compile_kernel
 from pipeproof.model.errors import ConfigError
 from pipeproof.model.lang.parser import parse
-from pipeproof.model.program import Branch, Fail, Jump, TmaLoad
+from pipeproof.model.program import Fail, TmaLoad, back_edges
 
 CLC = Path(__file__).resolve().parent.parent / "examples" / "textbook" / \
     "pipeline_clc_fetch_async.pipe"
@@ -27,18 +27,12 @@ def _with_grid(grid: str) -> str:
                                    f"launch(block=64, cluster=(2, 1, 1), grid={grid})")
 
 
-def _back_edges(code: tuple) -> list[int]:
-    return [pc for pc, ins in enumerate(code)
-            if (isinstance(ins, Jump) and ins.target <= pc)
-            or (isinstance(ins, Branch) and min(ins.then, ins.orelse) <= pc)]
-
-
 @pytest.mark.parametrize("clusters", [1, 2, 4])
 def test_a_bounded_grid_unrolls_the_scheduler_and_the_workers(clusters: int) -> None:
     ck = compile_kernel(parse(_with_grid(f"({2 * clusters}, 1, 1)")), {})
     assert ck.info.grid_clusters == clusters
     for prog in ck.programs:
-        assert not _back_edges(prog.code), prog
+        assert not back_edges(prog.code), prog
     sched = [p for p in ck.programs if p.role == "sched"]
     assert len(sched) == 1
     queries = [i for i in sched[0].code if isinstance(i, TmaLoad) and i.kind == "clc"]
@@ -51,7 +45,7 @@ def test_a_bounded_grid_unrolls_the_scheduler_and_the_workers(clusters: int) -> 
 def test_without_a_grid_the_loops_stay_cyclic() -> None:
     ck = compile_file(CLC)
     assert ck.info.grid_clusters is None
-    assert any(_back_edges(p.code) for p in ck.programs)
+    assert any(back_edges(p.code) for p in ck.programs)
 
 
 def test_the_static_no_more_work_is_a_checked_assumption() -> None:
@@ -60,7 +54,7 @@ def test_the_static_no_more_work_is_a_checked_assumption() -> None:
     (it is unreachable when every warp reads each response once, in order)."""
     ck = compile_kernel(parse(_with_grid("(4, 1, 1)")), {})
     fails = [i for p in ck.programs for i in p.code if isinstance(i, Fail)]
-    assert fails and all(f.prop == "role-misuse" for f in fails)
+    assert fails and all(f.prop == "role-misuse" and f.guard == "clc-grid" for f in fails)
     assert "must say 'no more work'" in fails[0].message
 
 
