@@ -26,6 +26,19 @@ from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
 V = CONCRETE
 
 
+def symmetric_groups(system: System) -> list[list[int]]:
+    """Warps of one CTA with the same program (and no TMA/CLC loads, whose in-flight
+    work is keyed by the issuing pc): renaming them maps runs to runs, keeping every
+    property and every length.  Each group lists agent indices in increasing order."""
+    by_key: dict[tuple, list[int]] = {}
+    for ag in system.agents:
+        code = ag.program.code
+        if any(isinstance(i, TmaLoad) for i in code):
+            continue
+        by_key.setdefault((ag.cta, code, ag.program.locals), []).append(ag.index)
+    return [g for g in by_key.values() if len(g) > 1]
+
+
 class Explorer:
     """Successor generation over packed states.
 
@@ -47,15 +60,8 @@ class Explorer:
         self.packer = Packer(system.layout.names, S.v)
         self.pc_slots = [ag.pc for ag in system.agents]
         self.agent_comp = [self.packer.where[ag.pc][0] for ag in system.agents]
-        self.groups: list[list[int]] = []
+        self.groups: list[list[int]] = symmetric_groups(system) if symmetry else []
         if symmetry:
-            by_key: dict[tuple, list[int]] = {}
-            for ag in system.agents:
-                code = ag.program.code
-                if any(isinstance(i, TmaLoad) for i in code):
-                    continue
-                by_key.setdefault((ag.cta, code, ag.program.locals), []).append(ag.index)
-            self.groups = [g for g in by_key.values() if len(g) > 1]
             for g in self.groups:
                 comps = [self.agent_comp[a] for a in g]
                 assert len(set(comps)) == len(comps)
