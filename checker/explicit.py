@@ -102,6 +102,18 @@ class Explorer:
                 perm[g[j]] = g[src]
         return tuple(lst), perm
 
+    def _real_step(self, step: tuple, who: list[int]) -> tuple:
+        """A step of a canonical state, naming the real warp (``who``: canonical position
+        -> real warp).  TMA items name their issuing warp, which is never permuted (warps
+        that issue TMA/CLC loads are in no symmetric group); the other asynchronous items
+        name the warp whose queue they drain."""
+        if step[0] == "a":
+            return ("a", who[step[1]], step[2])
+        item = step[1]
+        if item[0] == "tma":
+            return step
+        return ("e", (item[0], who[item[1]]) + tuple(item[2:]))
+
     def pc(self, state: tuple, a: int) -> int:
         ci, off = self.packer.where[self.pc_slots[a]]
         return self.packer.table[state[ci]][off]
@@ -159,6 +171,7 @@ class Explorer:
         for i, step in enumerate(steps, 1):
             S = PackedState(self.packer, state)
             before = self.packer.unpack(state)
+            trace.steps.append(self._real_step(step, who))
             if step[0] == "a":
                 _, a, choice = step
                 pc = self.pc(state, a)
@@ -204,6 +217,65 @@ class Explorer:
         return trace
 
 
+def shorten(system: System, steps: list[tuple], prop: str,
+            deadline: Optional[float] = None) -> Optional[Verdict]:
+    """A shorter run with the same ending: greedily drop single steps (last first) while
+    the rest still replays through the unreduced model -- every step enabled, none
+    violating early -- and ends in a violation of ``prop`` (for ``deadlock``: in a state
+    where nothing can move and some warp has not exited).  ``steps`` name real warps
+    (``Trace.steps``).  Used when the search that would confirm a shortest
+    counterexample runs out of time: the result is a real run, not necessarily a
+    shortest one.  Returns the shorter counterexample as a verdict, or None if no step
+    could be dropped."""
+    ex = Explorer(system, symmetry=False)
+
+    def run(cand: list[tuple]) -> Optional[tuple]:
+        """(violation, final state) when ``cand`` is a counterexample for ``prop``."""
+        state = ex.initial
+        for i, step in enumerate(cand):
+            nxt = None
+            for st, n, viol in ex._all_successors(state):
+                if st == step:
+                    nxt = (n, viol)
+                    break
+            if nxt is None:
+                return None
+            state, viol = nxt
+            if viol is not None:
+                return (viol, state) if i == len(cand) - 1 and viol[0] == prop else None
+        if prop == "deadlock" and not ex.all_done(state) and \
+                not any(True for _ in ex._all_successors(state)):
+            return (None, state)
+        return None
+
+    cur = list(steps)
+    best = None
+    changed = True
+    while changed:
+        changed = False
+        i = len(cur) - 2 if prop != "deadlock" else len(cur) - 1
+        while i >= 0:
+            if deadline is not None and time.perf_counter() > deadline:
+                changed = False
+                break
+            cand = cur[:i] + cur[i + 1:]
+            r = run(cand)
+            if r is not None:
+                cur, best = cand, r
+                changed = True
+            i -= 1
+    if best is None:
+        return None
+    viol, final = best
+    if viol is None:
+        trace = ex.replay(cur, None, stuck_state=final)
+        trace.violated = "deadlock"
+        trace.detail = DEADLOCK_MSG
+    else:
+        trace = ex.replay(cur, viol)
+    return Verdict(VIOLATED, trace.violated, trace.detail or "", trace, depth=len(cur))
+
+
 def _rename(text: str, sysm: System, who: list[int]) -> str:
     """Agent names inside a message refer to canonical positions; use the real warps."""
     if all(w == i for i, w in enumerate(who)):
@@ -235,6 +307,10 @@ PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
 
 #: seconds the search for a shorter counterexample than the reduced one may take
 CONFIRM_TIMEOUT = 20.0
+#: seconds for dropping needless steps from an unconfirmed counterexample (``shorten``)
+SHORTEN_TIMEOUT = 10.0
+DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
+                "warps have not exited")
 
 #: ``por=None``: stubborn sets for one CTA from this many warps on (see check_explicit)
 POR_AUTO_WARPS = 10
@@ -276,6 +352,15 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         ex = Explorer(system, symmetry=False, por=False, safe_steps=False)
     v = _bfs(ex, max_states, timeout, progress, None, t0)
     if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
+        # first drop the steps the violation does not need (cheap; often already the
+        # shortest), then confirm: search the unreduced graph to that depth
+        if v.trace is not None and v.prop is not None:
+            s = shorten(system, v.trace.steps, v.prop, time.perf_counter() + SHORTEN_TIMEOUT)
+            if s is not None:
+                s.stats = v.stats
+                s.stats.extra["reduced_length"] = v.depth
+                s.reason = s.reason or v.reason
+                v = s
         exact = Explorer(system, symmetry=reduce, por=False, safe_steps=False)
         budget = min(max(timeout - (time.perf_counter() - t0), 1.0), confirm_timeout)
         w = _bfs(exact, max_states, budget, None, v.depth, time.perf_counter())
@@ -341,8 +426,6 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         return finish(Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace,
                               depth=len(steps)))
 
-    deadlock_msg = ("no warp can move and no asynchronous operation is in flight, but some "
-                    "warps have not exited")
     while queue:
         state = queue.popleft()
         si = index[state]
@@ -376,7 +459,7 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
             succ_lists.append(out_edges)
         if expand and not any_succ and not ex.all_done(state):
             found.append((d, PRIORITY.get("deadlock", 99), path_to(si),
-                          ("deadlock", deadlock_msg), state))
+                          ("deadlock", DEADLOCK_MSG), state))
             found_len = d if found_len is None else min(found_len, d)
         if len(parent) > max_states and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "

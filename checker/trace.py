@@ -72,6 +72,9 @@ class Trace:
     detail: str = ""
     loop_start: Optional[int] = None     # lasso traces (starvation): index of the loop's start
     blocked: list[str] = field(default_factory=list)  # deadlock: who waits on what
+    #: the steps in the explicit engine's ids, naming the real warps (no symmetry
+    #: permutation): ``Explorer(system, symmetry=False).replay(steps, ...)`` re-runs them
+    steps: list[tuple] = field(default_factory=list, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.events)

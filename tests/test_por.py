@@ -55,25 +55,70 @@ def test_por_on_stress_configurations(cfg: Any, mutation: Optional[str]) -> None
 
 def test_unconfirmed_reduced_counterexample_is_valid_and_says_so() -> None:
     """When the search that confirms a shortest counterexample runs out of its budget,
-    the reduced one is reported -- a real run, replayed -- and the output says a shorter
-    one may exist (p9-bug: 55 reduced steps found at once; the 51-step one needs 2.1
-    million unreduced states)."""
+    the reduced one -- with the steps it does not need dropped -- is reported, and the
+    output says a shorter one may exist.  p9-bug: partial-order reduction finds 55 steps
+    at once, dropping needless steps leaves 51 (the shortest, which the unreduced search
+    needs 2.1 million states to confirm)."""
     from pathlib import Path
 
     from pipeproof.api import check_file
+    from pipeproof.model.system import System
 
     f = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p9-bug.pipe"
     r = check_file(f, confirm_timeout=0.0)
+    v = r.verdict
     assert r.status == "VIOLATED" and r.prop == "read-before-full"
-    assert r.verdict.stats.extra["shortest"] is False
+    assert v.stats.extra["shortest"] is False
+    assert v.stats.extra["reduced_length"] == 55 and len(v.trace) == v.depth == 51
     assert "shorter counterexample may exist" in r.render_text()
     assert "--confirm-timeout" in r.render_text()
-    # the trace was replayed step by step through the model (Explorer.replay raises on
-    # a step that is not enabled or a last step that does not violate)
-    assert len(r.verdict.trace) == r.verdict.depth >= 51
-    # a confirmed one is flagged so
+    # the real-warp steps replay through the unreduced model, ending in the violation
+    assert _is_counterexample(System(r.compiled), v.trace.steps, v.prop)
+    # a confirmed one is not flagged
     small = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p3-bug.pipe"
     r3 = check_file(small, por=True)
     assert r3.status == "VIOLATED"
     assert r3.verdict.stats.extra.get("shortest", True) is not False
     assert "shorter counterexample may exist" not in r3.render_text()
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_unconfirmed_counterexamples_are_real_runs(prog: G.Program) -> None:
+    """Without the confirming search (budget 0), the partial-order-reduced and shortened
+    counterexample still has the full interleaving's verdict and property, is no shorter
+    than its shortest one, and its steps replay through the unreduced model."""
+    try:
+        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=120,
+                              reduce=False)
+    except ConfigError:
+        return
+    system = G.build_system(prog.source)
+    red = check_explicit(system, max_states=300_000, timeout=120, reduce=True, por=True,
+                         confirm_timeout=0.0)
+    msg = f"{prog.describe()}\n  full {full.status} {full.prop} {_length(full)}\n" \
+          f"  red {red.status} {red.prop} {_length(red)}\n{prog.source}"
+    assert red.status == full.status, msg
+    if full.status != "VIOLATED" or "starvation" in (full.prop, red.prop):
+        return
+    assert _length(red) >= _length(full), msg
+    assert _is_counterexample(system, red.trace.steps, red.prop), msg
+
+
+def _is_counterexample(system: Any, steps: list, prop: str) -> bool:
+    """``steps`` (real warps) run in the unreduced model: each enabled, none violating
+    before the last, the last violating ``prop`` -- or, for a deadlock, ending where
+    nothing can move and some warp has not exited."""
+    from pipeproof.checker.explicit import Explorer
+
+    ex = Explorer(system, symmetry=False)
+    state = ex.initial
+    for i, step in enumerate(steps):
+        succ = {st: (n, viol) for st, n, viol in ex._all_successors(state)}
+        if step not in succ:
+            return False
+        state, viol = succ[step]
+        if viol is not None:
+            return i == len(steps) - 1 and viol[0] == prop
+    return prop == "deadlock" and not ex.all_done(state) and \
+        not any(True for _ in ex._all_successors(state))
