@@ -40,6 +40,7 @@ try:
     out = {"status": v.status, "property": v.prop, "headline": v.headline(),
            "states": v.stats.states, "transitions": v.stats.transitions,
            "depth": v.stats.depth, "engine_seconds": v.stats.seconds,
+           "cex_steps": len(v.trace) if v.trace is not None else None,
            "extra": {k: x for k, x in v.stats.extra.items() if isinstance(x, (int, float, bool, str))}}
 except Exception as e:  # a bad example is a result too
     out = {"status": "ERROR", "error": f"{type(e).__name__}: {e}"}
@@ -94,11 +95,17 @@ def main() -> int:
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
     lines = [f"# Explicit engine benchmark ({meta['date']}, Python {meta['python']}, "
              f"{meta['cpus']} CPUs)", "",
-             "| example | verdict | states | states/s | time (s) | peak MB |",
-             "|---|---|---:|---:|---:|---:|"]
+             "`steps`: length of the counterexample; `*` where the search confirming it is "
+             "a shortest one ran out of its 20 s budget (found with partial-order reduction, "
+             "needless steps dropped, replayed through the unreduced model).", "",
+             "| example | verdict | steps | states | states/s | time (s) | peak MB |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         verdict = r.get("headline") or r.get("status")
-        lines.append(f"| {r['file']} | {verdict} | {r.get('states', '')} | "
+        steps = r.get("cex_steps")
+        mark = "*" if (r.get("extra") or {}).get("shortest") is False else ""
+        lines.append(f"| {r['file']} | {verdict} | {'' if steps is None else steps}{mark} | "
+                     f"{r.get('states', '')} | "
                      f"{r.get('states_per_second') or ''} | {r.get('wall_seconds', 0):.1f} | "
                      f"{r.get('peak_mb', 0):.0f} |")
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
