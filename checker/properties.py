@@ -89,6 +89,12 @@ CATALOGUE: tuple[PropertyInfo, ...] = (
     PropertyInfo(Prop.MISSING_PROXY_FENCE,
                  "shared memory written with ordinary stores is read by the async proxy (TMA "
                  "store, MMA) without fence.proxy.async", "PTX ISA memory consistency: proxies"),
+    PropertyInfo(Prop.INSUFFICIENT_SCOPE,
+                 "(--memory-model strict) data written with ordinary stores in one CTA is "
+                 "read by another CTA, but the writes were released only at .cta scope (the "
+                 "default of mbarrier.arrive, remote arrives included), which does not "
+                 "synchronize with threads of other CTAs",
+                 "PTX ISA memory consistency model: scope, morally strong, release patterns"),
 )
 
 assert {p.name for p in CATALOGUE} == set(ALL_PROPERTIES), \

@@ -798,6 +798,8 @@ class _Emitter:
         self(f"mbarrier.{op}.relaxed.{scope}.{space}.b64 [{a}], {tx};")
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
+        # ins.scope (the model's release scope) is not lowered: remote arrives and every
+        # arrive of a cluster kernel already use .release.cluster, the stronger form
         observed = False
         for arr in ins.arrivals:
             if not self.bar_exists(arr.bar) or arr.count < 0:

@@ -439,22 +439,38 @@ def _peer(cx: Any, bar: BarRef, peer: Any, what: str) -> BarRef:
     return BarRef(r, bar.array, bar.stage)
 
 
+def _scope_arg(cx: Any, scope: Any, what: str) -> str:
+    """``scope="cta"|"cluster"``: the memory scope of the arrive's release (PTX
+    ``mbarrier.arrive.release.{cta,cluster}``; a pipeproof extension of the CuTe DSL
+    call, whose arrives are always ``.cta``)."""
+    if scope is None:
+        return "cta"
+    if scope not in ("cta", "cluster"):
+        cx.error(f"{what}: scope must be \"cta\" or \"cluster\", not {scope!r}")
+    return scope
+
+
 def b_mbarrier_arrive(cx: Any, args: tuple, kw: dict) -> None:
-    ptr, peer = _args(cx, args, kw, ("mbar_ptr", "peer_cta_rank_in_cluster"),
-                      "mbarrier_arrive", 1)
+    ptr, peer, scope = _args(cx, args, kw, ("mbar_ptr", "peer_cta_rank_in_cluster", "scope"),
+                             "mbarrier_arrive", 1)
     bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_arrive"), peer, "mbarrier_arrive")
-    cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), 0),), loc=cx.loc,
-                   label=f"mbarrier_arrive({bar}) x{len(cx.lanes)} lanes",
+    sc = _scope_arg(cx, scope, "mbarrier_arrive")
+    cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), 0),), loc=cx.loc, scope=sc,
+                   label=f"mbarrier_arrive({bar}{', release.cluster' if sc == 'cluster' else ''})"
+                         f" x{len(cx.lanes)} lanes",
                    pre=write_end_effects(cx)))
 
 
 def b_mbarrier_arrive_and_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
-    ptr, nbytes, peer = _args(cx, args, kw, ("mbar_ptr", "bytes", "peer_cta_rank_in_cluster"),
-                              "mbarrier_arrive_and_expect_tx", 2)
+    ptr, nbytes, peer, scope = _args(cx, args, kw, ("mbar_ptr", "bytes",
+                                                    "peer_cta_rank_in_cluster", "scope"),
+                                     "mbarrier_arrive_and_expect_tx", 2)
     bar = _peer(cx, _bar_arg(cx, ptr, "mbarrier_arrive_and_expect_tx"), peer,
                 "mbarrier_arrive_and_expect_tx")
     tx = cx.as_int(nbytes, "bytes")
+    sc = _scope_arg(cx, scope, "mbarrier_arrive_and_expect_tx")
     cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), tx * len(cx.lanes)),), loc=cx.loc,
+                   scope=sc,
                    label=f"mbarrier_arrive_and_expect_tx({bar}, {tx} B) x{len(cx.lanes)} lanes",
                    pre=write_end_effects(cx)))
 

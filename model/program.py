@@ -156,6 +156,9 @@ class Arrive(Instr):
 
     arrivals: tuple[Arrival, ...] = ()
     drop: bool = False
+    #: the release's memory scope (PTX ``mbarrier.arrive.release.{cta,cluster}``; the
+    #: default, CUTLASS's choice even for remote arrives, is ``cta``)
+    scope: str = "cta"
 
 
 @dataclass(frozen=True)

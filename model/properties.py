@@ -44,6 +44,8 @@ class Prop:
     ROLE_MISUSE = "role-misuse"
     ELECT_MISUSE = "elect-misuse"
     MISSING_PROXY_FENCE = "missing-proxy-fence"
+    # memory scopes (only with --memory-model strict: spec/primitives.md "memory scopes")
+    INSUFFICIENT_SCOPE = "insufficient-scope"
 
 
 ALL_PROPERTIES: tuple[str, ...] = tuple(

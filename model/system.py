@@ -31,7 +31,11 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       CpAsync, CpAsyncArrive, ExpectTx, Exit, Fail, FenceMbarInit,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
+from .errors import ConfigError
 from .properties import Check, Prop, add_check
+
+#: ``System(memory_model=...)``: see ``System.__init__``
+MEMORY_MODELS = ("cutlass", "strict")
 
 #: program counter of a warp that has exited
 DONE = -1
@@ -167,7 +171,16 @@ _BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead)
 class System:
     """The transition system of one cluster of a compiled kernel."""
 
-    def __init__(self, compiled: CompiledKernel):
+    def __init__(self, compiled: CompiledKernel, memory_model: str = "cutlass"):
+        """``memory_model``: ``"cutlass"`` (default) treats every release as reaching the
+        threads that acquire it, as CUTLASS's default-scope (.cta) remote arrives assume;
+        ``"strict"`` also tracks the scope of the release that published each stage's
+        generic writes and reports ``insufficient-scope`` (``ghost``)."""
+        if memory_model not in MEMORY_MODELS:
+            raise ConfigError(f"unknown memory model {memory_model!r} (expected one of "
+                              f"{', '.join(MEMORY_MODELS)})")
+        self.memory_model = memory_model
+        self.strict_scopes = memory_model == "strict"
         self.compiled = compiled
         self.info = compiled.info
         self.layout = L = StateLayout()
@@ -207,6 +220,7 @@ class System:
         self.bar: dict[BarRef, int] = {}
         self.arr: dict[tuple[int, str], int] = {}
         self.buf: dict[BufRef, int] = {}
+        self.cta_only: dict[BufRef, list[int]] = {}
         self.arrays_of_cta: dict[int, list[str]] = {}
         for cta in range(self.info.cluster_size):
             for d in compiled.pipelines:
@@ -231,6 +245,11 @@ class System:
                         k = L.alloc(f"{ref}.{f}", init)
                         b0 = k if b0 is None else b0
                     self.buf[ref] = b0  # type: ignore[assignment]
+                    if self.strict_scopes:
+                        # flag c: the fill holds generic writes by CTA c released only at
+                        # .cta scope (invisible to other CTAs)
+                        self.cta_only[ref] = [L.alloc(f"{ref}.cta_only{c}", 0)
+                                              for c in range(self.info.cluster_size)]
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
         # named barriers: per (cta, id): arrived, expected, gen, then one flag per warp
         self.nb: dict[tuple[int, int], int] = {}
@@ -312,9 +331,20 @@ class System:
 
     # ---------------------------------------------------------------- ghost effects
 
-    def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: Any) -> None:
+    def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: Any,
+              cta: Optional[int] = None, scope: str = "cluster") -> None:
         """Apply one ghost effect on a stage buffer (``who`` names the actor; it may be a
-        function returning the name, evaluated only for a message)."""
+        function returning the name, evaluated only for a message).
+
+        Memory scopes (``memory_model="strict"`` only): ``cta`` is the CTA of the warp
+        whose effect this is (None for hardware), ``scope`` the scope of the release
+        that ends a write (``release_scope``).  A write ended by a .cta-scoped release
+        marks the fill as visible to its writer's CTA only; a read by a warp of another
+        CTA (or an MMA it issues) is then ``insufficient-scope``: under the PTX memory
+        model a release synchronizes only with acquires by threads inside its scope
+        (morally strong operations), so the reader may see stale data.  Conservative:
+        a later cluster-scope release by the writer (cumulativity) does not clear the
+        mark; acquire scopes are not checked (CUTLASS waits are .cta)."""
         b = self.buf.get(e.buf)
         name = (lambda: who() if callable(who) else who)
         if b is None:
@@ -342,6 +372,7 @@ class System:
                 msg = lambda: (f"{name()} reads {e.buf} expecting fill {e.tag} (mod 4), "  # noqa: E731
                                "but it holds another fill or nothing")
             add_check(checks, bad, Prop.READ_BEFORE_FULL, msg)
+            self._scope_check(V, S, e, checks, name, cta)
         elif k == "hold":
             S.set(rd, S.get(rd) + 1)
         elif k == "unhold":
@@ -358,11 +389,16 @@ class System:
                           lambda: f"{name()} starts writing fill {e.tag} of {e.buf} while the "
                                   "write of the previous fill is still in flight (it was "
                                   "never consumed)")
+                if self.strict_scopes:  # a new fill: the marks of the old one go
+                    for m in self.cta_only[e.buf]:
+                        S.set(m, V.ite(V.ne(wt, e.tag), 0, S.get(m)))
                 S.set(b + 5, e.tag)
             S.set(wip, S.get(wip) + 1)
         elif k == "write_end":
             S.set(wip, S.get(wip) - 1)
             S.set(stamp, e.tag)
+            if self.strict_scopes and cta is not None and scope == "cta":
+                S.set(self.cta_only[e.buf][cta], 1)
         elif k == "dirty":
             S.set(dirty, S.get(dirty) + 1)
         elif k == "clean":
@@ -375,8 +411,35 @@ class System:
                       lambda: f"{name()} reads {e.buf} through the async proxy after generic "
                               "stores without fence.proxy.async")
             S.set(rd, S.get(rd) + 1)
+            self._scope_check(V, S, e, checks, name, cta)
         else:  # pragma: no cover
             raise ValueError(k)
+
+    def _scope_check(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
+                     cta: Optional[int]) -> None:
+        if not self.strict_scopes or cta is None:
+            return
+        flags = [S.get(m) for c, m in enumerate(self.cta_only[e.buf]) if c != cta]
+        if not flags:
+            return
+        add_check(checks, V.or_(*[V.eq(f, 1) for f in flags]),
+                  Prop.INSUFFICIENT_SCOPE,
+                  lambda: f"{name()} (CTA {cta}) reads {e.buf}, whose data threads of another "
+                          "CTA released only at .cta scope (mbarrier.arrive's default, remote "
+                          "arrives included): the release does not synchronize with CTA "
+                          f"{cta}; use a .release.cluster arrive")
+
+    @staticmethod
+    def release_scope(ins: Instr) -> str:
+        """The scope of the release performed by the instruction that ends a warp's
+        writes: ``cluster`` for ``mbarrier.arrive.release.cluster`` and a non-relaxed
+        ``barrier.cluster.arrive``; ``cta`` for everything else (default-scope arrives,
+        bar.sync/bar.arrive, exit, the warp's own TMA store)."""
+        if isinstance(ins, Arrive):
+            return ins.scope
+        if isinstance(ins, ClusterArrive) and not ins.relaxed:
+            return "cluster"
+        return "cta"
 
     # ---------------------------------------------------------------- mbarrier operations
 
@@ -424,8 +487,10 @@ class System:
         t = type(ins)
         if not V.symbolic and t in _BLOCKING and not self._concrete_enabled(S, a, ins):
             return _BLOCKED  # a blocked warp does nothing: skip the work
-        for e in ins.pre:
-            self.ghost(V, S, e, checks, who)
+        if ins.pre:
+            scope = self.release_scope(ins)
+            for e in ins.pre:
+                self.ghost(V, S, e, checks, who, ag.cta, scope)
         enabled: Any = True
         nxt = pc + 1
         if t is Wait:
@@ -533,7 +598,7 @@ class System:
         else:  # pragma: no cover
             raise NotImplementedError(t.__name__)
         for e in ins.post:
-            self.ghost(V, S, e, checks, who)
+            self.ghost(V, S, e, checks, who, ag.cta, "cta")
         S.set(ag.pc, nxt)
         if nxt == DONE:
             self._after_exit(V, S, ag.cta, checks)
@@ -595,7 +660,7 @@ class System:
                     buf = ins.value.args[0]
                     val = S.get(self.buf[buf] + 4)
                     for e in ins.pre:
-                        self.ghost(V, S, e, checks, f"{ag.name} ({ag.role})")
+                        self.ghost(V, S, e, checks, f"{ag.name} ({ag.role})", ag.cta, "cta")
                     S.set(self.clc_failed[ag.cta],
                           V.ite(V.eq(val, 0), 1, S.get(self.clc_failed[ag.cta])))
                     S.set(ag.locals[ins.dest], val)
@@ -800,8 +865,8 @@ class System:
             S.q_pop(ag.qtc)
             ins = self.code(a)[head]
             what = f"tcgen05.commit of {ag.name}"
-            for e in ins.effects:
-                self.ghost(V, S, e, checks, what)
+            for e in ins.effects:  # the MMAs' reads are the issuing CTA's
+                self.ghost(V, S, e, checks, what, ag.cta, "cluster")
             for bar in ins.bars:
                 self.do_arrive(V, S, bar, 1, 0, checks, None if bar.cta == ag.cta else ag.cta,
                                None, what)
@@ -813,8 +878,8 @@ class System:
             if isinstance(ins, CpAsync):
                 return Outcome(True, checks, f"cp.async copy of {ag.name} into {ins.buf} completes")
             what = f"cp.async.mbarrier.arrive of {ag.name}"
-            for e in ins.effects:
-                self.ghost(V, S, e, checks, what)
+            for e in ins.effects:  # a default-scope (.cta) arrive publishes the copies
+                self.ghost(V, S, e, checks, what, ag.cta, "cta")
             self.do_arrive(V, S, ins.bar, ins.count, 0, checks, None, None, what)
             return Outcome(True, checks, f"{what} fires on {ins.bar}")
         if kind == "bulk":

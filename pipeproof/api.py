@@ -101,19 +101,22 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
                  smt2: Optional[str] = None,
-                 confirm_timeout: Optional[float] = None) -> CheckResult:
+                 confirm_timeout: Optional[float] = None,
+                 memory_model: str = "cutlass") -> CheckResult:
     """``confirm_timeout``: explicit engine, seconds for the search that confirms a
     partial-order-reduced counterexample is a shortest one (default
-    ``checker.explicit.CONFIRM_TIMEOUT``)."""
+    ``checker.explicit.CONFIRM_TIMEOUT``).  ``memory_model="strict"`` adds the
+    ``insufficient-scope`` check of release scopes (``model.system.System``)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,
                                    timeout=timeout, max_states=max_states, progress=progress,
                                    file=file, reduce=reduce, por=por, smt2=smt2,
-                                   confirm_timeout=confirm_timeout)
+                                   confirm_timeout=confirm_timeout,
+                                   memory_model=memory_model)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
-    system = System(compiled)
+    system = System(compiled, memory_model)
     if engine == "explicit":
         from .checker.explicit import check_explicit
 

@@ -99,6 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             progress=progress, por={"auto": None, "on": True,
                                                     "off": False}[args.por],
                             confirm_timeout=args.confirm_timeout,
+                            memory_model=args.memory_model,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -169,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "states, each costlier to expand); auto: on for clusters of more "
                         "than one CTA and for CTAs of 10 or more warps, where "
                         "interleavings multiply")
+    c.add_argument("--memory-model", choices=("cutlass", "strict"), default="cutlass",
+                   help="cutlass (default): releases reach whoever acquires them, as "
+                        "CUTLASS's .cta-scoped remote arrives assume; strict: also report "
+                        "insufficient-scope -- data written in one CTA, released only at "
+                        ".cta scope, read by another CTA (PTX memory model)")
     c.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="explicit engine: seconds to confirm that a counterexample found "
                         "with partial-order reduction is a shortest one (default 20; the "

@@ -6,7 +6,8 @@ Header of each file (read here, documented in examples/bugs/README.md):
 * ``# expect: VIOLATED <property>`` or ``# expect: SAFE``;
 * ``# quick: name=value ...`` -- parameters used here to keep the suite fast;
 * ``# needs: ...`` -- a model feature that is missing: the test is a strict xfail;
-* ``# slow: ...`` -- too slow for the default run today: marked ``slow``.
+* ``# slow: ...`` -- too slow for the default run today: marked ``slow``;
+* ``# memory-model: strict`` -- check with ``--memory-model strict`` (scope bugs).
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ class Header:
     quick: dict
     needs: str
     slow: str
+    memory_model: str = "cutlass"
 
 
 def parse_header(path: Path) -> Header:
-    status, prop, quick, needs, slow = None, None, {}, "", ""
+    status, prop, quick, needs, slow, mm = None, None, {}, "", "", "cutlass"
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
             break
@@ -58,9 +60,12 @@ def parse_header(path: Path) -> Header:
         m = re.match(r"#\s*slow:\s*(.*)$", line)
         if m:
             slow = m.group(1).strip()
+        m = re.match(r"#\s*memory-model:\s*(\S+)\s*$", line)
+        if m:
+            mm = m.group(1)
     if status is None:
         raise AssertionError(f"{path.name}: no '# expect:' line in the header")
-    return Header(status, prop, quick, needs, slow)
+    return Header(status, prop, quick, needs, slow, mm)
 
 
 def _params() -> list:
@@ -106,7 +111,8 @@ def test_headers_agree_with_readme() -> None:
 @pytest.mark.parametrize("path", _params())
 def test_bug_example(path: Path) -> None:
     h = parse_header(path)
-    r = check_file(path, h.quick, max_states=MAX_STATES, timeout=TIMEOUT)
+    r = check_file(path, h.quick, max_states=MAX_STATES, timeout=TIMEOUT,
+                   memory_model=h.memory_model)
     v = r.verdict
     if h.status == "VIOLATED":
         assert v.status == "VIOLATED", f"{path.name}: {v.headline()} ({v.reason})"
