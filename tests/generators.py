@@ -1402,13 +1402,14 @@ def mutate(cfg: Config) -> Any:
 # --------------------------------------------------------------------------- checking helpers
 
 
-def build_system(source: str, params: Optional[dict[str, Any]] = None) -> Any:
+def build_system(source: str, params: Optional[dict[str, Any]] = None,
+                 memory_model: str = "cutlass") -> Any:
     """Parse and compile ``source`` into a ``System`` (raises ConfigError/Unsupported)."""
     from pipeproof.model.compile import compile_kernel
     from pipeproof.model.lang.parser import parse
     from pipeproof.model.system import System
 
-    return System(compile_kernel(parse(source, "<generated>"), params or {}))
+    return System(compile_kernel(parse(source, "<generated>"), params or {}), memory_model)
 
 
 def check_program(source: str, reduce: bool = False, max_states: int = 200_000,
