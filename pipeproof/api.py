@@ -30,6 +30,7 @@ class CheckResult:
     warps: int
     engine: str
     compiled: Optional[CompiledKernel] = field(default=None, repr=False)
+    memory_model: str = "cutlass"
 
     @property
     def exit_code(self) -> int:
@@ -47,7 +48,7 @@ class CheckResult:
         d = self.verdict.to_json()
         d.update({"kernel": self.kernel, "file": self.file, "params": self.params,
                   "cluster": list(self.cluster), "warps_per_cta": self.warps,
-                  "engine": self.engine})
+                  "engine": self.engine, "memory_model": self.memory_model})
         return d
 
     def render_text(self, explain: bool = False, fmt: str = "steps",
@@ -57,7 +58,9 @@ class CheckResult:
         v = self.verdict
         ps = ", ".join(f"{k}={x}" for k, x in self.params.items())
         lines = [f"{self.file}: kernel {self.kernel}({ps}), cluster "
-                 f"{'x'.join(map(str, self.cluster))}, {self.warps} warps per CTA"]
+                 f"{'x'.join(map(str, self.cluster))}, {self.warps} warps per CTA"
+                 + (f", memory model {self.memory_model}"
+                    if self.memory_model != "cutlass" else "")]
         lines.append(v.headline())
         st = v.stats
         if st.states:
@@ -133,7 +136,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     else:
         raise ConfigError(f"unknown engine {engine!r}")
     return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
-                       info.cluster_shape, info.num_warps, engine, compiled)
+                       info.cluster_shape, info.num_warps, engine, compiled, memory_model)
 
 
 def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> CheckResult:
@@ -158,7 +161,8 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
             r = results[-1] if results else None
             if r is None:
                 raise ConfigError("--timeout too small for a parameter range")
-            return CheckResult(v, r.kernel, r.file, one, r.cluster, r.warps, r.engine)
+            return CheckResult(v, r.kernel, r.file, one, r.cluster, r.warps, r.engine,
+                               memory_model=r.memory_model)
         r = check_kernel(kernel, one, **dict(kw, timeout=left))
         results.append(r)
         if r.status == VIOLATED:
@@ -179,7 +183,8 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     v.stats.engine = last.verdict.stats.engine
     v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
     v.stats.extra["parameter_values_checked"] = len(results)
-    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine)
+    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
+                       memory_model=last.memory_model)
 
 
 def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:

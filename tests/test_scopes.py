@@ -57,6 +57,11 @@ def test_cli_memory_model(mm: str, code: int, capsys: pytest.CaptureFixture) -> 
     assert rc == code
     out = capsys.readouterr().out
     assert ("insufficient-scope" in out) == (mm == "strict")
+    assert ("memory model strict" in out) == (mm == "strict")
+    import json
+
+    rc = main(["check", str(BUGS / "x3-bug.pipe"), "--memory-model", mm, "--json"])
+    assert json.loads(capsys.readouterr().out)["memory_model"] == mm
 
 
 def test_cli_rejects_an_unknown_memory_model(capsys: pytest.CaptureFixture) -> None:
