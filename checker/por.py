@@ -68,6 +68,7 @@ _COMMUTE = {
     frozenset(["Q"]),             # queue push (owner) and pop (environment)
     frozenset(["F"]),             # reads of CLC responses: each ORs "a failed response was
                                   # seen" into its CTA's flag (only a try_cancel reads it)
+    # "PB" (strict scopes: a release publishing acquired fills) commutes with nothing
 }
 
 
@@ -253,6 +254,10 @@ class Footprints:
         ag = sysm.agents[a]
         ins = sysm.code(a)[pc]
         fp: set = self._ghost(ins.pre) | self._ghost(ins.post)
+        # strict memory scopes: a passing wait reads the fills it acquires; a cluster-scope
+        # release may rewrite the visibility of those (``System._acquire``/``_publish``)
+        fp |= {(("buf", b), "RD") for b in sysm.acquired_by(a, ins)}
+        fp |= {(("buf", b), "PB") for b in sysm.published_by(a, ins)}
         t = type(ins)
         cta = ag.cta
         if t in (Wait, TryWait):

@@ -66,6 +66,8 @@ class AgentInfo:
     qcp: int = 0     # cp.async queue (tuple of (kind, pc))
     qbs: int = 0     # bulk stores and commit-group markers (BULK_MARK), in order
     nbflags: dict[int, int] = field(default_factory=dict)  # named barrier id -> slot
+    #: strict scopes: buffer -> slot holding the fill this warp's wait acquired
+    acq: dict = field(default_factory=dict)
 
     @property
     def cta(self) -> int:
@@ -251,6 +253,9 @@ class System:
                         self.cta_only[ref] = [L.alloc(f"{ref}.cta_only{c}", 0)
                                               for c in range(self.info.cluster_size)]
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
+        self.pub_bufs: dict[BarRef, tuple[BufRef, ...]] = {}
+        if self.strict_scopes:
+            self._scope_layout(L)
         # named barriers: per (cta, id): arrived, expected, gen, then one flag per warp
         self.nb: dict[tuple[int, int], int] = {}
         self.nbflag: dict[tuple[int, int, int], int] = {}
@@ -429,6 +434,62 @@ class System:
                           "arrives included): the release does not synchronize with CTA "
                           f"{cta}; use a .release.cluster arrive")
 
+    def _scope_layout(self, L: Any) -> None:
+        """Strict scopes: which stage buffers each barrier publishes (TMA deliveries that
+        complete on it, stores ended by arrives on it), and, per warp, one slot for each
+        buffer a wait of that warp may acquire: the fill it acquired (``acquire``)."""
+        pub: dict[BarRef, set[BufRef]] = {}
+        for ag in self.agents:
+            for ins in ag.program.code:
+                if isinstance(ins, TmaLoad):
+                    for dl in ins.deliveries:
+                        if dl.buf is not None:
+                            pub.setdefault(dl.bar, set()).add(dl.buf)
+                elif isinstance(ins, Arrive):
+                    ended = {e.buf for e in ins.pre if e.kind == "write_end"}
+                    for arr in ins.arrivals:
+                        pub.setdefault(arr.bar, set()).update(ended)
+        self.pub_bufs = {b: tuple(sorted(x, key=str)) for b, x in pub.items()
+                         if all(buf in self.buf for buf in x)}
+        for ag in self.agents:
+            mine: dict[BufRef, int] = {}
+            for ins in ag.program.code:
+                if isinstance(ins, Wait):
+                    for buf in self.pub_bufs.get(ins.bar, ()):
+                        if buf not in mine:
+                            mine[buf] = L.alloc(f"{ag.name}.acq.{buf}", NO_DATA)
+            ag.acq = mine
+
+    def acquired_by(self, a: int, ins: Instr) -> tuple[BufRef, ...]:
+        """Strict scopes: the buffers whose current fill a passing wait acquires."""
+        if not self.strict_scopes or not isinstance(ins, Wait):
+            return ()
+        return self.pub_bufs.get(ins.bar, ())
+
+    def published_by(self, a: int, ins: Instr) -> tuple[BufRef, ...]:
+        """Strict scopes: the buffers a cluster-scope release of warp ``a`` may publish to
+        the whole cluster (those its waits may have acquired)."""
+        if not self.strict_scopes or self.release_scope(ins) != "cluster" or \
+                not isinstance(ins, (Arrive, ClusterArrive)):
+            return ()
+        return tuple(self.agents[a].acq)
+
+    def _acquire(self, V: Any, S: Any, a: int, ins: Instr) -> None:
+        ag = self.agents[a]
+        for buf in self.acquired_by(a, ins):
+            S.set(ag.acq[buf], S.get(self.buf[buf] + 1))  # the fill it now holds
+
+    def _publish(self, V: Any, S: Any, a: int, ins: Instr) -> None:
+        """A ``.release.cluster`` by a warp that acquired a fill (and it is still the
+        buffer's fill) makes it visible cluster-wide as far as this warp's CTA goes:
+        cumulativity of release through the warp's earlier acquire."""
+        ag = self.agents[a]
+        for buf in self.published_by(a, ins):
+            got = S.get(ag.acq[buf])
+            ok = V.and_(V.ne(got, NO_DATA), V.eq(got, S.get(self.buf[buf] + 1)))
+            m = self.cta_only[buf][ag.cta]
+            S.set(m, V.ite(ok, 0, S.get(m)))
+
     @staticmethod
     def release_scope(ins: Instr) -> str:
         """The scope of the release performed by the instruction that ends a warp's
@@ -491,6 +552,9 @@ class System:
             scope = self.release_scope(ins)
             for e in ins.pre:
                 self.ghost(V, S, e, checks, who, ag.cta, scope)
+        if self.strict_scopes:
+            self._publish(V, S, a, ins)
+            self._acquire(V, S, a, ins)
         enabled: Any = True
         nxt = pc + 1
         if t is Wait:
@@ -848,7 +912,10 @@ class System:
                                     Prop.REMOTE_OP_TO_EXITED_CTA if dl.buf.cta != src
                                     else Prop.DANGLING_ARRIVE_AT_EXIT,
                                     f"{what} are written into CTA {dl.buf.cta} after it exited"))
-                self.ghost(V, S, GhostEffect("write_end", dl.buf, dl.tag), checks, what)
+                # the bytes are visible to the threads that observe the complete_tx: those
+                # of the signalled barrier's CTA (waits are CTA-local)
+                self.ghost(V, S, GhostEffect("write_end", dl.buf, dl.tag), checks, what,
+                           dl.bar.cta, "cta")
                 if ins.kind == "clc":
                     S.set(self.buf[dl.buf] + 4, choice)
             self.use_check(V, S, dl.bar, src if dl.bar.cta != src else None,

@@ -47,8 +47,9 @@ def test_engines_agree_on_the_fix() -> None:
 def test_default_model_adds_no_state() -> None:
     """Without strict scopes the layout is unchanged (no cost for everyone else)."""
     a, b = _system("x3-bug.pipe", "cutlass"), _system("x3-bug.pipe", "strict")
-    assert b.n - a.n == sum(len(v) for v in b.cta_only.values()) > 0
-    assert not a.cta_only
+    added = sum(len(v) for v in b.cta_only.values()) + sum(len(ag.acq) for ag in b.agents)
+    assert b.n - a.n == added > 0
+    assert not a.cta_only and not any(ag.acq for ag in a.agents)
 
 
 @pytest.mark.parametrize("mm,code", [("strict", 1), ("cutlass", 0)])
@@ -156,3 +157,83 @@ def test_valid_generated_programs_in_strict_mode(prog: G.Program) -> None:
                               timeout=120).status == "PROVEN", msg
     else:
         assert v.status == "PROVEN", msg
+
+
+FORWARD = """
+@cute.kernel
+def forward(relay_cluster: int = 0, relay_waits: int = 1):
+    launch(block=96, cluster=(2, 1, 1))
+    sfb = PipelineTmaAsync.create(
+        num_stages=1,
+        producer_group=CooperativeGroup(Agent.Thread, 1),
+        consumer_group=CooperativeGroup(Agent.Thread, 1),
+        tx_count=1024,
+        cta_layout_vmnk=cute.make_layout((1, 2, 1, 1)),
+    )
+    go = smem_mbarrier()
+    if cute.arch.warp_idx() == 0:
+        with elect_one():
+            mbarrier_init(go, 2)
+    pipeline_init_arrive(cluster_shape_mn=(2, 1))
+    pipeline_init_wait(cluster_shape_mn=(2, 1))
+    with role("tma", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, 1)
+        with elect_one():
+            mbarrier_arrive_and_expect_tx(sfb.producer_get_barrier(state), 1024)
+        tma_load(sfb, state, bytes=1024)
+    with role("relay", warps=[1]):
+        st = make_pipeline_state(PipelineUserType.Consumer, 1)
+        if relay_waits == 1:
+            mbarrier_wait(sfb.producer_get_barrier(st), st.phase)
+        with elect_one():
+            if relay_cluster == 1:
+                mbarrier_arrive(go, peer_cta_rank_in_cluster=0, scope="cluster")
+            else:
+                mbarrier_arrive(go, peer_cta_rank_in_cluster=0)
+    with role("mma", warps=[2], ctas=[0]):
+        st = make_pipeline_state(PipelineUserType.Consumer, 1)
+        mbarrier_wait(go, 0)
+        mbarrier_wait(sfb.producer_get_barrier(st), st.phase)
+        tcgen05_cp(sfb, st, cta_group=2)
+"""
+
+
+@pytest.mark.parametrize("relay_cluster", [0, 1])
+def test_tma_data_forwarded_by_a_thread_needs_cluster_scope(relay_cluster: int) -> None:
+    """P9's second cause, reduced: the peer's TMA bytes complete on the peer's own
+    barrier (visible to the peer's threads), a relay warp there waits on it and arrives
+    on the leader's barrier, and the leader's cta_group::2 tcgen05.cp reads the peer's
+    buffer.  Only a .release.cluster relay arrive carries the bytes' visibility on
+    (cumulativity through the relay's acquire).  Full interleaving and the reduced
+    search agree on verdict, property and length (BMC does not reach the violation's
+    depth in minutes here; it agrees on the x3 pair above)."""
+    from pipeproof.api import check_source
+
+    params = {"relay_cluster": relay_cluster}
+    full = check_source(FORWARD, params, memory_model="strict", reduce=False, timeout=120)
+    red = check_source(FORWARD, params, memory_model="strict", timeout=120)
+    assert check_source(FORWARD, params, timeout=120).status == "PROVEN"
+    if relay_cluster:
+        assert full.status == red.status == "PROVEN"
+    else:
+        for r in (full, red):
+            assert (r.status, r.prop) == ("VIOLATED", "insufficient-scope"), \
+                r.verdict.headline()
+            assert "sfb.buf[0]@cta1" in r.verdict.reason
+        assert len(full.verdict.trace) == len(red.verdict.trace)
+
+
+def test_p9_second_cause_in_strict_mode() -> None:
+    """p9-fixed orders the peer's SFB bytes before the leader's UTCCP through the relay's
+    arrive; with the default .cta scope that arrive does not carry the bytes'
+    visibility to the leader (the issue's second cause), with .release.cluster it does."""
+    from pipeproof.api import check_file
+
+    f = BUGS / "p9-fixed.pipe"
+    cta = check_file(f, {"relay_scope_cluster": 0}, memory_model="strict", timeout=120)
+    assert (cta.status, cta.prop) == ("VIOLATED", "insufficient-scope"), cta.verdict.headline()
+    assert "sfb.buf[0]@cta1" in cta.verdict.reason
+    clu = check_file(f, {"relay_scope_cluster": 1}, memory_model="strict", timeout=120)
+    assert clu.status == "PROVEN", clu.verdict.headline()
+    for v in (0, 1):
+        assert check_file(f, {"relay_scope_cluster": v}, timeout=120).status == "PROVEN"
