@@ -416,6 +416,17 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         v.stats = stats
         return v
 
+    def bounded_note(d: int) -> str:
+        """What the unfinished search does guarantee.  Breadth-first: every state of
+        depth < d was expanded, so every step from them was checked -- no violation in
+        runs of up to d steps, no deadlock within d - 1 -- provided no reduction that
+        can lengthen runs was used (symmetry keeps lengths; partial-order and safe-step
+        reductions do not)."""
+        if ex.reducer is not None or d < 2:
+            return ""
+        return (f"; no violation or deadlock in any run of up to {d - 1} steps (every one "
+                "explored; starvation not checked)")
+
     def report() -> Verdict:
         length, _rank, steps, viol, stuck = min(found, key=lambda f: (f[0], f[1]))
         if viol[0] == "deadlock":
@@ -463,13 +474,13 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
             found_len = d if found_len is None else min(found_len, d)
         if len(parent) > max_states and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "
-                                  f"(explored to depth {max_depth}); use --engine bmc or "
-                                  "smaller parameters", depth=max_depth))
+                                  f"(explored to depth {max_depth}){bounded_note(d)}; use "
+                                  "--engine bmc or smaller parameters", depth=max_depth))
         now = time.perf_counter()
         if now - t0 > timeout and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "
-                                  f"{len(parent)} states explored to depth {max_depth}",
-                                  depth=max_depth))
+                                  f"{len(parent)} states explored to depth {max_depth}"
+                                  f"{bounded_note(d)}", depth=max_depth))
         if progress is not None and now >= next_report:
             progress(len(parent), max_depth, now - t0)
             next_report = now + 1.0

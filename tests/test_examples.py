@@ -151,6 +151,19 @@ def test_k5_as_in_the_cutlass_source_exits_with_a_tma_store_in_flight() -> None:
 def test_k3_with_an_unbounded_grid_is_cyclic_and_clean_on_a_prefix() -> None:
     """Without a grid bound the CLC loops close into cycles (any number of tiles): the
     engine keeps every warp apart for the starvation search, and the graph is too big
-    to finish here; the first 20,000 states hold no violation."""
-    _smoke_params(EXAMPLES / "kernels" / "k3_blackwell_persistent_gemm_clc.pipe",
-                  {"grid_clusters": 0}, 20_000)
+    to finish here; the first 20,000 states hold no violation.  Without partial-order
+    reduction the breadth-first prefix is a bounded guarantee, and the verdict says
+    how far it goes."""
+    f = EXAMPLES / "kernels" / "k3_blackwell_persistent_gemm_clc.pipe"
+    _smoke_params(f, {"grid_clusters": 0}, 20_000)
+    v = check_file(f, {"grid_clusters": 0}, max_states=20_000, timeout=TIMEOUT).verdict
+    m = re.search(r"no violation or deadlock in any run of up to (\d+) steps", v.reason)
+    assert m and 1 <= int(m.group(1)) < v.stats.depth, v.reason
+
+
+def test_a_reduced_unfinished_search_claims_no_bound() -> None:
+    """With partial-order reduction runs may be lengthened: no bounded claim."""
+    v = check_file(EXAMPLES / "kernels" / "k1_hopper_persistent_gemm.pipe",
+                   max_states=300, timeout=TIMEOUT).verdict
+    assert v.status == "UNKNOWN" and "state limit" in v.reason
+    assert "no violation or deadlock" not in v.reason

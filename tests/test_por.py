@@ -122,3 +122,26 @@ def _is_counterexample(system: Any, steps: list, prop: str) -> bool:
             return i == len(steps) - 1 and viol[0] == prop
     return prop == "deadlock" and not ex.all_done(state) and \
         not any(True for _ in ex._all_successors(state))
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_bounded_claims_of_unfinished_searches_hold(prog: G.Program) -> None:
+    """An unreduced search stopped early says how many steps every run was explored to;
+    the shortest counterexample (if any) is longer than that."""
+    import re
+
+    try:
+        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=120,
+                              reduce=False)
+    except ConfigError:
+        return
+    for cap in (10, 40, 160):
+        cut = check_explicit(G.build_system(prog.source), max_states=cap, timeout=120,
+                             reduce=False)
+        m = re.search(r"any run of up to (\d+) steps", cut.reason or "")
+        if cut.status != "UNKNOWN" or m is None:
+            continue
+        if full.status == "VIOLATED" and full.prop != "starvation":
+            assert _length(full) > int(m.group(1)), (prog.describe(), cut.reason,
+                                                      _length(full))
