@@ -186,7 +186,9 @@ def litmus_jobs(jobs_dir: str) -> list[dict]:
         cs = lit.cluster[0] * lit.cluster[1] * lit.cluster[2]
         job = {"name": name, "kind": "litmus", "binary": binary,
                "entry": "lit_" + lit.name, "words": WORDS, "reps": 20,
-               "cluster": list(lit.cluster), "grid": list(lit.cluster), "block": lit.block,
+               "cluster": list(lit.cluster),
+               "grid": [lit.cluster[0] * lit.clusters, lit.cluster[1], lit.cluster[2]],
+               "block": lit.block,
                "cluster_size": cs, "process_s": 30 if lit.risky else 60, "hang_s": 5.0,
                "isolate": lit.risky,
                "meta": {"question": lit.question}}

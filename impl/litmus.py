@@ -125,6 +125,7 @@ class Litmus:
     cluster: tuple[int, int, int] = (1, 1, 1)
     block: int = 32
     risky: bool = False          # may hang (run last, in its own process)
+    clusters: int = 1            # clusters launched at once (results aggregated with atomics)
 
 
 def t_over_arrival_single(init: int, count: int) -> Callable[[], str]:
@@ -448,6 +449,118 @@ def t_remote_arrive() -> str:
     return b.ptx()
 
 
+#: rounds and words per round of the scope hand-off litmus
+SCOPE_ROUNDS, SCOPE_WORDS = 2000, 64
+
+
+def t_scope_handoff(rel: str, acq: str, wait: bool = True) -> Callable[[], str]:
+    """Message passing across the CTAs of a pair, the lesson-8 pattern: CTA 1 writes
+    ``SCOPE_WORDS`` words of its own shared memory with ordinary stores, then arrives on
+    CTA 0's ``full`` barrier with ``mbarrier.arrive.release.<rel>.shared::cluster``; CTA 0
+    waits with ``try_wait.parity.acquire.<acq>``, reads the words through
+    ``ld.shared::cluster`` and counts those that are not this round's, then releases
+    CTA 1's ``empty`` barrier (.release.cluster).  ``SCOPE_ROUNDS`` rounds per launch, many
+    clusters at once.  Words (atomics, summed over clusters): 0 stale words read, 1 rounds
+    completed by CTA 0, 2 waits that timed out.  ``wait=False`` (negative control): CTA 0
+    does not wait on ``full`` -- stale words must show up, or the test could not see any."""
+    def build() -> str:
+        b = _B(f"lit_scope_{rel}_{acq}" + ("" if wait else "_nowait"))
+        full, empty = b.bar(0), b.bar(1)
+        p0 = b.reg("p")
+        b(f"setp.eq.u32 {p0}, %rank, 0;")
+        b(f"mbarrier.init.shared::cta.b64 [{full}], 1;")
+        b(f"mbarrier.init.shared::cta.b64 [{empty}], 1;")
+        b("fence.mbarrier_init.release.cluster;")
+        b("barrier.cluster.arrive.aligned;")
+        b("barrier.cluster.wait.aligned;")
+        i, par, val, j, addr, v, bad, t = (b.reg("r") for _ in range(8))
+        lb, rb, rfull, rempty = b.reg("r"), b.reg("r"), b.reg("r"), b.reg("r")
+        q, tp = b.reg("p"), b.reg("p")
+        t0, now, el = b.reg("rd"), b.reg("rd"), b.reg("rd")
+        b(f"mov.u32 {lb}, lbuf;")
+        b(f"mapa.shared::cluster.u32 {rb}, {lb}, 1;")
+        b(f"mapa.shared::cluster.u32 {rfull}, {full}, 0;")
+        b(f"mapa.shared::cluster.u32 {rempty}, {empty}, 1;")
+        b(f"mov.u32 {bad}, 0;")
+        b(f"mov.u32 {t}, 0;")
+        b(f"mov.u32 {i}, 0;")
+        b(f"@{p0} bra $C;")
+        # ---- CTA 1: producer
+        b.lines.append("$P:")
+        b(f"add.u32 {par}, {i}, 1;")
+        b(f"and.b32 {par}, {par}, 1;")
+        b(f"mov.u64 {t0}, %globaltimer;")
+        b.lines.append("$Pw:")
+        b(f"mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 {q}, [{empty}], {par};")
+        b(f"@{q} bra $Pgo;")
+        b(f"mov.u64 {now}, %globaltimer;")
+        b(f"sub.u64 {el}, {now}, {t0};")
+        b(f"setp.gt.u64 {tp}, {el}, %timeout;")
+        b(f"@!{tp} bra $Pw;")
+        b(f"add.u32 {t}, {t}, 1;")
+        b.lines.append("$Pgo:")
+        # the consumer is already waiting (or, without its wait, reading) when the stores
+        # start: without this delay the producer wins every race and no control could fail
+        b("nanosleep.u32 500;")
+        b(f"mul.lo.u32 {val}, {i}, {SCOPE_WORDS};")
+        b(f"mov.u32 {j}, 0;")
+        b.lines.append("$Ps:")
+        b(f"shl.b32 {addr}, {j}, 2;")
+        b(f"add.u32 {addr}, {addr}, {lb};")
+        b(f"add.u32 {v}, {val}, {j};")
+        b(f"add.u32 {v}, {v}, 1;")
+        b(f"st.shared.u32 [{addr}], {v};")
+        b(f"add.u32 {j}, {j}, 1;")
+        b(f"setp.lt.u32 {q}, {j}, {SCOPE_WORDS};")
+        b(f"@{q} bra $Ps;")
+        b(f"mbarrier.arrive.release.{rel}.shared::cluster.b64 _, [{rfull}], 1;")
+        b(f"add.u32 {i}, {i}, 1;")
+        b(f"setp.lt.u32 {q}, {i}, {SCOPE_ROUNDS};")
+        b(f"@{q} bra $P;")
+        b("bra $J;")
+        # ---- CTA 0: consumer
+        b.lines.append("$C:")
+        if not wait:
+            b("bra $Cgo;")
+        b(f"and.b32 {par}, {i}, 1;")
+        b(f"mov.u64 {t0}, %globaltimer;")
+        b.lines.append("$Cw:")
+        b(f"mbarrier.try_wait.parity.acquire.{acq}.shared::cta.b64 {q}, [{full}], {par};")
+        b(f"@{q} bra $Cgo;")
+        b(f"mov.u64 {now}, %globaltimer;")
+        b(f"sub.u64 {el}, {now}, {t0};")
+        b(f"setp.gt.u64 {tp}, {el}, %timeout;")
+        b(f"@!{tp} bra $Cw;")
+        b(f"add.u32 {t}, {t}, 1;")
+        b.lines.append("$Cgo:")
+        b(f"mul.lo.u32 {val}, {i}, {SCOPE_WORDS};")
+        b(f"mov.u32 {j}, 0;")
+        b.lines.append("$Cr:")
+        b(f"shl.b32 {addr}, {j}, 2;")
+        b(f"add.u32 {addr}, {addr}, {rb};")
+        b(f"ld.shared::cluster.u32 {v}, [{addr}];")
+        b(f"sub.u32 {v}, {v}, {val};")
+        b(f"sub.u32 {v}, {v}, {j};")
+        b(f"setp.ne.u32 {q}, {v}, 1;")
+        b(f"selp.u32 {v}, 1, 0, {q};")
+        b(f"add.u32 {bad}, {bad}, {v};")
+        b(f"add.u32 {j}, {j}, 1;")
+        b(f"setp.lt.u32 {q}, {j}, {SCOPE_WORDS};")
+        b(f"@{q} bra $Cr;")
+        b(f"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{rempty}], 1;")
+        b(f"add.u32 {i}, {i}, 1;")
+        b(f"setp.lt.u32 {q}, {i}, {SCOPE_ROUNDS};")
+        b(f"@{q} bra $C;")
+        b(f"atom.global.add.u32 {v}, [%out], {bad};")
+        b(f"atom.global.add.u32 {v}, [%out+4], {i};")
+        b.lines.append("$J:")
+        b(f"atom.global.add.u32 {v}, [%out+8], {t};")
+        b("barrier.cluster.arrive.aligned;")
+        b("barrier.cluster.wait.aligned;")
+        return b.ptx()
+    return build
+
+
 def t_exited_warp_syncthreads() -> str:
     """Does ``bar.sync 0`` complete when another warp of the CTA has exited?"""
     b = _B("lit_exited_warp_syncthreads")
@@ -510,6 +623,16 @@ LITMUS: tuple[Litmus, ...] = (
            t_raw_layout),
     Litmus("remote_arrive", "remote arrive, arrive.expect_tx and complete_tx through mapa",
            t_remote_arrive, cluster=(2, 1, 1)),
+    Litmus("scope_cta_cta", "lesson 8: are ordinary stores released by a remote "
+           "mbarrier.arrive.release.cta and acquired by try_wait.acquire.cta (CUTLASS's "
+           "defaults) ever read stale by the other CTA?", t_scope_handoff("cta", "cta"),
+           cluster=(2, 1, 1), clusters=64),
+    Litmus("scope_cluster_cluster", "control: the same hand-off with .release.cluster / "
+           ".acquire.cluster", t_scope_handoff("cluster", "cluster"), cluster=(2, 1, 1),
+           clusters=64),
+    Litmus("scope_cta_cta_nowait", "negative control of scope_cta_cta: CTA 0 skips its "
+           "wait, so stale words must be seen", t_scope_handoff("cta", "cta", wait=False),
+           cluster=(2, 1, 1), clusters=64),
     Litmus("exited_warp_syncthreads", "bar.sync 0 after another warp exited",
            t_exited_warp_syncthreads, block=64, risky=True),
     Litmus("exited_cta_cluster_barrier", "barrier.cluster after another CTA exited",
@@ -532,6 +655,10 @@ EXPECTED: dict[str, Optional[dict[int, int]]] = {
     # arrive_drop lowers the expected count of this and later phases
     "arrive_drop": {0: 2, 4: 1, 8: 1, 9: 1, 12: 1},
     "remote_arrive": {0: 1, 6: 1},
+    # lesson 8: no stale word in a .cta-scoped cross-CTA hand-off (nor a .cluster one);
+    # 64 clusters x 2,000 rounds per launch, no timed-out wait
+    "scope_cta_cta": {0: 0, 1: 128_000, 2: 0},
+    "scope_cluster_cluster": {0: 0, 1: 128_000, 2: 0},
     # exited threads count as arrived for bar.sync 0 and barrier.cluster
     "exited_warp_syncthreads": {0: 1},
     "exited_cta_cluster_barrier": {0: 1},
