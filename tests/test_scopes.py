@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import generators as G
 from test_reduction_hypothesis import SETTINGS
@@ -237,3 +238,95 @@ def test_p9_second_cause_in_strict_mode() -> None:
     assert clu.status == "PROVEN", clu.verdict.headline()
     for v in (0, 1):
         assert check_file(f, {"relay_scope_cluster": v}, timeout=120).status == "PROVEN"
+
+
+FORWARD_LOOP = """
+@cute.kernel
+def forward_loop(stages: int = 1, iters: int = 1, relay_cluster: int = 0,
+                 relay_waits: int = 1, mma_waits_go: int = 1, writer_cluster: int = 0):
+    launch(block=128, cluster=(2, 1, 1))
+    sfb = PipelineTmaAsync.create(
+        num_stages=stages,
+        producer_group=CooperativeGroup(Agent.Thread, 1),
+        consumer_group=CooperativeGroup(Agent.Thread, 1),
+        tx_count=1024,
+        cta_layout_vmnk=cute.make_layout((1, 2, 1, 1)),
+    )
+    p = PipelineAsyncUmma.create(
+        num_stages=1,
+        producer_group=CooperativeGroup(Agent.Thread, 64),
+        consumer_group=CooperativeGroup(Agent.Thread, 1),
+        cta_layout_vmnk=cute.tiled_divide(cute.make_layout((2, 1, 1)), (2,)),
+    )
+    go = smem_mbarrier()
+    if cute.arch.warp_idx() == 0:
+        with elect_one():
+            mbarrier_init(go, 2)
+    pipeline_init_arrive(cluster_shape_mn=(2, 1))
+    pipeline_init_wait(cluster_shape_mn=(2, 1))
+    with role("tma", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, stages)
+        with elect_one():
+            mbarrier_arrive_and_expect_tx(sfb.producer_get_barrier(state), 1024)
+        tma_load(sfb, state, bytes=1024)
+    with role("relay", warps=[1]):
+        st = make_pipeline_state(PipelineUserType.Consumer, stages)
+        if relay_waits == 1:
+            mbarrier_wait(sfb.producer_get_barrier(st), st.phase)
+        with elect_one():
+            if relay_cluster == 1:
+                mbarrier_arrive(go, peer_cta_rank_in_cluster=0, scope="cluster")
+            else:
+                mbarrier_arrive(go, peer_cta_rank_in_cluster=0)
+    with role("softmax", warps=[3]):
+        state = make_pipeline_state(PipelineUserType.Producer, 1)
+        for k in range(iters):
+            p.producer_acquire(state)
+            write(p, state)
+            fence_proxy_async()
+            if writer_cluster == 1:
+                mbarrier_arrive(p.producer_get_barrier(state), 0, scope="cluster")
+            else:
+                mbarrier_arrive(p.producer_get_barrier(state), 0)
+            state.advance()
+        p.producer_tail(state)
+    with role("mma", warps=[2], ctas=[0]):
+        st = make_pipeline_state(PipelineUserType.Consumer, stages)
+        if mma_waits_go == 1:
+            mbarrier_wait(go, 0)
+        mbarrier_wait(sfb.producer_get_barrier(st), st.phase)
+        tcgen05_cp(sfb, st, cta_group=2)
+        _, consumer = p.make_participants()
+        for k in range(iters):
+            handle = consumer.wait_and_advance()
+            tcgen05_mma(p, handle)
+            handle.release()
+"""
+
+
+@pytest.mark.slow  # ~25 s per example (the full interleaving has ~250,000 states)
+@settings(max_examples=12, **SETTINGS)
+@given(st.fixed_dictionaries({
+    "iters": st.integers(1, 2), "relay_cluster": st.integers(0, 1),
+    "relay_waits": st.integers(0, 1), "mma_waits_go": st.integers(0, 1),
+    "writer_cluster": st.integers(0, 1)}))
+def test_strict_scopes_reduced_search_agrees_with_full_interleaving(params: dict) -> None:
+    """Random combinations of the two hand-offs (a relay forwarding the peer's TMA bytes,
+    the peer's softmax stores) with and without their waits and cluster scopes: the
+    reduced search (symmetry + stubborn sets, with the acquire/publish footprints) gives
+    the full interleaving's verdict, property and counterexample length."""
+    from pipeproof.api import check_source
+
+    full = check_source(FORWARD_LOOP, params, memory_model="strict", reduce=False,
+                        timeout=120, max_states=400_000)
+    red = check_source(FORWARD_LOOP, params, memory_model="strict", timeout=120,
+                       confirm_timeout=120)
+    assert full.status != "UNKNOWN", full.verdict.reason
+    assert (red.status, red.prop) == (full.status, full.prop), (params, full.verdict.headline(),
+                                                                red.verdict.headline())
+    if full.status == "VIOLATED":
+        assert len(red.verdict.trace) == len(full.verdict.trace), params
+    expect_scope_bug = (params["relay_waits"] and params["mma_waits_go"] and
+                        not params["relay_cluster"]) or not params["writer_cluster"]
+    if full.status == "VIOLATED" and full.prop == "insufficient-scope":
+        assert expect_scope_bug, params
