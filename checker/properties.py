@@ -90,10 +90,11 @@ CATALOGUE: tuple[PropertyInfo, ...] = (
                  "shared memory written with ordinary stores is read by the async proxy (TMA "
                  "store, MMA) without fence.proxy.async", "PTX ISA memory consistency: proxies"),
     PropertyInfo(Prop.INSUFFICIENT_SCOPE,
-                 "(--memory-model strict) data written with ordinary stores in one CTA is "
-                 "read by another CTA, but the writes were released only at .cta scope (the "
-                 "default of mbarrier.arrive, remote arrives included), which does not "
-                 "synchronize with threads of other CTAs",
+                 "(--memory-model strict) data visible only inside one CTA is read by "
+                 "another: ordinary stores released only at .cta scope (the default of "
+                 "mbarrier.arrive, remote arrives included), or TMA bytes forwarded by a "
+                 "thread of the CTA whose barrier they completed on without a "
+                 ".release.cluster",
                  "PTX ISA memory consistency model: scope, morally strong, release patterns"),
 )
 

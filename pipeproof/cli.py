@@ -173,8 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--memory-model", choices=("cutlass", "strict"), default="cutlass",
                    help="cutlass (default): releases reach whoever acquires them, as "
                         "CUTLASS's .cta-scoped remote arrives assume; strict: also report "
-                        "insufficient-scope -- data written in one CTA, released only at "
-                        ".cta scope, read by another CTA (PTX memory model)")
+                        "insufficient-scope -- data visible only inside one CTA (stores or "
+                        "forwarded TMA bytes released at .cta scope) read by another CTA "
+                        "(PTX memory model)")
     c.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="explicit engine: seconds to confirm that a counterexample found "
                         "with partial-order reduction is a shortest one (default 20; the "
