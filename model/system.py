@@ -254,6 +254,7 @@ class System:
                                               for c in range(self.info.cluster_size)]
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
         self.pub_bufs: dict[BarRef, tuple[BufRef, ...]] = {}
+        self.acq_slots: dict[BufRef, list[int]] = {}  # every warp's acquisition of a buffer
         if self.strict_scopes:
             self._scope_layout(L)
         # named barriers: per (cta, id): arrived, expected, gen, then one flag per warp
@@ -394,9 +395,15 @@ class System:
                           lambda: f"{name()} starts writing fill {e.tag} of {e.buf} while the "
                                   "write of the previous fill is still in flight (it was "
                                   "never consumed)")
-                if self.strict_scopes:  # a new fill: the marks of the old one go
+                if self.strict_scopes:
+                    # a new fill: the marks of the old one go, and so does every warp's
+                    # acquisition of it (fill tags repeat mod 4, so a later fill could
+                    # otherwise pass for the acquired one in ``_publish``)
+                    new = V.ne(wt, e.tag)
                     for m in self.cta_only[e.buf]:
-                        S.set(m, V.ite(V.ne(wt, e.tag), 0, S.get(m)))
+                        S.set(m, V.ite(new, 0, S.get(m)))
+                    for m in self.acq_slots.get(e.buf, ()):
+                        S.set(m, V.ite(new, NO_DATA, S.get(m)))
                 S.set(b + 5, e.tag)
             S.set(wip, S.get(wip) + 1)
         elif k == "write_end":
@@ -458,6 +465,7 @@ class System:
                     for buf in self.pub_bufs.get(ins.bar, ()):
                         if buf not in mine:
                             mine[buf] = L.alloc(f"{ag.name}.acq.{buf}", NO_DATA)
+                            self.acq_slots.setdefault(buf, []).append(mine[buf])
             ag.acq = mine
 
     def acquired_by(self, a: int, ins: Instr) -> tuple[BufRef, ...]:

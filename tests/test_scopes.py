@@ -330,3 +330,28 @@ def test_strict_scopes_reduced_search_agrees_with_full_interleaving(params: dict
                         not params["relay_cluster"]) or not params["writer_cluster"]
     if full.status == "VIOLATED" and full.prop == "insufficient-scope":
         assert expect_scope_bug, params
+
+
+def test_a_new_fill_drops_every_acquisition_of_the_old_one() -> None:
+    """Fill tags repeat (mod 4, or parity only), so an acquisition must not outlive its
+    fill: the write_begin of a new fill resets every warp's acquisition of the buffer
+    (and the fill's CTA marks), a write_begin of the same fill keeps them."""
+    from pipeproof.api import compile_kernel
+    from pipeproof.model.lang.parser import parse
+    from pipeproof.model.program import NO_DATA, GhostEffect
+    from pipeproof.model.system import ConcreteState
+    from pipeproof.model.values import CONCRETE
+
+    system = System(compile_kernel(parse(FORWARD, "<t>"), {}), "strict")
+    buf = next(b for b, slots in system.acq_slots.items() if slots)
+    slots = system.acq_slots[buf]
+    S = ConcreteState(system.initial_state())
+    S.set(system.buf[buf] + 5, 2)           # the fill in progress has tag 2
+    for m in slots:
+        S.set(m, 2)                          # ... and was acquired
+    S.set(system.cta_only[buf][1], 1)
+    system.ghost(CONCRETE, S, GhostEffect("write_begin", buf, 2), [], "w")
+    assert [S.get(m) for m in slots] == [2] * len(slots)  # same fill: kept
+    system.ghost(CONCRETE, S, GhostEffect("write_begin", buf, 3), [], "w")
+    assert [S.get(m) for m in slots] == [NO_DATA] * len(slots)
+    assert S.get(system.cta_only[buf][1]) == 0
