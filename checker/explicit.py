@@ -217,6 +217,29 @@ class Explorer:
         return trace
 
 
+def counterexample_end(ex: "Explorer", steps: list[tuple], prop: str) -> Optional[tuple]:
+    """(violation, final state) when ``steps`` (real warps; ``ex`` without symmetry) run
+    in the unreduced model -- each enabled, none violating before the last -- and end in a
+    violation of ``prop``, or, for ``deadlock``, in a state where nothing can move and some
+    warp has not exited (violation None); otherwise None."""
+    state = ex.initial
+    for i, step in enumerate(steps):
+        nxt = None
+        for st, n, viol in ex._all_successors(state):
+            if st == step:
+                nxt = (n, viol)
+                break
+        if nxt is None:
+            return None
+        state, viol = nxt
+        if viol is not None:
+            return (viol, state) if i == len(steps) - 1 and viol[0] == prop else None
+    if prop == "deadlock" and not ex.all_done(state) and \
+            not any(True for _ in ex._all_successors(state)):
+        return (None, state)
+    return None
+
+
 def shorten(system: System, steps: list[tuple], prop: str,
             deadline: Optional[float] = None) -> Optional[Verdict]:
     """A shorter run with the same ending: greedily drop single steps (last first) while
@@ -230,23 +253,7 @@ def shorten(system: System, steps: list[tuple], prop: str,
     ex = Explorer(system, symmetry=False)
 
     def run(cand: list[tuple]) -> Optional[tuple]:
-        """(violation, final state) when ``cand`` is a counterexample for ``prop``."""
-        state = ex.initial
-        for i, step in enumerate(cand):
-            nxt = None
-            for st, n, viol in ex._all_successors(state):
-                if st == step:
-                    nxt = (n, viol)
-                    break
-            if nxt is None:
-                return None
-            state, viol = nxt
-            if viol is not None:
-                return (viol, state) if i == len(cand) - 1 and viol[0] == prop else None
-        if prop == "deadlock" and not ex.all_done(state) and \
-                not any(True for _ in ex._all_successors(state)):
-            return (None, state)
-        return None
+        return counterexample_end(ex, cand, prop)
 
     cur = list(steps)
     best = None

@@ -106,22 +106,10 @@ def test_unconfirmed_counterexamples_are_real_runs(prog: G.Program) -> None:
 
 
 def _is_counterexample(system: Any, steps: list, prop: str) -> bool:
-    """``steps`` (real warps) run in the unreduced model: each enabled, none violating
-    before the last, the last violating ``prop`` -- or, for a deadlock, ending where
-    nothing can move and some warp has not exited."""
-    from pipeproof.checker.explicit import Explorer
+    """``steps`` (real warps) are a counterexample for ``prop`` in the unreduced model."""
+    from pipeproof.checker.explicit import Explorer, counterexample_end
 
-    ex = Explorer(system, symmetry=False)
-    state = ex.initial
-    for i, step in enumerate(steps):
-        succ = {st: (n, viol) for st, n, viol in ex._all_successors(state)}
-        if step not in succ:
-            return False
-        state, viol = succ[step]
-        if viol is not None:
-            return i == len(steps) - 1 and viol[0] == prop
-    return prop == "deadlock" and not ex.all_done(state) and \
-        not any(True for _ in ex._all_successors(state))
+    return counterexample_end(Explorer(system, symmetry=False), steps, prop) is not None
 
 
 @settings(max_examples=25, **SETTINGS)
