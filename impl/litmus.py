@@ -450,7 +450,7 @@ def t_remote_arrive() -> str:
 
 
 #: rounds and words per round of the scope hand-off litmus
-SCOPE_ROUNDS, SCOPE_WORDS = 2000, 64
+SCOPE_ROUNDS, SCOPE_WORDS, SCOPE_CLUSTERS = 2000, 64, 64
 
 
 def t_scope_handoff(rel: str, acq: str, wait: bool = True) -> Callable[[], str]:
@@ -626,13 +626,13 @@ LITMUS: tuple[Litmus, ...] = (
     Litmus("scope_cta_cta", "lesson 8: are ordinary stores released by a remote "
            "mbarrier.arrive.release.cta and acquired by try_wait.acquire.cta (CUTLASS's "
            "defaults) ever read stale by the other CTA?", t_scope_handoff("cta", "cta"),
-           cluster=(2, 1, 1), clusters=64),
+           cluster=(2, 1, 1), clusters=SCOPE_CLUSTERS),
     Litmus("scope_cluster_cluster", "control: the same hand-off with .release.cluster / "
            ".acquire.cluster", t_scope_handoff("cluster", "cluster"), cluster=(2, 1, 1),
-           clusters=64),
+           clusters=SCOPE_CLUSTERS),
     Litmus("scope_cta_cta_nowait", "negative control of scope_cta_cta: CTA 0 skips its "
            "wait, so stale words must be seen", t_scope_handoff("cta", "cta", wait=False),
-           cluster=(2, 1, 1), clusters=64),
+           cluster=(2, 1, 1), clusters=SCOPE_CLUSTERS),
     Litmus("exited_warp_syncthreads", "bar.sync 0 after another warp exited",
            t_exited_warp_syncthreads, block=64, risky=True),
     Litmus("exited_cta_cluster_barrier", "barrier.cluster after another CTA exited",
@@ -657,8 +657,8 @@ EXPECTED: dict[str, Optional[dict[int, int]]] = {
     "remote_arrive": {0: 1, 6: 1},
     # lesson 8: no stale word in a .cta-scoped cross-CTA hand-off (nor a .cluster one);
     # 64 clusters x 2,000 rounds per launch, no timed-out wait
-    "scope_cta_cta": {0: 0, 1: 128_000, 2: 0},
-    "scope_cluster_cluster": {0: 0, 1: 128_000, 2: 0},
+    "scope_cta_cta": {0: 0, 1: SCOPE_ROUNDS * SCOPE_CLUSTERS, 2: 0},
+    "scope_cluster_cluster": {0: 0, 1: SCOPE_ROUNDS * SCOPE_CLUSTERS, 2: 0},
     # exited threads count as arrived for bar.sync 0 and barrier.cluster
     "exited_warp_syncthreads": {0: 1},
     "exited_cta_cluster_barrier": {0: 1},
