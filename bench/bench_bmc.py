@@ -7,10 +7,12 @@ directly: every textbook example to depth 60 within 10 s, and the K2 skeleton to
 100 within 60 s.  If ``bench/results/explicit.json`` exists, its verdict and time for the
 same file are put in the same row, so the table compares the two engines.
 
-    python bench/bench_bmc.py [--depth 60] [--timeout 60] [FILES...]
+    python bench/bench_bmc.py [--depth 60] [--timeout 60] [--bmc-steps chain|single] [FILES...]
 
-Results: ``bench/results/bmc.json`` and ``bench/results/bmc.md``.  A benchmark, not a
-test: UNKNOWN (timeout) results are recorded as they are.
+Results: ``bench/results/bmc.json`` (default chained steps) or ``bmc_single.json``
+(``--bmc-steps single``), and ``bench/results/bmc.md``, which puts both step modes and
+the explicit engine side by side.  A benchmark, not a test: UNKNOWN (timeout) results
+are recorded as they are.
 """
 
 from __future__ import annotations
@@ -34,14 +36,17 @@ def main() -> int:
     ap.add_argument("files", nargs="*")
     ap.add_argument("--depth", type=int, default=60)
     ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--out", default=str(RESULTS / "bmc"))
+    ap.add_argument("--bmc-steps", choices=("chain", "single"), default="chain")
+    ap.add_argument("--out", default=None,
+                    help="results file stem (default bench/results/bmc, or bmc_single)")
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the Markdown table from the JSON results (e.g. after a "
                          "new explicit run)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = str(RESULTS / ("bmc" if args.bmc_steps == "chain" else "bmc_single"))
     if args.render_only:
-        data = json.loads(Path(args.out + ".json").read_text())
-        render(data["meta"], data["results"], args.out)
+        render()
         return 0
     files = [Path(f).resolve() for f in args.files] or sorted(
         p for d in ("textbook", "kernels", "bugs", "liveness")
@@ -51,7 +56,8 @@ def main() -> int:
         runs.append((K2, 100))  # the issue's K2 aim: depth 100 in under 60 s
     rows = []
     for f, depth in runs:
-        r = run_one(f, args.timeout, 0, True, engine="bmc", depth=depth)
+        r = run_one(f, args.timeout, 0, True, engine="bmc", depth=depth,
+                    bmc_steps=args.bmc_steps)
         r["requested_depth"] = depth
         rows.append(r)
         print(f"{r['file']:60s} depth {depth:3d}: {r.get('headline') or r.get('status'):40s} "
@@ -59,37 +65,63 @@ def main() -> int:
               f"{r.get('peak_mb', 0):6.0f} MB", flush=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
             "machine": platform.machine(), "cpus": os.cpu_count(),
-            "timeout_s": args.timeout, "depth": args.depth}
+            "timeout_s": args.timeout, "depth": args.depth, "bmc_steps": args.bmc_steps}
     RESULTS.mkdir(parents=True, exist_ok=True)
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
-    render(meta, rows, args.out)
+    render()
     return 0
 
 
-def render(meta: dict, rows: list, out: str) -> None:
-    """The Markdown table, next to the explicit engine's results when they exist."""
-    explicit = {}
-    ej = RESULTS / "explicit.json"
-    if ej.exists():
-        explicit = {r["file"]: r for r in json.loads(ej.read_text())["results"]
-                    if not r.get("params")}
-    lines = [f"# BMC engine benchmark ({meta['date']}, Python {meta['python']}, "
-             f"{meta['cpus']} CPUs, timeout {meta['timeout_s']:.0f} s)", "",
-             "`depth` is the bound asked for; `reached` is the deepest level finished "
-             "(for PROVEN: the level at which every run had ended).", ""]
-    if meta.get("note"):
-        lines += [f"Partial rerun: {meta['note']}.", ""]
-    lines += ["| example | depth | BMC verdict | reached | BMC time (s) | peak MB | "
-              "explicit verdict | explicit time (s) |",
-              "|---|---:|---|---:|---:|---:|---|---:|"]
-    for r in rows:
-        e = explicit.get(r["file"], {})
-        lines.append(
-            f"| {r['file']} | {r['requested_depth']} | {r.get('headline') or r.get('status')} | "
-            f"{r.get('depth', '')} | {r.get('wall_seconds', 0):.1f} | {r.get('peak_mb', 0):.0f} | "
-            f"{e.get('headline') or e.get('status') or ''} | "
-            f"{'' if not e else format(e.get('wall_seconds', 0), '.1f')} |")
-    Path(out + ".md").write_text("\n".join(lines) + "\n")
+def _load(stem: str) -> tuple[dict, dict]:
+    p = RESULTS / f"{stem}.json"
+    if not p.exists():
+        return {}, {}
+    data = json.loads(p.read_text())
+    return data["meta"], {(r["file"], r.get("requested_depth")): r for r in data["results"]
+                          if not r.get("params")}
+
+
+def _cell(r: dict) -> list[str]:
+    if not r:
+        return ["", "", ""]
+    mark = "*" if (r.get("extra") or {}).get("shortest") is False else ""
+    return [f"{r.get('headline') or r.get('status')}{mark}", str(r.get("depth", "")),
+            f"{r.get('wall_seconds', 0):.1f}"]
+
+
+def render() -> None:
+    """bench/results/bmc.md: chained and single BMC steps and the explicit engine, one row
+    per example (from bmc.json, bmc_single.json and explicit.json, whichever exist)."""
+    meta, chain = _load("bmc")
+    smeta, single = _load("bmc_single")
+    _, explicit_all = _load("explicit")
+    explicit = {f: r for (f, _), r in explicit_all.items()}
+    m = meta or smeta
+    lines = [f"# BMC engine benchmark (Python {m.get('python')}, {m.get('cpus')} CPUs, "
+             f"timeout {m.get('timeout_s', 0):.0f} s per run)", ""]
+    for name, mt in (("chained steps (default)", meta), ("single steps", smeta)):
+        if mt:
+            lines.append(f"* {name}: run {mt['date']}" +
+                         (f"; {mt['note']}" if mt.get("note") else ""))
+    lines += ["",
+              "`depth` is the bound asked for, in levels; `reached` is the deepest level "
+              "finished (for PROVEN: the level at which every run had ended).  A level is "
+              "one step with single steps and a chain of steps in normal form with chained "
+              "steps (`checker/chain.py`): `reached` levels cover at least every run of "
+              "that many steps.  Counterexample lengths are in steps; `*`: found with "
+              "chained steps and not confirmed shortest within the confirmation budget.", "",
+              "| example | depth | chain verdict | reached | time (s) | single-step verdict "
+              "| reached | time (s) | explicit verdict | explicit time (s) |",
+              "|---|---:|---|---:|---:|---|---:|---:|---|---:|"]
+    keys = list(chain) + [k for k in single if k not in chain]
+    for key in keys:
+        f, depth = key
+        e = explicit.get(f, {})
+        lines.append("| " + " | ".join(
+            [f, str(depth), *_cell(chain.get(key, {})), *_cell(single.get(key, {})),
+             e.get("headline") or e.get("status") or "",
+             "" if not e else format(e.get("wall_seconds", 0), ".1f")]) + " |")
+    (RESULTS / "bmc.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,15 @@
 
 The transition relation is the one ``checker/symbolic.py`` obtains by running the
 model's own transition functions over z3 terms (ARCHITECTURE.md: one semantics, several
-interpreters).  One transition per BMC step, at exactly the explicit engine's
-granularity: one warp step (a synchronisation instruction with its ghost effects and
-the local control flow after it) or one step of an environment agent (a TMA/CLC
-delivery, a tcgen05 commit, a cp.async completion, a bulk-store step).
+interpreters).  Steps have exactly the explicit engine's granularity: one warp step (a
+synchronisation instruction with its ghost effects and the local control flow after it)
+or one step of an environment agent (a TMA/CLC delivery, a tcgen05 commit, a cp.async
+completion, a bulk-store step).  A level of the unrolling is either one step
+(``steps="single"``, ``Unrolling``) or, by default, a *chain*: every actor once, in a
+fixed order, each optionally, in a normal form of independent steps
+(``checker/chain.py``, ``ChainUnrolling``): runs of 59 steps end within 23 levels, so
+PROVEN comes within reach.  A chain counterexample is shortened and then confirmed (or
+replaced) by the single-step search bounded to its length (``_confirm``).
 
 Deepening is incremental on one solver.  At level ``k`` (states reachable in ``k``
 steps, every step so far free of violations) it asks, under an assumption literal:
@@ -39,11 +44,18 @@ import z3
 from ..model.properties import ALL_PROPERTIES
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
-from .symbolic import Encoding, Transition, sample_ranges
+from .symbolic import Encoding, Substitution, Transition, same_shape, sample_ranges
 from .trace import Trace
 from .verdict import PROVEN, SAFE, UNKNOWN, VIOLATED, Stats, Verdict
 
 DEFAULT_DEPTH = 60
+#: ``check_bmc(steps=...)``: a level is a chain of steps (default) or one step
+STEP_MODES = ("chain", "single")
+#: seconds the single-step search may take to confirm a chain counterexample is shortest
+CONFIRM_TIMEOUT = 20.0
+#: at most this many seconds (and a quarter of the time left) go to the commutation
+#: queries of the chain's normal form; pairs not asked by then count as dependent
+DEPENDENCE_BUDGET = 20.0
 DEADLOCK = "deadlock"
 DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
                 "warps have not exited")
@@ -251,6 +263,8 @@ class Unrolling:
         self.chs: list[Any] = []
         self.bad_acts: dict[int, tuple[Any, Any]] = {}
         self.asserted_steps = 0
+        #: the formula of each asserted step ``k -> k + 1`` (for ``write_smt2``)
+        self.step_terms: list[Any] = []
         self.n_assumptions = 0
         self.extra_frame: Optional[Callable[[int], None]] = None
 
@@ -289,14 +303,14 @@ class Unrolling:
         ``bad`` the action variables are those of the violation query)."""
         X = self.enc.X
         cur = self.state(k)
-        pairs = [(X[i], cur[i]) for i in range(len(X)) if not cur[i].eq(X[i])]
+        pairs = [(X[i], cur[i]) for i in range(len(X)) if cur[i] is not X[i]]
         act, ch = self.bad_act(k) if bad else (self.act(k), self.choice(k))
         pairs.append((self.ACT, act))
         pairs.append((self.CH, ch))
         if nxt:
             n = self.state(k + 1)
             pairs.extend((self.Xn[i], n[i]) for i in self.changing)
-        return z3.substitute(term, *pairs)
+        return Substitution(pairs)(term)
 
     def prop_term(self, prop: str) -> Any:
         """A step whose first failing check has property ``prop``."""
@@ -322,6 +336,7 @@ class Unrolling:
         step outright would hide those violations)."""
         assert k == self.asserted_steps
         step = self.at(z3.And(self.T_GOOD, self.T_NEXT), k, nxt=True)
+        self.step_terms.append(step)
         self.solver.add(step if guard is None else z3.Implies(guard, step))
         self.asserted_steps += 1
         if self.extra_frame is not None:
@@ -369,6 +384,7 @@ class BmcOptions:
     liveness: bool = True
     smt2: Optional[str] = None
     progress: Optional[Callable[[int, int, float], None]] = None
+    steps: str = "chain"
 
 
 @dataclass
@@ -394,17 +410,38 @@ class _Overflow(Exception):
 def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0,
               progress: Optional[Callable[[int, int, float], None]] = None,
               smt2: Optional[str] = None, liveness: bool = True,
-              max_cap: int = 64) -> Verdict:
-    """Check every safety property and deadlock up to ``depth`` steps (and starvation
-    lassos for non-terminating warps); see the module docstring."""
-    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress)
+              max_cap: int = 64, steps: str = "chain",
+              confirm_timeout: float = CONFIRM_TIMEOUT) -> Verdict:
+    """Check every safety property and deadlock up to ``depth`` levels (and starvation
+    lassos for non-terminating warps); see the module docstring.
+
+    ``steps="chain"`` (default): a level is a chain of steps in normal form
+    (``checker/chain.py``); a counterexample it finds is then shortened and confirmed
+    (or replaced) by the single-step search bounded to its length, for at most
+    ``confirm_timeout`` seconds.  ``steps="single"``: one step per level."""
+    if steps not in STEP_MODES:
+        raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
+    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps)
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
-    caps: dict[int, int] = {}
-    ranges: dict[str, tuple[int, int]] = {}
     runner = ConcreteRunner(system)
     sample = sample_ranges(system)
     run.extra["sampled_states"] = sample.states
+    run.extra["bmc_steps"] = steps
+    v, u, k, enc = _solve(system, runner, sample, opts, run)
+    if opts.smt2 and u is not None:
+        write_smt2(u, k, opts.smt2)
+    if steps == "chain" and v.status == VIOLATED and v.prop != "starvation":
+        v = _confirm(system, runner, sample, opts, run, v, confirm_timeout)
+    return _finish(v, run, enc)
+
+
+def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions,
+           run: _Run) -> tuple[Verdict, Optional["Unrolling"], int, Encoding]:
+    """``_search`` on an encoding that grows (queue capacities, value ranges) whenever a
+    counterexample leaves it."""
+    caps: dict[int, int] = {}
+    ranges: dict[str, tuple[int, int]] = {}
     while True:
         enc = Encoding(system, caps, ranges, sample)
         try:
@@ -414,15 +451,60 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
             if any(c > opts.max_cap for c in o.caps.values()):
                 v = Verdict(UNKNOWN, reason="an asynchronous-work queue needs more than "
                             f"{opts.max_cap} entries in the symbolic encoding", depth=0)
-                return _finish(v, run, enc)
+                return v, None, 0, enc
             caps.update(o.caps)
-            for name, r in o.ranges.items():
+            # widen the twins of a key found too small too (same name up to its CTA,
+            # warp and stage indices): they tend to overflow one restart later
+            grown = {same_shape(n): r for n, r in o.ranges.items()}
+            for name in enc.key_names:
+                r = grown.get(same_shape(name))
+                if r is None:
+                    continue
                 old = ranges.get(name, r)
                 ranges[name] = (min(old[0], r[0]), max(old[1], r[1]))
             continue
-        if opts.smt2:
-            write_smt2(u, k, opts.smt2)
-        return _finish(v, run, enc)
+        return v, u, k, enc
+
+
+def _confirm(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions,
+             run: _Run, v: Verdict, confirm_timeout: float) -> Verdict:
+    """A chain counterexample of ``n`` steps is a real run but maybe not a shortest one.
+    Drop the steps it does not need (``checker.explicit.shorten``), then search single
+    steps to its length: the first level with a problem gives the shortest
+    counterexample and, among those, the property first in the catalogue -- the explicit
+    engine's answer.  If that search runs out of time the shortened counterexample is
+    reported with ``stats.extra["shortest"] = False``."""
+    from .explicit import SHORTEN_TIMEOUT, shorten
+
+    t_conf = time.perf_counter()
+    chain_len = v.depth
+    steps = v.stats.extra.get("steps")
+    if steps and v.prop:
+        left = max(run.deadline - t_conf, 1.0)
+        w = shorten(system, steps, v.prop, t_conf + min(SHORTEN_TIMEOUT, left))
+        if w is not None:
+            w.stats.extra["steps"] = w.trace.steps if w.trace is not None else None
+            v = w
+    budget = min(max(run.deadline - time.perf_counter(), 1.0), confirm_timeout)
+    sub = _Run(time.perf_counter(), time.perf_counter() + budget)
+    single = BmcOptions(v.depth, budget, opts.max_cap, False, None, None, "single")
+    w, _, _, _ = _solve(system, runner, sample, single, sub)
+    run.checks += sub.checks
+    run.restarts += sub.restarts
+    run.extra["chain_length"] = chain_len
+    run.extra["confirm_seconds"] = round(time.perf_counter() - t_conf, 2)
+    if w.status == VIOLATED:
+        if w.depth > v.depth:
+            raise InternalError(f"the single-step search found {w.depth} steps, more than "
+                                f"the chain counterexample's {v.depth}")
+        run.extra["shortest"] = True
+        return w
+    if w.status in (SAFE, PROVEN):
+        raise InternalError(f"the single-step search says {w.status} to depth {w.depth}, "
+                            f"but a chain counterexample of {v.depth} steps replays")
+    run.extra["shortest"] = False
+    run.extra["confirm_depth"] = w.depth
+    return v
 
 
 def _finish(v: Verdict, run: _Run, enc: Encoding) -> Verdict:
@@ -458,7 +540,15 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             run: _Run) -> tuple[Verdict, "Unrolling", int]:
     """The level loop; returns the verdict, the unrolling and the depth of its query."""
     solver = make_solver()
-    u = Unrolling(enc, solver)
+    if opts.steps == "chain":
+        from .chain import ChainUnrolling
+
+        left = run.deadline - time.perf_counter()
+        u = ChainUnrolling(enc, solver, budget=min(DEPENDENCE_BUDGET, 0.25 * left))
+        run.extra["dependence"] = dict(u.dep_stats)
+        run.extra["chain_slots"] = len(u.order)
+    else:
+        u = Unrolling(enc, solver)
     reached = 0
     try:
         for L in range(opts.depth + 1):
@@ -480,21 +570,30 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
                 return _classify(system, enc, u, runner, run, L, dead_L), u, L
             solver.add(stepped)  # no counterexample of L steps: level L is reached for good
             alive = u.literal("alive")
-            solver.add(z3.Implies(alive, z3.Not(u.at(u.T_DONE, L))))
+            # a state where every warp has exited but an asynchronous operation can still
+            # complete is not final either (its steps are asked at the next level)
+            solver.add(z3.Implies(alive, z3.Or(z3.Not(u.at(u.T_DONE, L)),
+                                               u.at(u.T_ENABLED, L))))
             if _check(solver, run, L, alive) == z3.unsat:
                 # every run has ended within L steps, none of them violating
                 return Verdict(PROVEN, depth=L, bounded=False), u, L
             reached = L
     except Timeout as t:
-        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; no "
-                       f"counterexample of up to {max(0, t.depth - 1)} steps",
+        d = max(0, t.depth - 1)
+        within = (f"no counterexample within {d} levels of chained steps (every run of up "
+                  f"to {d} steps, and longer ones)" if opts.steps == "chain"
+                  else f"no counterexample of up to {d} steps")
+        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; {within}",
                        depth=max(0, t.depth - 1)), u, max(0, t.depth - 1)
     if opts.liveness and not enc.acyclic:
         from .liveness import find_lasso
 
+        # lassos are sought over single steps (fairness is a property of interleaved
+        # runs); in chain mode on an unrolling of their own, asserted as it goes
+        lu = u if opts.steps == "single" else Unrolling(enc, make_solver())
         try:
-            lv = find_lasso(system, u, runner, opts.depth,
-                            lambda *a: _check(solver, run, opts.depth, *a))
+            lv = find_lasso(system, lu, runner, opts.depth,
+                            lambda *a: _check(lu.solver, run, opts.depth, *a))
         except Timeout:
             return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: safe to depth "
                            f"{reached}, starvation search unfinished", depth=reached), u, reached
@@ -584,9 +683,9 @@ def _violation(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunn
 
 def write_smt2(u: Unrolling, k: int, path: str) -> None:
     """One self-contained SMT-LIB 2 script (``--smt2``): the unrolled relation to ``k``
-    steps and the disjunction of every deadlock, violation and encoding-overflow query of
-    up to ``k`` steps; ``sat`` means a counterexample exists, ``unsat`` that none of at
-    most ``k`` steps does."""
+    levels (single steps, or chains in normal form) and the disjunction of every
+    deadlock, violation and encoding-overflow query of up to ``k`` levels; ``sat`` means
+    a counterexample exists, ``unsat`` that none within ``k`` levels does."""
     s = z3.Solver()
     goals = []
     # reached_j: the good steps 0 .. j-1 were taken (a run may stop at any level, so a
@@ -594,14 +693,13 @@ def write_smt2(u: Unrolling, k: int, path: str) -> None:
     reached = [z3.BoolVal(True)] + [z3.Bool(f"reached@{j}") for j in range(1, k + 1)]
     for j in range(k + 1):
         if j < k:
-            s.add(z3.Implies(reached[j + 1], z3.And(
-                reached[j], u.at(z3.And(u.T_GOOD, u.T_NEXT), j, nxt=True))))
+            s.add(z3.Implies(reached[j + 1], z3.And(reached[j], u.step_terms[j])))
             goals.append(z3.And(reached[j], u.at(u.T_BAD, j, bad=True)))
         goals.append(z3.And(reached[j], z3.Not(u.at(u.T_ENABLED, j)),
                             z3.Not(u.at(u.T_DONE, j))))
     s.add(z3.Or(*goals))
     with open(path, "w") as f:
-        f.write(f"; pipeproof BMC query: a counterexample of at most {k} steps "
+        f.write(f"; pipeproof BMC query ({type(u).__name__}): a counterexample within {k} levels "
                 "(sat = a violation or deadlock exists)\n")
         f.write("(set-logic QF_BV)\n")
         f.write(s.sexpr())

@@ -81,6 +81,8 @@ def find_lasso(system: System, u: Any, runner: Any, depth: int,
     solver = u.solver
     pck = [enc.key_of_slot[ag.pc] for ag in system.agents]
     for k in range(1, depth + 1):
+        while u.asserted_steps < k:  # an unrolling of its own (chain-mode BMC)
+            u.assert_step(u.asserted_steps)
         sk = u.state(k)
         lw = max(1, k.bit_length())
         Lv = z3.BitVec(f"loop@{k}", lw)

@@ -485,7 +485,7 @@ class Sample:
     states: int = 0
 
 
-def sample_ranges(system: System, max_states: int = 4000, seconds: float = 0.5) -> Sample:
+def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0) -> Sample:
     """Breadth-first exploration of at most ``max_states`` concrete states."""
     import time
     from collections import Counter, deque
@@ -524,7 +524,45 @@ def sample_ranges(system: System, max_states: int = 4000, seconds: float = 0.5) 
     else:
         out.complete = True
     out.states = len(seen)
+    if not out.complete:
+        # the reduced search (symmetry, partial-order reduction) gets much further in
+        # the same time; it may skip states, which the shape-wide ranges and headroom
+        # below, and in the end the overflow restarts of the BMC engine, make up for
+        from .explicit import Explorer
+
+        acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
+        ex = Explorer(system, symmetry=True, por=acyclic, safe_steps=acyclic)
+        rseen = {ex.initial}
+        rtodo = deque([ex.initial])
+        t_end = time.perf_counter() + seconds
+        while rtodo and len(rseen) < 4 * max_states and time.perf_counter() < t_end:
+            for _, nxt, viol in ex.successors(rtodo.popleft()):
+                if viol is None and nxt not in rseen:
+                    rseen.add(nxt)
+                    rtodo.append(nxt)
+                    note(ex.packer.unpack(nxt))
+        out.states += len(rseen)
+        # an unfinished sample sees some CTAs, warps and stages further along than their
+        # twins; give every slot the range of all slots of the same shape (each one found
+        # too small later costs a restart of the BMC search)
+        names = system.layout.names
+        shape: dict[str, tuple[int, int]] = {}
+        for i, r in out.slot.items():
+            k = same_shape(names[i])
+            o = shape.get(k, r)
+            shape[k] = (min(o[0], r[0]), max(o[1], r[1]))
+        for i in out.slot:
+            lo, hi = shape[same_shape(names[i])]
+            # and one bit of headroom each way: counters keep climbing past the sample
+            out.slot[i] = (min(lo, 2 * lo - 1 if lo < 0 else lo), 2 * hi + 1 if hi >= 0 else hi)
     return out
+
+
+def same_shape(name: str) -> str:
+    """A state key's name with every index (CTA, warp, stage) erased."""
+    import re
+
+    return re.sub(r"\d+", "#", name)
 
 
 def _signed_range(w: int) -> tuple[int, int]:
@@ -786,6 +824,30 @@ def _free_vars(t: Any) -> set[int]:
         else:
             todo.extend(x.children())
     return out
+
+
+class Substitution:
+    """A substitution of z3 constants, applied to many terms (what ``z3.substitute``
+    does, without re-checking the pairs' sorts on every call -- that check dominated
+    the set-up of large unrollings)."""
+
+    __slots__ = ("n", "src", "dst", "ctx")
+
+    def __init__(self, pairs: Sequence[tuple[Any, Any]]):
+        self.n = n = len(pairs)
+        self.src = (z3.Ast * n)()
+        self.dst = (z3.Ast * n)()
+        self.ctx = pairs[0][0].ctx if pairs else z3.main_ctx()
+        for i, (a, b) in enumerate(pairs):
+            assert a.sort().eq(b.sort()), (a, b)
+            self.src[i] = a.as_ast()
+            self.dst[i] = b.as_ast()
+
+    def __call__(self, t: Any) -> Any:
+        if self.n == 0:
+            return t
+        r = z3.z3core.Z3_substitute(self.ctx.ref(), t.as_ast(), self.n, self.src, self.dst)
+        return z3.z3._to_expr_ref(r, self.ctx)
 
 
 def _simp(x: Any) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .checker.trace import render_text
-from .checker.verdict import UNKNOWN, Verdict
+from .checker.verdict import SAFE, UNKNOWN, Verdict
 from .model.compile import CompiledKernel, compile_kernel
 from .model.errors import ConfigError, Unsupported
 from .model.ir import Kernel
@@ -68,7 +68,13 @@ class CheckResult:
                          f"transitions, {st.seconds:.2f} s")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
-            if st.extra.get("shortest") is False:
+            if st.extra.get("shortest") is False and st.engine == "bmc":
+                lines.append(f"  (found with chained steps; a shorter counterexample may "
+                             f"exist: the single-step search for one stopped after "
+                             f"{st.extra.get('confirm_seconds', 0):.0f} s, with none of up "
+                             f"to {st.extra.get('confirm_depth', 0)} steps; raise "
+                             "--confirm-timeout to finish it)")
+            elif st.extra.get("shortest") is False:
                 lines.append(f"  (found with partial-order reduction; a shorter counterexample "
                              f"may exist: the unreduced search for one stopped after "
                              f"{st.extra.get('confirm_seconds', 0):.0f} s, "
@@ -89,6 +95,10 @@ class CheckResult:
 
                 lines.append("")
                 lines.extend(textwrap.wrap(_explain(v), max(60, width or 100)))
+        elif v.status == SAFE and st.engine == "bmc" and st.extra.get("bmc_steps") == "chain":
+            lines.append(f"  bmc: {v.depth} levels of chained steps -- no counterexample in "
+                         f"any run of up to {v.depth} steps, nor in any longer run whose "
+                         f"normal form has at most {v.depth} levels")
         elif v.status == UNKNOWN and v.reason:
             pass
         return "\n".join(lines)
@@ -105,18 +115,20 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
                  smt2: Optional[str] = None,
                  confirm_timeout: Optional[float] = None,
-                 memory_model: str = "cutlass") -> CheckResult:
-    """``confirm_timeout``: explicit engine, seconds for the search that confirms a
-    partial-order-reduced counterexample is a shortest one (default
-    ``checker.explicit.CONFIRM_TIMEOUT``).  ``memory_model="strict"`` adds the
-    ``insufficient-scope`` check of release scopes (``model.system.System``)."""
+                 memory_model: str = "cutlass", bmc_steps: str = "chain") -> CheckResult:
+    """``confirm_timeout``: seconds for the search that confirms a counterexample found
+    with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
+    shortest one (default 20).  ``memory_model="strict"`` adds the
+    ``insufficient-scope`` check of release scopes (``model.system.System``).
+    ``bmc_steps``: ``chain`` (a BMC level is a chain of steps in normal form,
+    ``checker/chain.py``) or ``single`` (one step per level)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,
                                    timeout=timeout, max_states=max_states, progress=progress,
                                    file=file, reduce=reduce, por=por, smt2=smt2,
                                    confirm_timeout=confirm_timeout,
-                                   memory_model=memory_model)
+                                   memory_model=memory_model, bmc_steps=bmc_steps)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled, memory_model)
@@ -131,7 +143,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 
         verdict = check_bmc(system, depth=DEFAULT_DEPTH if depth is None else depth,
-                            timeout=timeout, smt2=smt2,
+                            timeout=timeout, smt2=smt2, steps=bmc_steps,
+                            **({} if confirm_timeout is None
+                               else {"confirm_timeout": confirm_timeout}),
                             progress=(lambda d, n, t: progress(0, d, t)) if progress else None)
     else:
         raise ConfigError(f"unknown engine {engine!r}")

@@ -100,6 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                                                     "off": False}[args.por],
                             confirm_timeout=args.confirm_timeout,
                             memory_model=args.memory_model,
+                            bmc_steps=args.bmc_steps,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -159,7 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "or bmc (z3 bounded model checking, starvation lassos); "
                         "default: explicit")
     c.add_argument("--depth", type=int, default=None,
-                   help="bmc: bound on the length of runs checked (default 60)")
+                   help="bmc: bound on the levels unrolled (default 60); a level is one "
+                        "step with --bmc-steps single, a chain of steps otherwise, so depth "
+                        "N covers at least every run of N steps")
+    c.add_argument("--bmc-steps", choices=("chain", "single"), default="chain",
+                   help="bmc: chain (default): each level lets every warp and asynchronous "
+                        "agent take a step, in a normal form of independent steps -- far "
+                        "fewer levels to the end of every run; single: one step per level")
     c.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
@@ -177,9 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "forwarded TMA bytes released at .cta scope) read by another CTA "
                         "(PTX memory model)")
     c.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
-                   help="explicit engine: seconds to confirm that a counterexample found "
-                        "with partial-order reduction is a shortest one (default 20; the "
-                        "output says when it was not confirmed)")
+                   help="seconds to confirm that a counterexample found with a "
+                        "reduction (explicit: partial-order reduction; bmc: chained steps) "
+                        "is a shortest one (default 20; the output says when it was not "
+                        "confirmed)")
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")
