@@ -7,11 +7,12 @@ directly: every textbook example to depth 60 within 10 s, and the K2 skeleton to
 100 within 60 s.  If ``bench/results/explicit.json`` exists, its verdict and time for the
 same file are put in the same row, so the table compares the two engines.
 
-    python bench/bench_bmc.py [--depth 60] [--timeout 60] [--bmc-steps chain|single] [FILES...]
+    python bench/bench_bmc.py [--depth 60] [--timeout 60] [--bmc-steps auto|chain|single]
+                               [--merge] [FILES...]
 
-Results: ``bench/results/bmc.json`` (default chained steps) or ``bmc_single.json``
-(``--bmc-steps single``), and ``bench/results/bmc.md``, which puts both step modes and
-the explicit engine side by side.  A benchmark, not a test: UNKNOWN (timeout) results
+Results: ``bench/results/bmc.json`` (default ``auto`` steps, or ``chain``) or
+``bmc_single.json`` (``--bmc-steps single``), and ``bench/results/bmc.md``, which puts
+both and the explicit engine side by side.  A benchmark, not a test: UNKNOWN (timeout) results
 are recorded as they are.
 """
 
@@ -36,7 +37,9 @@ def main() -> int:
     ap.add_argument("files", nargs="*")
     ap.add_argument("--depth", type=int, default=60)
     ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--bmc-steps", choices=("chain", "single"), default="chain")
+    ap.add_argument("--bmc-steps", choices=("auto", "chain", "single"), default="auto")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace only the rows of FILES in the existing results")
     ap.add_argument("--out", default=None,
                     help="results file stem (default bench/results/bmc, or bmc_single)")
     ap.add_argument("--render-only", action="store_true",
@@ -44,7 +47,7 @@ def main() -> int:
                          "new explicit run)")
     args = ap.parse_args()
     if args.out is None:
-        args.out = str(RESULTS / ("bmc" if args.bmc_steps == "chain" else "bmc_single"))
+        args.out = str(RESULTS / ("bmc_single" if args.bmc_steps == "single" else "bmc"))
     if args.render_only:
         render()
         return 0
@@ -67,6 +70,15 @@ def main() -> int:
             "machine": platform.machine(), "cpus": os.cpu_count(),
             "timeout_s": args.timeout, "depth": args.depth, "bmc_steps": args.bmc_steps}
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.merge and Path(args.out + ".json").exists():
+        old = json.loads(Path(args.out + ".json").read_text())
+        new = {(r["file"], r["requested_depth"]): r for r in rows}
+        rows = [new.pop((r["file"], r["requested_depth"]), r) for r in old["results"]]
+        rows += list(new.values())
+        meta = dict(old["meta"], note=(old["meta"].get("note", "") + "; " if
+                                       old["meta"].get("note") else "") +
+                    f"rows for {', '.join(Path(f).name for f in args.files)} rerun "
+                    f"{meta['date']} with --bmc-steps {args.bmc_steps}")
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
     render()
     return 0
@@ -99,7 +111,8 @@ def render() -> None:
     m = meta or smeta
     lines = [f"# BMC engine benchmark (Python {m.get('python')}, {m.get('cpus')} CPUs, "
              f"timeout {m.get('timeout_s', 0):.0f} s per run)", ""]
-    for name, mt in (("chained steps (default)", meta), ("single steps", smeta)):
+    for name, mt in (("default steps (auto: chains unless a warp loops for ever)", meta),
+                     ("single steps", smeta)):
         if mt:
             lines.append(f"* {name}: run {mt['date']}" +
                          (f"; {mt['note']}" if mt.get("note") else ""))
@@ -109,8 +122,11 @@ def render() -> None:
               "one step with single steps and a chain of steps in normal form with chained "
               "steps (`checker/chain.py`): `reached` levels cover at least every run of "
               "that many steps.  Counterexample lengths are in steps; `*`: found with "
-              "chained steps and not confirmed shortest within the confirmation budget.", "",
-              "| example | depth | chain verdict | reached | time (s) | single-step verdict "
+              "chained steps and not confirmed shortest within the confirmation budget.  "
+              "The default (`--bmc-steps auto`) takes chains for every example except "
+              "those where some warp loops for ever (p3, pipeline_clc_fetch_async, the "
+              "two liveness examples), which take single steps.", "",
+              "| example | depth | default verdict | reached | time (s) | single-step verdict "
               "| reached | time (s) | explicit verdict | explicit time (s) |",
               "|---|---:|---|---:|---:|---|---:|---:|---|---:|"]
     keys = list(chain) + [k for k in single if k not in chain]

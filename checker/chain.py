@@ -1,33 +1,55 @@
-"""Chained steps for BMC: one unrolling level runs every actor once, in a fixed order,
-each one optionally.
+"""Chained steps for BMC: one unrolling level lets every actor take a step, in a fixed
+order, in a normal form of independent steps.
 
-The interleaving unrolling of ``checker/bmc.py`` takes one transition per level, so a
-run of ``n`` steps needs ``n`` levels, and the solver's work grows with the number of
-interleavings up to that depth.  Here one level is a *chain*: the actors (warps, then
-static environment items) in a fixed order, and each one either stays put or takes one
-enabled, non-violating step from the state the actors before it in the chain left
-(Rintanen's ∃-step / "chained" semantics of planning as satisfiability).  At least one
-actor moves per level.
+The single-step unrolling of ``checker/bmc.py`` takes one transition per level, so a run
+of ``n`` steps needs ``n`` levels, and PROVEN ("every run has ended") needs as many
+levels as the longest run has steps (59 for pipeline_tma_async), while the solver's work
+grows with the number of interleavings per level.  Here a level is a *chain*: a fixed
+sequence of slots, one per actor (warps, then static environment items; ``REPEAT``
+times), and in each slot the actor either stays put or takes one enabled, non-violating
+step from the state the slots before it left (the "chained" or ∃-step semantics of
+planning as satisfiability).  At least one actor moves per level.
 
-Soundness and completeness with respect to the interleaving semantics (the relation is
-still built by ``checker/symbolic.py`` from the model's own transition functions):
+**Normal form.**  Alone, chains would not shorten anything that matters: one actor per
+level is still a chain run, so "no live state at level k" would still need ``k`` longer
+than every run.  So chains are constrained to a normal form in the spirit of Foata's
+for Mazurkiewicz traces: an actor moves in a slot only if some step it *depends* on
+forces it past the actor's previous slot -- its own previous move, or a dependent step
+between the two slots (in this chain, or back across the level boundary in the previous
+one).  Otherwise the same step could have been taken in that earlier slot.
 
-* every chain is a sequence of ordinary interleaved steps, so every state at a chain
-  level is reachable, and its interleaved run is read off the model (actors that moved,
-  in chain order) and replayed through the concrete model before anything is shown;
-* every interleaved run of ``n`` steps is a run of ``n`` chain levels (one actor per
-  level), so a level-``k`` query covers at least every run of up to ``k`` steps: "no
-  counterexample at chain depth ``k``" is still "none of up to ``k`` steps", and usually
-  of far more;
-* "every run has ended": if a reachable state lies ``d >= k`` interleaved steps from the
-  start, the first ``k`` steps of its run, one per level, reach a level-``k`` state that
-  is not final; so no live state at level ``k`` means every reachable state is within
-  ``k - 1`` steps and was already checked (violations are asked of single interleaved
-  steps from every level).
+**Dependence** (``_dependence``) is computed, not assumed: two actors' steps at program
+counters ``p`` and ``q`` are independent when, in *every* state of the encoding (not
+only reachable ones), whenever one then the other can run, the other could run first and
+then the one, reaching the same state -- or one of the swapped steps fails a check (a
+violation the search reports from that state anyway).  Static footprints (keys read and
+written) rule out most pairs; z3 decides the rest, one query per actor pair plus one per
+dependent pc pair found (model enumeration); undecided or unasked pairs (past
+``budget`` seconds) count as dependent, which is always sound.  Identical warps share
+answers, each checked with one more query.  Four consumer warps arriving on the same
+empty barriers commute everywhere except at the set-up named barrier and at exit.
 
-What chains do not give for free is the *shortest* counterexample: a chain
-counterexample may take more interleaved steps than needed.  ``checker/bmc.py``
-shortens it and confirms it with the interleaving unrolling (see ``check_bmc``).
+**Why the search stays exact** (the relation is still the one ``checker/symbolic.py``
+builds from the model's own transition functions):
+
+* every chain is a sequence of ordinary steps, so every state at a level is reachable;
+  a counterexample's run is read off the model (the slots that moved, in order) and
+  replayed through the concrete model before anything is shown;
+* every run can be brought into normal form by swapping adjacent independent steps
+  (each actor's steps placed in the earliest slot after everything they depend on),
+  reaching the same state, with at most as many levels as steps and every level
+  non-empty; a swap can only fail by exposing a violation from a reachable state of a
+  shorter run, so a shortest counterexample's run always has a normal form.  Hence
+  ``k`` levels cover at least every run of up to ``k`` steps, and no live state at level
+  ``k`` means every reachable state lies within ``k - 1`` levels, each of which was
+  asked for violations (single steps from every level) and deadlocks: PROVEN;
+* a chain counterexample may still take more steps than needed:
+  ``checker/bmc.py`` shortens it and confirms (or replaces) it with the single-step
+  search bounded to its length (``_confirm``).
+
+tests/test_chain.py checks the declared independence against the concrete model in
+every reachable state of examples and generated mutants, and the chain search against
+the explicit engine.
 """
 
 from __future__ import annotations
@@ -37,7 +59,7 @@ from typing import Any, Optional
 
 import z3
 
-from .bmc import Unrolling, _Groups
+from .bmc import Unrolling, selected_steps
 from .symbolic import Encoding, Substitution
 
 #: how many times each actor appears in one chain (measured in bench/results/bmc.md)
@@ -93,21 +115,8 @@ class ChainUnrolling(Unrolling):
             w = enc.width[pck]
             pcs = sorted({trs[i].pc for i in idx})
             good.append(z3.Or(*[enc.X[pck] == z3.BitVecVal(p, w) for p in pcs]))
-        g = _Groups()
-        for i, c in zip(idx, sel):
-            t = trs[i]
-            g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), z3.Not(t.ovf))), c)
-        good.extend(z3.Implies(cs, term) for term, cs in g.items() if not z3.is_true(term))
-        nxt: dict[int, Any] = {}
-        for k in sorted({k for i in idx for k in trs[i].updates}):
-            gk = _Groups()
-            for i, c in zip(idx, sel):
-                if k in trs[i].updates:
-                    gk.add(trs[i].updates[k], c)
-            val: Any = enc.X[k]
-            for term, cs in reversed(gk.items()):
-                val = z3.If(cs, term, val)
-            nxt[k] = val
+        ok, nxt = selected_steps(enc, [(trs[i], c) for i, c in zip(idx, sel)])
+        good.extend(ok)
         if not idx:
             good = [z3.BoolVal(False)]
         en = [z3.And(c, trs[i].guard) for i, c in zip(idx, sel)]

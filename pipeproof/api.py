@@ -115,13 +115,14 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
                  smt2: Optional[str] = None,
                  confirm_timeout: Optional[float] = None,
-                 memory_model: str = "cutlass", bmc_steps: str = "chain") -> CheckResult:
+                 memory_model: str = "cutlass", bmc_steps: str = "auto") -> CheckResult:
     """``confirm_timeout``: seconds for the search that confirms a counterexample found
     with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
     shortest one (default 20).  ``memory_model="strict"`` adds the
     ``insufficient-scope`` check of release scopes (``model.system.System``).
     ``bmc_steps``: ``chain`` (a BMC level is a chain of steps in normal form,
-    ``checker/chain.py``) or ``single`` (one step per level)."""
+    ``checker/chain.py``), ``single`` (one step per level) or ``auto`` (chains unless
+    some warp loops for ever)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,

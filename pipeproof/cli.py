@@ -163,10 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bmc: bound on the levels unrolled (default 60); a level is one "
                         "step with --bmc-steps single, a chain of steps otherwise, so depth "
                         "N covers at least every run of N steps")
-    c.add_argument("--bmc-steps", choices=("chain", "single"), default="chain",
-                   help="bmc: chain (default): each level lets every warp and asynchronous "
-                        "agent take a step, in a normal form of independent steps -- far "
-                        "fewer levels to the end of every run; single: one step per level")
+    c.add_argument("--bmc-steps", choices=("auto", "chain", "single"), default="auto",
+                   help="bmc: chain: each level lets every warp and asynchronous agent "
+                        "take a step, in a normal form of independent steps -- far fewer "
+                        "levels to the end of every run; single: one step per level; auto "
+                        "(default): chain unless some warp loops for ever (then no depth "
+                        "ends every run, and starvation lassos are single-step runs)")
     c.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")

@@ -36,7 +36,7 @@ from test_reduction_hypothesis import shortest_violations
 
 SETTINGS = dict(deadline=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-DEPTH = 24
+DEPTH = 20
 #: seconds for confirming a chain counterexample (most take well under a second; a long
 #: one can take minutes, which the test then checks the weaker way)
 CONFIRM = 30.0
@@ -92,7 +92,7 @@ def _compare(source: str, what: str) -> None:
         assert e.status == "PROVEN", msg
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=8, **SETTINGS)
 @given(G.programs())
 def test_bmc_agrees_on_valid_programs(prog: G.Program) -> None:
     _compare(prog.source, prog.describe())
