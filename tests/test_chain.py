@@ -229,3 +229,23 @@ def test_smt2_export_in_both_step_modes(tmp_path: Path, steps: str) -> None:
         s = z3.Solver()
         s.from_file(str(out))
         assert s.check() == want, (name, steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_declared_independence_commutes_on_many_mutants(prog: G.Program) -> None:
+    """The larger run of the commutation check (pytest -m slow)."""
+    try:
+        system = G.build_system(prog.source)
+    except ConfigError:
+        return
+    _independence_holds(system, max_states=5000)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_chain_agrees_on_many_mutants(prog: G.Program) -> None:
+    """The larger run of the chain-vs-explicit comparison (pytest -m slow)."""
+    _compare(prog.source, prog.describe())
