@@ -66,6 +66,12 @@ class CheckResult:
         if st.states:
             lines.append(f"  engine {st.engine}: {st.states:,} states, {st.transitions:,} "
                          f"transitions, {st.seconds:.2f} s")
+        elif st.engine == "bmc" and st.extra.get("bmc_steps"):
+            what = {"PROVEN": f"every run ends within {v.depth} levels",
+                    "VIOLATED": f"counterexample of {v.depth} steps"}.get(
+                        v.status, f"{v.depth} levels")
+            mode = {"chain": "chained steps"}.get(st.extra["bmc_steps"], "single steps")
+            lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             if st.extra.get("shortest") is False and st.engine == "bmc":

@@ -213,6 +213,7 @@ def test_cli_bmc_steps(capsys: Any) -> None:
     text = capsys.readouterr().out
     assert rc == 0 and "SAFE (bounded to depth 3)" in text
     assert "3 levels of chained steps" in text and "any run of up to 3 steps" in text
+    assert "engine bmc (chained steps): 3 levels" in text
 
 
 @pytest.mark.parametrize("steps", ["chain", "single"])
