@@ -250,3 +250,18 @@ def test_declared_independence_commutes_on_many_mutants(prog: G.Program) -> None
 def test_chain_agrees_on_many_mutants(prog: G.Program) -> None:
     """The larger run of the chain-vs-explicit comparison (pytest -m slow)."""
     _compare(prog.source, prog.describe())
+
+
+def test_forced_chains_on_a_looping_kernel_still_find_the_lasso() -> None:
+    """``steps="chain"`` on a kernel whose consumer loops for ever: the chain levels
+    give SAFE to their depth, and the starvation lasso is then sought over single steps
+    on an unrolling of its own (the same lasso the default finds)."""
+    path = ROOT / "examples" / "liveness" / "persistent_consumer_stops_releasing.pipe"
+    chained = check_bmc(System(compile_file(path)), depth=24, timeout=120, steps="chain")
+    default = check_bmc(System(compile_file(path)), depth=24, timeout=120)
+    assert default.stats.extra["bmc_steps"] == "single"
+    assert chained.stats.extra["bmc_steps"] == "chain"
+    assert chained.status == default.status == "VIOLATED"
+    assert chained.prop == default.prop == "starvation"
+    assert chained.trace.loop_start is not None
+    assert len(chained.trace) == len(default.trace)
