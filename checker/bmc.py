@@ -249,11 +249,7 @@ class Unrolling:
         for a in range(nag):
             lo, hi = enc.agent_range[a]
             pcs = sorted({trs[i].pc for i in range(lo, hi)})
-            pck = enc.key_of_slot[enc.sys.agents[a].pc]
-            w = enc.width[pck]
-            good.append(z3.Implies(self.is_act(a),
-                                   z3.Or(*[enc.X[pck] == z3.BitVecVal(p, w) for p in pcs])
-                                   if pcs else z3.BoolVal(False)))
+            good.append(z3.Implies(self.is_act(a), enc.pc_in(a, pcs)))
         # grouped by identical terms, as in ``selected_steps``
         bad_g = _Groups()
         ovf_g = _Groups()

@@ -111,10 +111,7 @@ class ChainUnrolling(Unrolling):
         sel = [self.sel[i] for i in idx]
         good: list[Any] = []
         if a < self.nag and idx:
-            pck = enc.key_of_slot[enc.sys.agents[a].pc]
-            w = enc.width[pck]
-            pcs = sorted({trs[i].pc for i in idx})
-            good.append(z3.Or(*[enc.X[pck] == z3.BitVecVal(p, w) for p in pcs]))
+            good.append(enc.pc_in(a, sorted({trs[i].pc for i in idx})))
         ok, nxt = selected_steps(enc, [(trs[i], c) for i, c in zip(idx, sel)])
         good.extend(ok)
         if not idx:
@@ -216,11 +213,7 @@ class ChainUnrolling(Unrolling):
         return dep
 
     def _pc_is(self, a: int, X: list[Any], p: Optional[int]) -> Any:
-        if p is None:
-            return z3.BoolVal(True)
-        enc = self.enc
-        k = enc.key_of_slot[enc.sys.agents[a].pc]
-        return X[k] == z3.BitVecVal(p, enc.width[k])
+        return z3.BoolVal(True) if p is None else self.enc.pc_in(a, [p], X)
 
     def _pair_dependence(self, a: int, b: int, cand: set[tuple[Any, Any]],
                          known: frozenset = frozenset()) -> set[tuple[Any, Any]]:

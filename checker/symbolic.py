@@ -800,6 +800,13 @@ class Encoding:
 
     # ---------------------------------------------------------------- helpers
 
+    def pc_in(self, a: int, pcs: Iterable[int], X: Optional[Sequence[Any]] = None) -> Any:
+        """Warp ``a``'s program counter (key values ``X``, default the template
+        variables) is one of ``pcs``."""
+        X = self.X if X is None else X
+        k = self.key_of_slot[self.sys.agents[a].pc]
+        return z3.Or(*[X[k] == z3.BitVecVal(p, self.width[k]) for p in pcs])
+
     def all_done(self, X: Optional[Sequence[Any]] = None) -> Any:
         X = self.X if X is None else X
         out = []
