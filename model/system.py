@@ -271,6 +271,14 @@ class System:
                 for i in self.agents_of_cta.get(cta, []):
                     ag = self.agents[i]
                     self.nbflag[(cta, bid, ag.warp)] = ag.nbflags[bid]
+        # named barriers some warp arrives at without a thread count (all the CTA's
+        # threads): only their completion depends on which warps have exited.  For the
+        # others ``expected`` is 0 or the count, and leaving the live-thread sum out keeps
+        # it out of the symbolic terms too (checker/symbolic.py)
+        self.nb_counts_live: set[tuple[int, int]] = {
+            (self.agents[i].cta, ins.id) for i in range(len(self.agents))
+            for ins in self.agents[i].program.code
+            if isinstance(ins, NamedBarrierOp) and ins.count is None}
         self.cluster_gen = L.alloc("cluster_barrier.gen", 0)
         self.pool = L.alloc("in_flight", ())
         self.clc_failed = {c: L.alloc(f"cta{c}.clc_failed_seen", 0)
@@ -791,10 +799,12 @@ class System:
     def _named_complete(self, V: Any, S: Any, cta: int, bid: int) -> None:
         base = self.nb[(cta, bid)]
         arrived, expected = S.get(base), S.get(base + 1)
-        live = 0
-        for i in self.agents_of_cta[cta]:
-            live = live + V.ite(self.done(V, S, i), 0, WARP_SIZE)
-        need = V.ite(V.eq(expected, -1), live, expected)
+        need = expected
+        if (cta, bid) in self.nb_counts_live:
+            live = 0
+            for i in self.agents_of_cta[cta]:
+                live = live + V.ite(self.done(V, S, i), 0, WARP_SIZE)
+            need = V.ite(V.eq(expected, -1), live, expected)
         complete = V.and_(V.ne(expected, 0), V.le(need, arrived))
         if complete is False:  # concretely incomplete: nothing changes
             return
@@ -866,8 +876,9 @@ class System:
 
     def _after_exit(self, V: Any, S: Any, cta: int, checks: list[Check]) -> None:
         """An exit can complete barriers that count the CTA's (or cluster's) live threads."""
+        # (a barrier with a thread count does not change: its arrivals alone complete it)
         for (c, bid) in self.nb:
-            if c == cta:
+            if c == cta and (c, bid) in self.nb_counts_live:
                 self._named_complete(V, S, c, bid)
         self._cluster_complete(V, S)
 
