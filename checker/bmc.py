@@ -29,6 +29,11 @@ counterexample is replayed through the concrete model first (``ConcreteRunner``;
 a verdict.  A queue overflow is not a verdict either: the capacities grow and the
 search restarts (``max_cap`` bounds this; past it the result is UNKNOWN).
 
+Every level's state is also constrained by an invariant proven before the search
+(``checker/invariants.py``: candidates from sampled states, kept only if z3 shows them
+inductive over the encoding's good steps).  It holds in every state the unrolling can
+reach, so it removes no run; it spares the solver the unreachable ones.
+
 Liveness (starvation lassos) is in ``checker/liveness.py`` and runs on the same
 unrolling after the safety levels.
 """
@@ -58,6 +63,8 @@ CONFIRM_TIMEOUT = 20.0
 #: at most this many seconds (and a quarter of the time left) go to the commutation
 #: queries of the chain's normal form; pairs not asked by then count as dependent
 DEPENDENCE_BUDGET = 20.0
+#: at most this many seconds (and a fifth of the time left) go to finding invariants
+INVARIANT_BUDGET = 10.0
 DEADLOCK = "deadlock"
 DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
                 "warps have not exited")
@@ -213,9 +220,12 @@ class Unrolling:
     about a violating step from level ``k`` use separate action variables
     (``bad_act(k)``), so the good step ``k -> k + 1`` can be asserted first."""
 
-    def __init__(self, enc: Encoding, solver: z3.Solver):
+    def __init__(self, enc: Encoding, solver: z3.Solver, inv: Any = None):
         self.enc = enc
         self.solver = solver
+        #: a proven invariant over ``enc.X`` (``checker/invariants.py``), asserted of
+        #: every level's state
+        self.inv = z3.BoolVal(True) if inv is None else inv
         trs = enc.transitions
         nag = len(enc.sys.agents)
         self.nag = nag
@@ -323,6 +333,15 @@ class Unrolling:
             pairs.extend((self.Xn[i], n[i]) for i in self.changing)
         return Substitution(pairs)(term)
 
+    def inv_at(self, k: int) -> Any:
+        """The invariant of the state of level ``k``."""
+        if z3.is_true(self.inv):
+            return self.inv
+        X = self.enc.X
+        cur = self.state(k)
+        return Substitution([(X[i], cur[i]) for i in range(len(X)) if cur[i] is not X[i]])(
+            self.inv)
+
     def prop_term(self, prop: str) -> Any:
         """A step whose first failing check has property ``prop``."""
         if prop not in self._prop_terms:
@@ -347,6 +366,7 @@ class Unrolling:
         step outright would hide those violations)."""
         assert k == self.asserted_steps
         step = self.at(z3.And(self.T_GOOD, self.T_NEXT), k, nxt=True)
+        step = z3.And(step, self.inv_at(k + 1))
         self.step_terms.append(step)
         self.solver.add(step if guard is None else z3.Implies(guard, step))
         self.asserted_steps += 1
@@ -464,7 +484,7 @@ def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions
     while True:
         enc = Encoding(system, caps, ranges, sample)
         try:
-            v, u, k = _search(system, enc, runner, opts, run)
+            v, u, k = _search(system, enc, runner, opts, run, sample)
         except _Overflow as o:
             run.restarts += 1
             if any(c > opts.max_cap for c in o.caps.values()):
@@ -556,18 +576,19 @@ def make_solver() -> z3.Solver:
 
 
 def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOptions,
-            run: _Run) -> tuple[Verdict, "Unrolling", int]:
+            run: _Run, sample: Any) -> tuple[Verdict, "Unrolling", int]:
     """The level loop; returns the verdict, the unrolling and the depth of its query."""
     solver = make_solver()
+    inv = _invariants(enc, sample, run)
     if opts.steps == "chain":
         from .chain import ChainUnrolling
 
         left = run.deadline - time.perf_counter()
-        u = ChainUnrolling(enc, solver, budget=min(DEPENDENCE_BUDGET, 0.25 * left))
+        u = ChainUnrolling(enc, solver, budget=min(DEPENDENCE_BUDGET, 0.25 * left), inv=inv)
         run.extra["dependence"] = dict(u.dep_stats)
         run.extra["chain_slots"] = len(u.order)
     else:
-        u = Unrolling(enc, solver)
+        u = Unrolling(enc, solver, inv=inv)
     reached = 0
     try:
         for L in range(opts.depth + 1):
@@ -609,7 +630,7 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
 
         # lassos are sought over single steps (fairness is a property of interleaved
         # runs); in chain mode on an unrolling of their own, asserted as it goes
-        lu = u if opts.steps == "single" else Unrolling(enc, make_solver())
+        lu = u if opts.steps == "single" else Unrolling(enc, make_solver(), inv=inv)
         try:
             lv = find_lasso(system, lu, runner, opts.depth,
                             lambda *a: _check(lu.solver, run, opts.depth, *a))
@@ -619,6 +640,30 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         if lv is not None:
             return lv, u, reached
     return Verdict(SAFE, depth=reached, bounded=True), u, reached
+
+
+def prove_invariants(enc: Encoding, sample: Any, seconds: float) -> Any:
+    """The proven invariant of ``enc`` (``checker/invariants.py``: candidates from the
+    sampled states, Houdini under the encoding's good steps), computed once per encoding
+    shape and kept on ``sample`` (the confirmation search of a chain counterexample, on
+    an encoding of the same shape, reuses it)."""
+    from .invariants import find_invariants
+
+    key = (tuple(enc.key_names), tuple(enc.key_range), tuple(sorted(enc.caps.items())))
+    inv = sample.invariants.get(key)
+    if inv is None:
+        u = Unrolling(enc, make_solver())
+        Xn = [u.Xn.get(k, x) for k, x in enumerate(enc.X)]
+        inv = find_invariants(enc, sample.kept, z3.And(u.T_GOOD, u.T_NEXT), Xn, seconds)
+        sample.invariants[key] = inv
+    return inv
+
+
+def _invariants(enc: Encoding, sample: Any, run: _Run) -> Any:
+    left = max(run.deadline - time.perf_counter(), 0.0)
+    inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left))
+    run.extra["invariants"] = dict(inv.stats)
+    return inv.term
 
 
 def _classify(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,
@@ -704,7 +749,9 @@ def write_smt2(u: Unrolling, k: int, path: str) -> None:
     """One self-contained SMT-LIB 2 script (``--smt2``): the unrolled relation to ``k``
     levels (single steps, or chains in normal form) and the disjunction of every
     deadlock, violation and encoding-overflow query of up to ``k`` levels; ``sat`` means
-    a counterexample exists, ``unsat`` that none within ``k`` levels does."""
+    a counterexample exists, ``unsat`` that none within ``k`` levels does.  The steps
+    include the proven invariant of each level's state (a lemma: it was shown inductive
+    before the search, ``checker/invariants.py``)."""
     s = z3.Solver()
     goals = []
     # reached_j: the good steps 0 .. j-1 were taken (a run may stop at any level, so a
@@ -720,6 +767,9 @@ def write_smt2(u: Unrolling, k: int, path: str) -> None:
     with open(path, "w") as f:
         f.write(f"; pipeproof BMC query ({type(u).__name__}): a counterexample within {k} levels "
                 "(sat = a violation or deadlock exists)\n")
+        if not z3.is_true(u.inv):
+            f.write("; each level's state also satisfies the invariant that pipeproof "
+                    "proved inductive before the search\n")
         f.write("(set-logic QF_BV)\n")
         f.write(s.sexpr())
         f.write("(check-sat)\n")

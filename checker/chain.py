@@ -83,8 +83,8 @@ class ChainUnrolling(Unrolling):
     interleaving ones, asked of the chain level's state."""
 
     def __init__(self, enc: Encoding, solver: z3.Solver, repeat: int = REPEAT,
-                 budget: float = 20.0):
-        super().__init__(enc, solver)
+                 budget: float = 20.0, inv: Any = None):
+        super().__init__(enc, solver, inv)
         self.budget = budget
         nact = len(self.actors)
         #: the chain: actor of each slot (warps, then environment items, ``repeat`` times)
@@ -230,6 +230,9 @@ class ChainUnrolling(Unrolling):
         ca, cb = z3.Bool("commute.cha"), z3.Bool("commute.chb")
         s = z3.SolverFor("QF_BV")
         s.set("timeout", 2000)
+        # only states where the proven invariant holds: the swaps of the normal-form
+        # argument happen in reachable states, and every reachable state satisfies it
+        s.add(self.inv)
         trs = enc.transitions
         pcs_a = {p for p, _ in cand}
         pcs_b = {q for _, q in cand}
@@ -368,6 +371,7 @@ class ChainUnrolling(Unrolling):
             cons.append(z3.Implies(f, z3.Or(*why) if why else z3.BoolVal(False)))
         self.sub.append(subs)
         self.states.append(cur)
+        cons.append(self.inv_at(k + 1))
         body = z3.And(*cons)
         self.step_terms.append(body)
         self.solver.add(body if guard is None else z3.Implies(guard, body))

@@ -483,6 +483,14 @@ class Sample:
     pool: dict[tuple, int] = field(default_factory=dict)
     complete: bool = False
     states: int = 0
+    #: some of the states seen (flat tuples), for ``checker/invariants.py``
+    kept: list = field(default_factory=list)
+    #: ``checker/invariants.py`` results per encoding shape (``bmc._invariants``)
+    invariants: dict = field(default_factory=dict)
+
+
+#: sampled states kept for invariant candidates (``checker/invariants.py``)
+KEEP_STATES = 20_000
 
 
 def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0) -> Sample:
@@ -525,6 +533,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     else:
         out.complete = True
     out.states = len(seen)
+    out.kept = list(seen)[:KEEP_STATES]
     if not out.complete:
         # the reduced search (symmetry, partial-order reduction) gets much further in
         # the same time; it may skip states, which the shape-wide ranges and headroom
@@ -541,7 +550,10 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
                 if viol is None and nxt not in rseen:
                     rseen.add(nxt)
                     rtodo.append(nxt)
-                    note(ex.packer.unpack(nxt))
+                    full = ex.packer.unpack(nxt)
+                    note(full)
+                    if len(out.kept) < KEEP_STATES:
+                        out.kept.append(full)
         out.states += len(rseen)
         # an unfinished sample sees some CTAs, warps and stages further along than their
         # twins; give every slot the range of all slots of the same shape (each one found

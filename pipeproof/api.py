@@ -71,7 +71,9 @@ class CheckResult:
                     "VIOLATED": f"counterexample of {v.depth} steps"}.get(
                         v.status, f"{v.depth} levels")
             mode = {"chain": "chained steps"}.get(st.extra["bmc_steps"], "single steps")
-            lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s")
+            n_inv = st.extra.get("invariants", {}).get("proven", 0)
+            inv = f", {n_inv} proven invariants" if n_inv else ""
+            lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             if st.extra.get("shortest") is False and st.engine == "bmc":
