@@ -45,7 +45,12 @@ try:
            "states": v.stats.states, "transitions": v.stats.transitions,
            "depth": v.stats.depth, "engine_seconds": v.stats.seconds,
            "cex_steps": len(v.trace) if v.trace is not None else None,
-           "extra": {k: x for k, x in v.stats.extra.items() if isinstance(x, (int, float, bool, str))}}
+           "extra": {}}
+    # scalar statistics; nested ones (BMC's invariants, dependence) as outer.inner
+    for k, x in v.stats.extra.items():
+        for kk, y in (x.items() if isinstance(x, dict) else [(None, x)]):
+            if isinstance(y, (int, float, bool, str)):
+                out["extra"][k if kk is None else f"{k}.{kk}"] = y
 except Exception as e:  # a bad example is a result too
     out = {"status": "ERROR", "error": f"{type(e).__name__}: {e}"}
 out["wall_seconds"] = time.perf_counter() - t0
