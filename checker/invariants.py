@@ -146,29 +146,29 @@ def _add_row(piv: dict[int, dict[int, int]], row: Sequence[int], n: int) -> None
     red = {j: v % _P for j, v in enumerate(row) if v % _P}
     red[n] = 1
     for c, pr in piv.items():
-        v = red.get(c)
-        if v:
-            for j, w in pr.items():
-                x = (red.get(j, 0) - v * w) % _P
-                if x:
-                    red[j] = x
-                else:
-                    red.pop(j, None)
+        _eliminate(red, c, pr)
     if not red:
         return
     c = min(red)
     inv = pow(red[c], _P - 2, _P)
     red = {j: v * inv % _P for j, v in red.items()}
     for pr in piv.values():
-        v = pr.get(c)
-        if v:
-            for j, w in red.items():
-                x = (pr.get(j, 0) - v * w) % _P
-                if x:
-                    pr[j] = x
-                else:
-                    pr.pop(j, None)
+        _eliminate(pr, c, red)
     piv[c] = red
+
+
+def _eliminate(row: dict[int, int], c: int, pivot: dict[int, int]) -> None:
+    """Subtract the multiple of ``pivot`` (entry 1 at column ``c``) that clears
+    ``row``'s column ``c``, in place (sparse rows, modulo _P)."""
+    v = row.get(c)
+    if not v:
+        return
+    for j, w in pivot.items():
+        x = (row.get(j, 0) - v * w) % _P
+        if x:
+            row[j] = x
+        else:
+            row.pop(j, None)
 
 
 def _nullspace(piv: dict[int, dict[int, int]], n: int
