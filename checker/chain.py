@@ -138,13 +138,14 @@ class ChainUnrolling(Unrolling):
         import time
 
         from .explicit import symmetric_groups
-        from .symbolic import _free_vars
+        from .symbolic import FreeVars
 
         t0 = time.perf_counter()
         enc = self.enc
         vk = enc._var_key()
         trs = enc.transitions
         # per actor: key -> pcs whose transitions read it / update it
+        free_vars = FreeVars()
         rd: dict[int, dict[int, set[Any]]] = {}
         wr: dict[int, dict[int, set[Any]]] = {}
         for a, idx in by_actor.items():
@@ -153,7 +154,7 @@ class ChainUnrolling(Unrolling):
             for i in idx:
                 t = trs[i]
                 for term in (t.guard, t.viol, t.ovf, self.sel[i], *t.updates.values()):
-                    for v in _free_vars(term):
+                    for v in free_vars(term):
                         if v in vk:
                             ra.setdefault(vk[v], set()).add(t.pc)
                 for k in t.updates:
