@@ -113,20 +113,26 @@ def none(reason: str, **stats: Any) -> Invariants:
 
 
 def affine_hull(rows: Sequence[Sequence[int]], check: Sequence[Sequence[int]],
-                seed: int = 0) -> list[tuple[tuple[tuple[int, int], ...], int]]:
+                seed: int = 0, deadline: float = float("inf")
+                ) -> Optional[list[tuple[tuple[tuple[int, int], ...], int]]]:
     """Every affine equality ``sum(c_j * x_j) == c0`` (integer coefficients, as a basis of
     the equalities) that holds on all of ``rows`` and ``check``.  Elimination runs modulo
     a 61-bit prime on ``rows``; a basis equation some row of ``check`` breaks adds that
-    row and the elimination goes on, so the result is exact over the integers."""
+    row and the elimination goes on, so the result is exact over the integers.  None
+    past ``deadline``."""
     if not rows:
         return []
     n = len(rows[0])
     piv: dict[int, dict[int, int]] = {}  # pivot column -> reduced row (pivot entry 1)
     order = list(rows)
     random.Random(seed).shuffle(order)
-    for r in order:
+    for i, r in enumerate(order):
+        if i % 64 == 0 and time.perf_counter() > deadline:
+            return None
         _add_row(piv, r, n)
     while True:
+        if time.perf_counter() > deadline:
+            return None
         eqs = _nullspace(piv, n)
         broken = None
         for terms, c0 in eqs:
@@ -213,22 +219,26 @@ def _rational(a: int) -> Optional[Fraction]:
     return Fraction(r1, s1)
 
 
-def candidates(enc: Encoding, rows: Sequence[Sequence[int]]) -> list[Candidate]:
+def candidates(enc: Encoding, rows: Sequence[Sequence[int]],
+               deadline: float = float("inf")) -> list[Candidate]:
     """Facts true on every row (key values of sampled states; see the module docstring).
-    Equalities of one key (a constant) come from the hull; ranges and value sets only for
-    keys with more than one value."""
+    Keys with one value give ``key == value``; the affine hull is taken over the others
+    (projected rows, duplicates merged), and left out past ``deadline``; ranges and value
+    sets for keys with more than one value."""
     out: list[Candidate] = []
-    sub = list(rows)
-    if len(sub) > HULL_ROWS:
-        sub = random.Random(1).sample(sub, HULL_ROWS)
-    for terms, c0 in affine_hull(sub, rows):
+    values = [sorted({r[k] for r in rows}) for k in range(enc.nkeys)]
+    varying = [k for k in range(enc.nkeys) if len(values[k]) > 1]
+    out.extend(Candidate("affine", ((k, 1),), values[k][0])
+               for k in range(enc.nkeys) if len(values[k]) == 1)
+    proj = list({tuple(r[k] for k in varying) for r in rows})
+    sub = proj if len(proj) <= HULL_ROWS else random.Random(1).sample(proj, HULL_ROWS)
+    for terms, c0 in affine_hull(sub, proj, deadline=deadline) or []:
+        terms = tuple((varying[j], c) for j, c in terms)
         # exact in SUM_WIDTH bits (the wrapped sum would still be sound, just weaker)
         if sum(abs(c) << (enc.width[k] - 1) for k, c in terms) + abs(c0) < 1 << (SUM_WIDTH - 1):
             out.append(Candidate("affine", terms, c0))
-    for k in range(enc.nkeys):
-        vs = sorted({r[k] for r in rows})
-        if len(vs) < 2:
-            continue
+    for k in varying:
+        vs = values[k]
         out.append(Candidate("range", ((k, 1),), values=(vs[0], vs[-1])))
         if len(vs) <= MAX_VALUES and vs != list(range(vs[0], vs[-1] + 1)):
             out.append(Candidate("values", ((k, 1),), values=tuple(vs)))
@@ -285,7 +295,8 @@ def find_invariants(enc: Encoding, states: Sequence[tuple], step: Any, Xn: Seque
         if not long:
             rows.append(vals)
     rows.append(list(enc.init_values))
-    cands = candidates(enc, rows)
+    # the hull gets at most half of the time; Houdini the rest
+    cands = candidates(enc, rows, deadline=t0 + seconds / 2)
     stats: dict[str, Any] = {"sampled": len(rows), "candidates": len(cands)}
     proven = houdini(enc, cands, step, Xn, t0 + seconds)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
