@@ -204,3 +204,32 @@ def test_bmc_proves_named_barriers() -> None:
     assert r.verdict.stats.extra["invariants"]["proven"] > 0
     e = check_source(SMALL_NAMED, engine="explicit")
     assert e.status == "PROVEN"
+
+
+def test_free_vars_match_a_plain_traversal() -> None:
+    """The memoised raw-API walk (chain footprints) finds exactly the constants a plain
+    traversal of the z3 terms finds, for every transition of an example."""
+    from pipeproof.checker.symbolic import FreeVars
+
+    system = System(compile_file(ROOT / "examples" / "textbook" / "pipeline_tma_async.pipe"))
+    enc = Encoding(system, {}, {}, sample_ranges(system))
+    fv = FreeVars()
+
+    def plain(t: z3.ExprRef) -> set[int]:
+        out, seen, todo = set(), set(), [t]
+        while todo:
+            x = todo.pop()
+            if x.get_id() in seen:
+                continue
+            seen.add(x.get_id())
+            if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                out.add(x.get_id())
+            todo.extend(x.children())
+        return out
+
+    n = 0
+    for t in enc.transitions:
+        for term in (t.guard, t.viol, t.ovf, *t.updates.values()):
+            assert fv(term) == plain(term)
+            n += len(plain(term))
+    assert n > 0
