@@ -40,7 +40,7 @@ from typing import Any, Optional, Sequence
 
 import z3
 
-from .symbolic import Encoding, same_shape
+from .symbolic import Encoding, Substitution, same_shape
 
 #: a key with at most this many sampled values (not an interval) gets a value-set candidate
 MAX_VALUES = 4
@@ -253,7 +253,12 @@ def houdini(enc: Encoding, cands: list[Candidate], step: Any, Xn: Sequence[Any],
     """The largest inductive subset of ``cands`` under ``step`` (a relation over
     ``enc.X`` and ``Xn``), or None past ``deadline``."""
     X = enc.X
-    alive = [c for c in cands if c.holds(enc.init_values)]
+    # the initial state must satisfy the terms themselves (bit-vectors), not only the
+    # integer facts they stand for: a constant outside a key's width would wrap
+    init = Substitution([(x, z3.BitVecVal(v, w))
+                         for x, v, w in zip(X, enc.init_values, enc.width)])
+    alive = [c for c in cands
+             if c.holds(enc.init_values) and z3.is_true(z3.simplify(init(c.term(enc, X))))]
     now = {c: c.term(enc, X) for c in alive}
     nxt = {c: c.term(enc, Xn) for c in alive}
     s = z3.SolverFor("QF_BV")

@@ -233,3 +233,23 @@ def test_free_vars_match_a_plain_traversal() -> None:
             assert fv(term) == plain(term)
             n += len(plain(term))
     assert n > 0
+
+
+def test_houdini_rejects_a_term_false_initially() -> None:
+    """A range whose bound does not fit the key's width holds over the integers but not
+    as a bit-vector term; if it were kept, every level past 0 would be empty and BMC
+    would "prove" anything.  It must be rejected before Houdini starts."""
+    import time
+
+    system = System(compile_file(ROOT / "examples" / "textbook" / "named_barrier.pipe"))
+    enc = Encoding(system, {}, {}, sample_ranges(system))
+    u = Unrolling(enc, make_solver())
+    Xn = [u.Xn.get(k, x) for k, x in enumerate(enc.X)]
+    # a key no step changes: any fact about it is inductive, so only the initial check
+    # can reject it
+    k = next(k for k in range(enc.nkeys) if k not in u.changing and enc.init_values[k] == 0)
+    hi = 1 << enc.width[k]  # "-1 <= x <= hi - 1" holds for x = 0; as bits it is x == -1
+    wrap = Candidate("range", ((k, 1),), values=(-1, hi - 1))
+    assert wrap.holds(enc.init_values)
+    assert houdini(enc, [wrap], z3.And(u.T_GOOD, u.T_NEXT), Xn,
+                   time.perf_counter() + 60) == []
