@@ -875,11 +875,6 @@ class FreeVars:
         return memo[rid]
 
 
-def _free_vars(t: Any) -> frozenset:
-    """Ids of the uninterpreted constants in ``t``."""
-    return FreeVars()(t)
-
-
 class Substitution:
     """A substitution of z3 constants, applied to many terms (what ``z3.substitute``
     does, without re-checking the pairs' sorts on every call -- that check dominated
