@@ -65,6 +65,11 @@ CONFIRM_TIMEOUT = 20.0
 DEPENDENCE_BUDGET = 20.0
 #: at most this many seconds (and a fifth of the time left) go to finding invariants
 INVARIANT_BUDGET = 10.0
+#: seconds (at most a tenth of the timeout) for the unreduced enumeration whose state
+#: set, if it finishes, z3 certifies as an inductive invariant (``checker/certificate.py``)
+ENUMERATE_SECONDS = 2.0
+#: at most this many seconds (and a fifth of the time left) for the certificate's queries
+CERTIFICATE_BUDGET = 15.0
 DEADLOCK = "deadlock"
 DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
                 "warps have not exited")
@@ -416,6 +421,7 @@ class BmcOptions:
     smt2: Optional[str] = None
     progress: Optional[Callable[[int, int, float], None]] = None
     steps: str = "auto"
+    certificate: bool = True
 
 
 @dataclass
@@ -425,6 +431,8 @@ class _Run:
     checks: int = 0
     restarts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the certificate that decided safety (``checker/certificate.py``), if one did
+    certified: Any = None
 
 
 class Timeout(Exception):
@@ -442,7 +450,7 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               progress: Optional[Callable[[int, int, float], None]] = None,
               smt2: Optional[str] = None, liveness: bool = True,
               max_cap: int = 64, steps: str = "auto",
-              confirm_timeout: float = CONFIRM_TIMEOUT) -> Verdict:
+              confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
 
@@ -454,21 +462,34 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     they bring PROVEN within reach; single steps when some warp loops for ever, where
     no depth ends every run and the starvation lassos are single-step runs anyway
     (measured: persistent_consumer_stops_releasing's lasso in 22 s with single steps,
-    none within 30 s after 49 levels of chains)."""
+    none within 30 s after 49 levels of chains).
+
+    ``certificate``: first enumerate the reachable states without reduction (at most
+    ``ENUMERATE_SECONDS``) and, if that finishes, have z3 certify the set as an inductive
+    invariant (``checker/certificate.py``): PROVEN at once when no state of it violates
+    or deadlocks, else the invariant of every level."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
     if steps == "auto":
         acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
         steps = "chain" if acyclic else "single"
-    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps)
+    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps, certificate)
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
     runner = ConcreteRunner(system)
-    sample = sample_ranges(system)
+    if certificate:
+        exact = min(ENUMERATE_SECONDS, 0.1 * timeout)
+        sample = sample_ranges(system, seconds=exact + 1.2, exact_seconds=exact)
+    else:
+        sample = sample_ranges(system)
     run.extra["sampled_states"] = sample.states
     run.extra["bmc_steps"] = steps
     v, u, k, enc = _solve(system, runner, sample, opts, run)
-    if opts.smt2 and u is not None:
+    if opts.smt2 and run.certified is not None:
+        from .certificate import write_smt2 as write_certificate
+
+        write_certificate(run.certified, opts.smt2)
+    elif opts.smt2 and u is not None:
         write_smt2(u, k, opts.smt2)
     if steps == "chain" and v.status == VIOLATED and v.prop != "starvation":
         v = _confirm(system, runner, sample, opts, run, v, confirm_timeout)
@@ -579,7 +600,14 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             run: _Run, sample: Any) -> tuple[Verdict, "Unrolling", int]:
     """The level loop; returns the verdict, the unrolling and the depth of its query."""
     solver = make_solver()
-    inv = _invariants(enc, sample, run)
+    inv, cert = _invariants(enc, sample, run, opts)
+    if cert is not None and cert.problem_free:
+        # no reachable state violates or deadlocks (checker/certificate.py)
+        run.certified = cert
+        u0 = Unrolling(enc, solver, inv=inv)
+        if enc.acyclic or not opts.liveness:
+            return Verdict(PROVEN, depth=0, bounded=False), u0, 0
+        return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
     if opts.steps == "chain":
         from .chain import ChainUnrolling
 
@@ -626,20 +654,35 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; {within}",
                        depth=max(0, t.depth - 1)), u, max(0, t.depth - 1)
     if opts.liveness and not enc.acyclic:
-        from .liveness import find_lasso
-
         # lassos are sought over single steps (fairness is a property of interleaved
         # runs); in chain mode on an unrolling of their own, asserted as it goes
         lu = u if opts.steps == "single" else Unrolling(enc, make_solver(), inv=inv)
-        try:
-            lv = find_lasso(system, lu, runner, opts.depth,
-                            lambda *a: _check(lu.solver, run, opts.depth, *a))
-        except Timeout:
-            return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: safe to depth "
-                           f"{reached}, starvation search unfinished", depth=reached), u, reached
-        if lv is not None:
-            return lv, u, reached
+        return _lassos(system, enc, lu, runner, opts, run, reached)
     return Verdict(SAFE, depth=reached, bounded=True), u, reached
+
+
+def _lassos(system: System, enc: Encoding, lu: Unrolling, runner: ConcreteRunner,
+            opts: BmcOptions, run: _Run, reached: int,
+            safe_unbounded: bool = False) -> tuple[Verdict, "Unrolling", int]:
+    """The starvation search after the safety levels (``checker/liveness.py``).  With
+    ``safe_unbounded`` (a certificate showed no reachable state violates or deadlocks)
+    the SAFE verdict's bound is the lasso search's depth, and it says so."""
+    from .liveness import find_lasso
+
+    what = ("no violation or deadlock at any depth (certified invariant)" if safe_unbounded
+            else f"safe to depth {reached}")
+    try:
+        lv = find_lasso(system, lu, runner, opts.depth,
+                        lambda *a: _check(lu.solver, run, opts.depth, *a))
+    except Timeout:
+        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: {what}, "
+                       "starvation search unfinished", depth=reached), lu, reached
+    if lv is not None:
+        return lv, lu, reached
+    if safe_unbounded:
+        run.extra["safety_unbounded"] = True
+        reached = opts.depth
+    return Verdict(SAFE, depth=reached, bounded=True), lu, reached
 
 
 def prove_invariants(enc: Encoding, sample: Any, seconds: float) -> Any:
@@ -659,11 +702,43 @@ def prove_invariants(enc: Encoding, sample: Any, seconds: float) -> Any:
     return inv
 
 
-def _invariants(enc: Encoding, sample: Any, run: _Run) -> Any:
+def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, str]:
+    """The certificate of ``sample.reachable`` for ``enc`` (``checker/certificate.py``)
+    and why there is none; cached on ``sample`` per encoding shape like the invariants."""
+    from .certificate import certify
+
+    key = ("certificate", tuple(enc.key_names), tuple(enc.key_range),
+           tuple(sorted(enc.caps.items())))
+    got = sample.invariants.get(key)
+    if got is None:
+        u = Unrolling(enc, make_solver())
+        Xn = [u.Xn.get(k, x) for k, x in enumerate(enc.X)]
+        problem = z3.Or(u.T_BAD, z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE)))
+        t0 = time.perf_counter()
+        cert, why = certify(enc, sample.reachable, z3.And(u.T_GOOD, u.T_NEXT), Xn, problem,
+                            t0 + seconds)
+        got = (cert, why, round(time.perf_counter() - t0, 2))
+        if why != "the closure query ran out of time":  # a later, longer try may finish
+            sample.invariants[key] = got
+    cert, why, secs = got
+    return cert, why if cert is None else f"{secs}"
+
+
+def _invariants(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> tuple[Any, Any]:
+    """The invariant asserted of every level, and the certificate if there is one (its
+    reachable set is the invariant then: nothing Houdini finds is stronger)."""
+    if opts.certificate:
+        left = max(run.deadline - time.perf_counter(), 0.0)
+        cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.2 * left))
+        if cert is not None:
+            run.extra["certificate"] = {"states": cert.states, "seconds": float(why),
+                                        "problem_free": cert.problem_free}
+            return cert.term, cert
+        run.extra["certificate"] = {"note": why}
     left = max(run.deadline - time.perf_counter(), 0.0)
     inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left))
     run.extra["invariants"] = dict(inv.stats)
-    return inv.term
+    return inv.term, None
 
 
 def _classify(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,

@@ -487,14 +487,20 @@ class Sample:
     kept: list = field(default_factory=list)
     #: ``checker/invariants.py`` results per encoding shape (``bmc._invariants``)
     invariants: dict = field(default_factory=dict)
+    #: every reachable state (flat tuples) when the unreduced pass finished, else None
+    #: (``checker/certificate.py``)
+    reachable: Optional[list] = None
 
 
 #: sampled states kept for invariant candidates (``checker/invariants.py``)
 KEEP_STATES = 20_000
 
 
-def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0) -> Sample:
-    """Breadth-first exploration of at most ``max_states`` concrete states."""
+def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0,
+                  exact_seconds: Optional[float] = None) -> Sample:
+    """Breadth-first exploration of at most ``max_states`` concrete states: unreduced
+    for ``exact_seconds`` (default 40% of ``seconds``), then, if that did not finish,
+    reduced for the rest of ``seconds``."""
     import time
     from collections import Counter, deque
 
@@ -508,7 +514,8 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     seen = {runner.initial}
     todo = deque([runner.initial])
     t0 = time.perf_counter()
-    t_end = t0 + 0.4 * seconds  # exact when it finishes; else the reduced search below
+    # exact when it finishes; else the reduced search below
+    t_end = t0 + (0.4 * seconds if exact_seconds is None else exact_seconds)
 
     def note(st: tuple) -> None:
         for i in scal:
@@ -534,6 +541,8 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
         out.complete = True
     out.states = len(seen)
     out.kept = list(seen)[:KEEP_STATES]
+    if out.complete:
+        out.reachable = list(seen)
     if not out.complete:
         # the reduced search (symmetry, partial-order reduction) gets much further in
         # the same time; it may skip states, which the shape-wide ranges and headroom

@@ -73,7 +73,16 @@ class CheckResult:
             mode = {"chain": "chained steps"}.get(st.extra["bmc_steps"], "single steps")
             n_inv = st.extra.get("invariants", {}).get("proven", 0)
             inv = f", {n_inv} proven invariants" if n_inv else ""
-            lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
+            n_cert = st.extra.get("certificate", {}).get("states", 0)
+            if n_cert:
+                inv = f", invariant: the {n_cert:,} reachable states (z3-certified inductive)"
+            if n_cert and st.extra["certificate"].get("problem_free"):
+                what = ("no reachable state violates or deadlocks, at any depth"
+                        + (f"; no starvation lasso of up to {v.depth} steps"
+                           if v.status == "SAFE" else ""))
+                lines.append(f"  engine bmc (certificate): {what}, {st.seconds:.2f} s{inv}")
+            else:
+                lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             if st.extra.get("shortest") is False and st.engine == "bmc":
@@ -123,21 +132,24 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
                  smt2: Optional[str] = None,
                  confirm_timeout: Optional[float] = None,
-                 memory_model: str = "cutlass", bmc_steps: str = "auto") -> CheckResult:
+                 memory_model: str = "cutlass", bmc_steps: str = "auto",
+                 bmc_certificate: bool = True) -> CheckResult:
     """``confirm_timeout``: seconds for the search that confirms a counterexample found
     with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
     shortest one (default 20).  ``memory_model="strict"`` adds the
     ``insufficient-scope`` check of release scopes (``model.system.System``).
     ``bmc_steps``: ``chain`` (a BMC level is a chain of steps in normal form,
     ``checker/chain.py``), ``single`` (one step per level) or ``auto`` (chains unless
-    some warp loops for ever)."""
+    some warp loops for ever).  ``bmc_certificate``: let BMC prove by a z3-certified
+    enumeration of the reachable states where that finishes (``checker/certificate.py``)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,
                                    timeout=timeout, max_states=max_states, progress=progress,
                                    file=file, reduce=reduce, por=por, smt2=smt2,
                                    confirm_timeout=confirm_timeout,
-                                   memory_model=memory_model, bmc_steps=bmc_steps)
+                                   memory_model=memory_model, bmc_steps=bmc_steps,
+                                   bmc_certificate=bmc_certificate)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled, memory_model)
@@ -153,6 +165,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
 
         verdict = check_bmc(system, depth=DEFAULT_DEPTH if depth is None else depth,
                             timeout=timeout, smt2=smt2, steps=bmc_steps,
+                            certificate=bmc_certificate,
                             **({} if confirm_timeout is None
                                else {"confirm_timeout": confirm_timeout}),
                             progress=(lambda d, n, t: progress(0, d, t)) if progress else None)

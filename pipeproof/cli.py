@@ -101,6 +101,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             confirm_timeout=args.confirm_timeout,
                             memory_model=args.memory_model,
                             bmc_steps=args.bmc_steps,
+                            bmc_certificate=args.bmc_certificate == "on",
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -169,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "levels to the end of every run; single: one step per level; auto "
                         "(default): chain unless some warp loops for ever (then no depth "
                         "ends every run, and starvation lassos are single-step runs)")
+    c.add_argument("--bmc-certificate", choices=("on", "off"), default="on",
+                   help="bmc: on (default): enumerate the reachable states without "
+                        "reduction for a few seconds and, if that finishes, have z3 certify "
+                        "them as an inductive invariant -- PROVEN at once when none "
+                        "violates or deadlocks, else a constraint on every level; off: "
+                        "unrolling only")
     c.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")

@@ -15,6 +15,11 @@ On random valid configurations and random single mutations of every class
 * where BMC runs out of time (UNKNOWN at depth ``d``), no explicit counterexample may be
   ``d`` steps or shorter.
 
+Each program is checked by BMC either way (hypothesis draws it): with the certificate (``checker/certificate.py``:
+a z3-certified enumeration decides PROVEN, and constrains the levels otherwise) and with
+the unrolling alone.  Where a certificate exists, it is free of problems exactly when the
+explicit engine finds no safety violation or deadlock.
+
 Starvation (a lasso) has no shortest-length guarantee in either engine; only the
 verdict is compared there.  BMC runs with its default chained steps, so this also
 checks the confirmation of chain counterexamples; tests/test_chain.py checks the chain
@@ -26,6 +31,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeproof.checker.bmc import check_bmc
 from pipeproof.checker.explicit import check_explicit
@@ -46,7 +52,7 @@ def _length(v: Any) -> Optional[int]:
     return len(v.trace) if v.trace is not None else None
 
 
-def _compare(source: str, what: str) -> None:
+def _compare(source: str, what: str, certificate: bool) -> None:
     try:
         system = G.build_system(source)
     except ConfigError:
@@ -54,11 +60,22 @@ def _compare(source: str, what: str) -> None:
     e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
     if e.status == "UNKNOWN":
         return  # too big for the oracle; nothing to compare against
+    _compare_bmc(source, what, e, certificate)
+
+
+def _compare_bmc(source: str, what: str, e: Any, certificate: bool) -> None:
     # default steps (chains, each counterexample confirmed shortest by single steps)
     b = check_bmc(G.build_system(source), depth=DEPTH, timeout=120, liveness=False,
-                  confirm_timeout=CONFIRM)
-    msg = (f"{what}\n  explicit: {e.headline()} len={_length(e)}\n  bmc:      "
-           f"{b.headline()} len={_length(b)} {b.reason or ''}\n--- source ---\n{source}")
+                  confirm_timeout=CONFIRM, certificate=certificate)
+    msg = (f"{what}\n  explicit: {e.headline()} len={_length(e)}\n  bmc (certificate "
+           f"{'on' if certificate else 'off'}): {b.headline()} len={_length(b)} "
+           f"{b.reason or ''}\n--- source ---\n{source}")
+    cert = b.stats.extra.get("certificate", {})
+    if "problem_free" in cert:
+        # a certified reachable set is free of problems exactly when the exhaustive
+        # explicit search finds no safety violation or deadlock
+        safe = e.status != "VIOLATED" or e.prop == "starvation"
+        assert cert["problem_free"] == safe, msg
     if b.status == "UNKNOWN":
         # out of time (a loaded machine): what BMC did establish must still hold -- no
         # counterexample of up to b.depth steps exists
@@ -93,12 +110,12 @@ def _compare(source: str, what: str) -> None:
 
 
 @settings(max_examples=8, **SETTINGS)
-@given(G.programs())
-def test_bmc_agrees_on_valid_programs(prog: G.Program) -> None:
-    _compare(prog.source, prog.describe())
+@given(G.programs(), st.booleans())
+def test_bmc_agrees_on_valid_programs(prog: G.Program, certificate: bool) -> None:
+    _compare(prog.source, prog.describe(), certificate)
 
 
 @settings(max_examples=15, **SETTINGS)
-@given(G.mutants(include_config_errors=False))
-def test_bmc_agrees_on_mutants(prog: G.Program) -> None:
-    _compare(prog.source, prog.describe())
+@given(G.mutants(include_config_errors=False), st.booleans())
+def test_bmc_agrees_on_mutants(prog: G.Program, certificate: bool) -> None:
+    _compare(prog.source, prog.describe(), certificate)

@@ -119,7 +119,7 @@ def _compare(source: str, what: str) -> None:
     # the chain search alone: no confirmation by single steps (its counterexample is
     # only shortened)
     c = check_bmc(G.build_system(source), depth=DEPTH, timeout=120, liveness=False,
-                  steps="chain", confirm_timeout=0.0)
+                  steps="chain", confirm_timeout=0.0, certificate=False)
     msg = (f"{what}\n  explicit: {e.headline()} len={e.depth}\n  chain:    "
            f"{c.headline()} depth={c.depth} {c.reason or ''}\n--- source ---\n{source}")
     safety_bug = e.status == "VIOLATED" and e.prop != "starvation"
@@ -209,7 +209,8 @@ def test_cli_bmc_steps(capsys: Any) -> None:
     assert rc == 1 and out["stats"]["bmc_steps"] == "single"
     assert out["property"] == "named-barrier-misuse"
     rc = main(["check", str(ROOT / "examples" / "textbook" / "pipeline_async.pipe"),
-               "--engine", "bmc", "--depth", "3", "--quiet", "--format", "steps"])
+               "--engine", "bmc", "--depth", "3", "--quiet", "--format", "steps",
+               "--bmc-certificate", "off"])
     text = capsys.readouterr().out
     assert rc == 0 and "SAFE (bounded to depth 3)" in text
     assert "3 levels of chained steps" in text and "any run of up to 3 steps" in text
@@ -226,7 +227,7 @@ def test_smt2_export_in_both_step_modes(tmp_path: Path, steps: str) -> None:
                               ("textbook/pipeline_async.pipe", 8, z3.unsat)):
         out = tmp_path / f"{steps}-{depth}.smt2"
         check_file(ROOT / "examples" / name, engine="bmc", depth=depth, timeout=60,
-                   smt2=str(out), bmc_steps=steps)
+                   smt2=str(out), bmc_steps=steps, bmc_certificate=False)
         s = z3.Solver()
         s.from_file(str(out))
         assert s.check() == want, (name, steps)
