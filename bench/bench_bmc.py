@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=60)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--bmc-steps", choices=("auto", "chain", "single"), default="auto")
+    ap.add_argument("--bmc-certificate", choices=("on", "off"), default="on",
+                    help="off: the unrolling alone (results in bmc_unrolling.json)")
     ap.add_argument("--merge", action="store_true",
                     help="replace only the rows of FILES in the existing results")
     ap.add_argument("--out", default=None,
@@ -47,7 +49,8 @@ def main() -> int:
                          "new explicit run)")
     args = ap.parse_args()
     if args.out is None:
-        args.out = str(RESULTS / ("bmc_single" if args.bmc_steps == "single" else "bmc"))
+        args.out = str(RESULTS / ("bmc_single" if args.bmc_steps == "single" else
+                                  "bmc_unrolling" if args.bmc_certificate == "off" else "bmc"))
     if args.render_only:
         render()
         return 0
@@ -60,7 +63,7 @@ def main() -> int:
     rows = []
     for f, depth in runs:
         r = run_one(f, args.timeout, 0, True, engine="bmc", depth=depth,
-                    bmc_steps=args.bmc_steps)
+                    bmc_steps=args.bmc_steps, bmc_certificate=args.bmc_certificate == "on")
         r["requested_depth"] = depth
         rows.append(r)
         print(f"{r['file']:60s} depth {depth:3d}: {r.get('headline') or r.get('status'):40s} "
@@ -68,7 +71,8 @@ def main() -> int:
               f"{r.get('peak_mb', 0):6.0f} MB", flush=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
             "machine": platform.machine(), "cpus": os.cpu_count(),
-            "timeout_s": args.timeout, "depth": args.depth, "bmc_steps": args.bmc_steps}
+            "timeout_s": args.timeout, "depth": args.depth, "bmc_steps": args.bmc_steps,
+            "bmc_certificate": args.bmc_certificate}
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.merge and Path(args.out + ".json").exists():
         old = json.loads(Path(args.out + ".json").read_text())
@@ -101,18 +105,27 @@ def _cell(r: dict) -> list[str]:
             f"{r.get('wall_seconds', 0):.1f}"]
 
 
+def _cert(r: dict) -> str:
+    ex = r.get("extra") or {}
+    n = ex.get("certificate.states")
+    return "" if not n else f"{n:,}" + ("+" if ex.get("certificate.problem_free") else "")
+
+
 def render() -> None:
     """bench/results/bmc.md: chained and single BMC steps and the explicit engine, one row
     per example (from bmc.json, bmc_single.json and explicit.json, whichever exist)."""
     meta, chain = _load("bmc")
+    umeta, unrolled = _load("bmc_unrolling")
     smeta, single = _load("bmc_single")
     _, explicit_all = _load("explicit")
     explicit = {f: r for (f, _), r in explicit_all.items()}
     m = meta or smeta
     lines = [f"# BMC engine benchmark (Python {m.get('python')}, {m.get('cpus')} CPUs, "
              f"timeout {m.get('timeout_s', 0):.0f} s per run)", ""]
-    for name, mt in (("default steps (auto: chains unless a warp loops for ever)", meta),
-                     ("single steps", smeta)):
+    for name, mt in (("default (certificate on, auto steps)", meta),
+                     ("unrolling only (--bmc-certificate off, auto steps: chains unless a "
+                      "warp loops for ever)", umeta),
+                     ("single steps (unrolling only)", smeta)):
         if mt:
             lines.append(f"* {name}: run {mt['date']}" +
                          (f"; {mt['note']}" if mt.get("note") else ""))
@@ -125,16 +138,24 @@ def render() -> None:
               "chained steps and not confirmed shortest within the confirmation budget.  "
               "The default (`--bmc-steps auto`) takes chains for every example except "
               "those where some warp loops for ever (p3, pipeline_clc_fetch_async, the "
-              "two liveness examples), which take single steps.", "",
-              "| example | depth | default verdict | reached | time (s) | single-step verdict "
-              "| reached | time (s) | explicit verdict | explicit time (s) |",
-              "|---|---:|---|---:|---:|---|---:|---:|---|---:|"]
-    keys = list(chain) + [k for k in single if k not in chain]
+              "two liveness examples), which take single steps.  `cert`: the states of the "
+              "z3-certified reachable set (`checker/certificate.py`), `+` when it has no "
+              "problem state (PROVEN, or for a looping kernel safety at every depth, without "
+              "unrolling); empty: no certificate (the unreduced enumeration did not finish "
+              "in its 2 s), and the default run is the unrolling with Houdini invariants.",
+              "",
+              "| example | depth | default verdict | reached | time (s) | cert | unrolling-only "
+              "verdict | reached | time (s) | single-step verdict | reached | time (s) "
+              "| explicit verdict | explicit time (s) |",
+              "|---|---:|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---:|"]
+    keys = list(chain) + [k for k in list(unrolled) + list(single) if k not in chain]
+    keys = list(dict.fromkeys(keys))
     for key in keys:
         f, depth = key
         e = explicit.get(f, {})
         lines.append("| " + " | ".join(
-            [f, str(depth), *_cell(chain.get(key, {})), *_cell(single.get(key, {})),
+            [f, str(depth), *_cell(chain.get(key, {})), _cert(chain.get(key, {})),
+             *_cell(unrolled.get(key, {})), *_cell(single.get(key, {})),
              e.get("headline") or e.get("status") or "",
              "" if not e else format(e.get("wall_seconds", 0), ".1f")]) + " |")
     (RESULTS / "bmc.md").write_text("\n".join(lines) + "\n")

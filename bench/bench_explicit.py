@@ -35,9 +35,11 @@ engine, depth = sys.argv[5], int(sys.argv[6])
 params = json.loads(sys.argv[7])
 memory_model = sys.argv[8]
 bmc_steps = sys.argv[9]
+bmc_certificate = sys.argv[10] == "1"
 t0 = time.perf_counter()
 try:
-    kw = {"reduce": reduce} if engine == "explicit" else {"depth": depth, "bmc_steps": bmc_steps}
+    kw = {"reduce": reduce} if engine == "explicit" else {"depth": depth, "bmc_steps": bmc_steps,
+                                                          "bmc_certificate": bmc_certificate}
     kw["memory_model"] = memory_model
     r = check_file(path, params, engine=engine, timeout=timeout, max_states=max_states, **kw)
     v = r.verdict
@@ -72,11 +74,12 @@ def memory_model_of(path: Path) -> str:
 
 def run_one(path: Path, timeout: float, max_states: int, reduce: bool,
             engine: str = "explicit", depth: int = 0, params: dict | None = None,
-            bmc_steps: str = "chain") -> dict:
+            bmc_steps: str = "chain", bmc_certificate: bool = True) -> dict:
     """Check one file in a fresh interpreter (so peak memory is this check's own)."""
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), str(timeout),
                            str(max_states), "1" if reduce else "0", engine, str(depth),
-                           json.dumps(params or {}), memory_model_of(path), bmc_steps],
+                           json.dumps(params or {}), memory_model_of(path), bmc_steps,
+                           "1" if bmc_certificate else "0"],
                           capture_output=True, text=True, timeout=timeout * 3 + 60)
     try:
         res = json.loads(proc.stdout.strip().splitlines()[-1])

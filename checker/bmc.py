@@ -29,10 +29,15 @@ counterexample is replayed through the concrete model first (``ConcreteRunner``;
 a verdict.  A queue overflow is not a verdict either: the capacities grow and the
 search restarts (``max_cap`` bounds this; past it the result is UNKNOWN).
 
-Every level's state is also constrained by an invariant proven before the search
-(``checker/invariants.py``: candidates from sampled states, kept only if z3 shows them
-inductive over the encoding's good steps).  It holds in every state the unrolling can
-reach, so it removes no run; it spares the solver the unreachable ones.
+Every level's state is also constrained by an invariant proven before the search.  If
+the unreduced enumeration of the reachable states finishes (``ENUMERATE_SECONDS``), that
+set is the invariant, certified by z3 as closed under the encoding's good steps
+(``checker/certificate.py``); when no state of it violates or deadlocks, that is the
+proof (PROVEN, or for warps that loop for ever, safety at every depth before the
+starvation search) and nothing is unrolled.  Otherwise the invariant comes from
+``checker/invariants.py`` (candidates from sampled states, kept only if z3 shows them
+inductive).  Either holds in every state the unrolling can reach, so it removes no run;
+it spares the solver the unreachable ones.
 
 Liveness (starvation lassos) is in ``checker/liveness.py`` and runs on the same
 unrolling after the safety levels.
@@ -68,7 +73,7 @@ INVARIANT_BUDGET = 10.0
 #: seconds (at most a tenth of the timeout) for the unreduced enumeration whose state
 #: set, if it finishes, z3 certifies as an inductive invariant (``checker/certificate.py``)
 ENUMERATE_SECONDS = 2.0
-#: at most this many seconds (and a fifth of the time left) for the certificate's queries
+#: at most this many seconds (and a quarter of the time left) for the certificate's queries
 CERTIFICATE_BUDGET = 15.0
 DEADLOCK = "deadlock"
 DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
@@ -671,12 +676,17 @@ def _lassos(system: System, enc: Encoding, lu: Unrolling, runner: ConcreteRunner
 
     what = ("no violation or deadlock at any depth (certified invariant)" if safe_unbounded
             else f"safe to depth {reached}")
+    done: list[int] = []
     try:
         lv = find_lasso(system, lu, runner, opts.depth,
-                        lambda *a: _check(lu.solver, run, opts.depth, *a))
+                        lambda *a: _check(lu.solver, run, opts.depth, *a), done)
     except Timeout:
-        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: {what}, "
-                       "starvation search unfinished", depth=reached), lu, reached
+        k = done[-1] if done else 0
+        if safe_unbounded:
+            reached = k
+        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: {what}; "
+                       f"no starvation lasso of up to {k} steps, search unfinished",
+                       depth=reached), lu, reached
     if lv is not None:
         return lv, lu, reached
     if safe_unbounded:
@@ -729,7 +739,7 @@ def _invariants(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> tupl
     reachable set is the invariant then: nothing Houdini finds is stronger)."""
     if opts.certificate:
         left = max(run.deadline - time.perf_counter(), 0.0)
-        cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.2 * left))
+        cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.25 * left))
         if cert is not None:
             run.extra["certificate"] = {"states": cert.states, "seconds": float(why),
                                         "problem_free": cert.problem_free}

@@ -74,8 +74,9 @@ def poll_pcs(system: System, a: int) -> list[int]:
 
 
 def find_lasso(system: System, u: Any, runner: Any, depth: int,
-               check: Callable[..., Any]) -> Optional[Verdict]:
-    """The shortest fair lasso (``k`` steps, ``k <= depth``) in which some warp starves."""
+               check: Callable[..., Any], done: Optional[list[int]] = None) -> Optional[Verdict]:
+    """The shortest fair lasso (``k`` steps, ``k <= depth``) in which some warp starves;
+    ``done`` collects each ``k`` ruled out (how far an interrupted search got)."""
     aux = _Aux(u)
     enc = u.enc
     solver = u.solver
@@ -124,6 +125,8 @@ def find_lasso(system: System, u: Any, runner: Any, depth: int,
             ell = m.eval(Lv, model_completion=True).as_long()
             steps = u.steps_from_model(m, k)
             return _report(system, runner, steps, ell)
+        if done is not None:
+            done.append(k)
     return None
 
 

@@ -116,3 +116,12 @@ def test_cli_reports_the_certificate(capsys: Any) -> None:
     js = json.loads(capsys.readouterr().out)
     assert rc == 0 and js["status"] == "PROVEN" and "certificate" not in js["stats"]
     assert js["stats"]["invariants"]["proven"] > 0
+
+
+def test_unfinished_starvation_search_says_how_far_it_got() -> None:
+    """Safety certified, the lasso search cut off by the timeout: UNKNOWN, with the lasso
+    length it ruled out (not the depth asked for)."""
+    v = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
+                  depth=60, timeout=6)
+    assert v.status == "UNKNOWN" and "at any depth (certified invariant)" in v.reason
+    assert f"no starvation lasso of up to {v.depth} steps" in v.reason and v.depth < 60
