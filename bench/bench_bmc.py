@@ -142,7 +142,8 @@ def render() -> None:
               "z3-certified reachable set (`checker/certificate.py`), `+` when it has no "
               "problem state (PROVEN, or for a looping kernel safety at every depth, without "
               "unrolling); empty: no certificate (the unreduced enumeration did not finish "
-              "in its 2 s), and the default run is the unrolling with Houdini invariants.",
+              "in its 2 s, found more than 20,000 states, or the closure query ran out of "
+              "its budget), and the default run is the unrolling with Houdini invariants.",
               "",
               "| example | depth | default verdict | reached | time (s) | cert | unrolling-only "
               "verdict | reached | time (s) | single-step verdict | reached | time (s) "
