@@ -142,7 +142,7 @@ def render() -> None:
               "z3-certified reachable set (`checker/certificate.py`), `+` when it has no "
               "problem state (PROVEN, or for a looping kernel safety at every depth, without "
               "unrolling); empty: no certificate (the unreduced enumeration did not finish "
-              "in its 2 s, found more than 20,000 states, or the closure query ran out of "
+              "in its 3 s, found more than 100,000 states, or the closure query ran out of "
               "its budget), and the default run is the unrolling with Houdini invariants.",
               "",
               "| example | depth | default verdict | reached | time (s) | cert | unrolling-only "

@@ -72,7 +72,7 @@ DEPENDENCE_BUDGET = 20.0
 INVARIANT_BUDGET = 10.0
 #: seconds (at most a tenth of the timeout) for the unreduced enumeration whose state
 #: set, if it finishes, z3 certifies as an inductive invariant (``checker/certificate.py``)
-ENUMERATE_SECONDS = 2.0
+ENUMERATE_SECONDS = 3.0
 #: at most this many seconds (and a quarter of the time left) for the certificate's queries
 CERTIFICATE_BUDGET = 15.0
 DEADLOCK = "deadlock"
@@ -484,7 +484,10 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     runner = ConcreteRunner(system)
     if certificate:
         exact = min(ENUMERATE_SECONDS, 0.1 * timeout)
-        sample = sample_ranges(system, seconds=exact + 1.2, exact_seconds=exact)
+        from .certificate import MAX_STATES
+
+        sample = sample_ranges(system, max_states=MAX_STATES, seconds=exact + 1.2,
+                               exact_seconds=exact)
     else:
         sample = sample_ranges(system)
     run.extra["sampled_states"] = sample.states
