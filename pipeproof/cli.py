@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "violates or deadlocks, else a constraint on every level; off: "
                         "unrolling only")
     c.add_argument("--smt2", metavar="FILE", default=None,
-                   help="bmc: write the final query as an SMT-LIB 2 script")
+                   help="bmc: write the final query as an SMT-LIB 2 script (the "
+                        "certificate's queries when a certificate decided safety)")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
     c.add_argument("--max-states", type=int, default=3_000_000,
                    help="explicit engine: states before UNKNOWN (default 3,000,000)")
