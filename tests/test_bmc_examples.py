@@ -1,0 +1,74 @@
+"""The bundled examples under BMC give the explicit engine's verdict.
+
+``DECIDED`` are the examples BMC settles within a few seconds on the 2-core machine
+(bench/results/bmc.md): the certified ones and the bug examples whose counterexamples
+the unrolling finds quickly.  Each must be decided, with the explicit engine's status,
+property and -- both being shortest -- counterexample length (starvation lassos: the
+property only; neither engine promises shortest lassos).  The slow run (``pytest -m
+slow``) checks every other example with a 60 s budget: any verdict BMC gives must be
+the explicit engine's, and UNKNOWN must be a timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeproof.api import check_file
+
+from test_bugs import parse_header
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+DECIDED = [
+    "textbook/tma_store_fence", "textbook/pipeline_async", "textbook/pipeline_cp_async",
+    "textbook/pipeline_tma_multi_consumers_async", "textbook/pipeline_tma_store",
+    "textbook/pipeline_tma_umma", "textbook/pipeline_async_umma", "textbook/pipeline_order",
+    "textbook/pipeline_tma_async", "textbook/named_barrier",
+    "bugs/p1-fixed", "bugs/p2-fixed", "bugs/p6-fixed", "bugs/x1-fixed", "bugs/x2-fixed",
+    "bugs/x3-fixed", "bugs/x1-bug", "bugs/x2-bug", "bugs/x3-bug", "bugs/p6-bug",
+    "bugs/p2-bug", "bugs/p3-bug", "bugs/p1-bug",
+    "liveness/persistent_consumer_stops_releasing",
+]
+OTHERS = sorted(str(p.relative_to(EX))[:-5] for d in ("textbook", "bugs", "liveness")
+                for p in (EX / d).glob("*.pipe")
+                if str(p.relative_to(EX))[:-5] not in DECIDED)
+
+
+def _memory_model(name: str) -> str:
+    return parse_header(EX / f"{name}.pipe").memory_model if name.startswith("bugs/") \
+        else "cutlass"
+
+
+def _both(name: str, timeout: float) -> tuple:
+    mm = _memory_model(name)
+    e = check_file(EX / f"{name}.pipe", engine="explicit", memory_model=mm).verdict
+    b = check_file(EX / f"{name}.pipe", engine="bmc", timeout=timeout,
+                   memory_model=mm).verdict
+    return e, b
+
+
+def _agree(name: str, e: object, b: object) -> None:
+    msg = f"{name}: explicit {e.headline()}, bmc {b.headline()}"
+    assert b.status == e.status and b.prop == e.prop, msg
+    if b.status == "VIOLATED" and b.prop != "starvation" \
+            and b.stats.extra.get("shortest") is not False \
+            and e.stats.extra.get("shortest") is not False:
+        assert len(b.trace) == len(e.trace), msg
+
+
+@pytest.mark.parametrize("name", DECIDED)
+def test_bmc_decides_like_the_explicit_engine(name: str) -> None:
+    e, b = _both(name, 120.0)
+    _agree(name, e, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", OTHERS)
+def test_bmc_never_contradicts_the_explicit_engine(name: str) -> None:
+    e, b = _both(name, 60.0)
+    if b.status == "UNKNOWN":
+        assert "timeout" in b.reason
+        return
+    _agree(name, e, b)
