@@ -30,6 +30,28 @@ scale past the enumeration: above ``MAX_STATES`` states, or when the pass does n
 in its time, there is no certificate and the search unrolls as before.
 
 ``R`` is written as a multi-valued decision diagram over the keys (``state_set``).
+
+**Warp symmetry.**  Warps of one CTA running one program (``explicit.symmetric_groups``)
+are interchangeable, and the enumeration keeps one state per class of states equal up to
+permuting them (p10-fixed: 41,079 classes, more than 354,273 states).  Then ``R`` holds
+the *sorted* form of each class -- every group's warps in increasing order of their key
+vectors (``WarpSymmetry.canonical``) -- and the set certified is "``sort(x)`` is in
+``R``".  The queries become:
+
+0. (**symmetry**) for each two neighbours ``a, b`` of a group, with ``P`` swapping their
+   keys and ``s`` their actor names: ``step(x, x', act) => step(Px, Px', s(act))``, and
+   a problem step or deadlock at ``x`` is one at ``Px`` (``symmetry_queries``; the
+   transpositions of neighbours generate every permutation of the group);
+1. ``sort(init)`` is in ``R``;
+2. ``R(x) and step(x, x') => R(sort(x'))``, ``sort`` a sorting network of
+   compare-and-swap steps on key vectors (``sorting_network``);
+3. no state of ``R`` has a problem.
+
+Induction: a reachable ``x`` is ``Py`` for some ``y`` in ``R`` and permutation ``P``; a
+step of ``x`` is, by 0, ``P`` applied to a step of ``y``, which by 2 lands in a state
+whose sorted form is in ``R``, and sorting is blind to ``P``.  A problem at ``x`` would be
+one at ``y`` (0), which 3 excludes.  So z3 checks the symmetry the explicit engine
+assumes, too: a warp whose steps depended on its index would make query 0 sat.
 """
 
 from __future__ import annotations
@@ -68,72 +90,321 @@ def state_set(enc: Encoding, rows: Sequence[Sequence[int]], X: Sequence[Any]) ->
     choices matter (measured on named_barrier, 31,151 states): a plain trie took 21 s to
     build, the diagram 1.5 s; ordering keys by fewest values first left the closure query
     at 7.3 s, the encoding's order 0.7 s (and the diagram 0.5 s)."""
-    rows = list(rows)
-    nvals = [len({r[k] for r in rows}) for k in range(enc.nkeys)]
+    rows = sorted(set(map(tuple, rows)))
+    cols = list(zip(*rows))
     const = [X[k] == z3.BitVecVal(rows[0][k], enc.width[k])
-             for k in range(enc.nkeys) if nvals[k] == 1]
-    order = [k for k in range(enc.nkeys) if nvals[k] > 1]
-    # pass 1, plain Python: node ids, unique per (level, ((value, child id), ...))
+             for k in range(enc.nkeys) if len(set(cols[k])) == 1]
+    order = [k for k in range(enc.nkeys) if len(set(cols[k])) > 1]
+    # pass 1, plain Python: node ids, unique per (level, ((value, child id), ...)),
+    # from the sorted rows in one pass (Daciuk et al.'s construction of a minimal
+    # acyclic automaton): a node is final once a row leaves its prefix
     unique: dict[tuple, int] = {}
     nodes: list[tuple] = []
+    n = len(order)
+    open_: list[list] = [[] for _ in range(n)]  # edges (value, child) along the path
 
-    def build(part: list, i: int) -> int:
-        if i == len(order):
-            return -1  # the "true" leaf
-        k = order[i]
-        groups: dict[int, list] = {}
-        for r in part:
-            groups.setdefault(r[k], []).append(r)
-        key = (i, tuple(sorted((v, build(g, i + 1)) for v, g in groups.items())))
-        if key not in unique:
-            unique[key] = len(nodes)
+    def close(i: int) -> int:
+        key = (i, tuple(open_[i]))
+        open_[i] = []
+        got = unique.get(key)
+        if got is None:
+            got = unique[key] = len(nodes)
             nodes.append(key)
-        return unique[key]
+        return got
 
-    root = build(rows, 0)
-    # pass 2: one z3 term per node, children first (they have smaller ids)
+    def close_below(level: int) -> None:
+        for i in range(n - 1, level, -1):
+            node = close(i)
+            v, _ = open_[i - 1][-1]
+            open_[i - 1][-1] = (v, node)
+
+    prev: Optional[tuple] = None
+    for row in rows:
+        vals = [row[k] for k in order]
+        if prev is None:
+            lcp = 0
+        else:
+            lcp = next(i for i in range(n) if vals[i] != prev[i])
+            close_below(lcp)
+        for i in range(lcp, n):
+            open_[i].append((vals[i], -1))  # -1: the "true" leaf (patched when closed)
+        prev = vals
+    root = -1
+    if n:
+        close_below(0)
+        root = close(0)
+    # pass 2: one z3 term per node, children first (they have smaller ids); the
+    # equalities, and Boolean connectives made with the C API (z3.And/Or's argument
+    # checks took most of the time)
+    ctx = X[0].ctx
+    eqs: dict[tuple[int, int], Any] = {}
+
+    def eq(k: int, v: int) -> Any:
+        t = eqs.get((k, v))
+        if t is None:
+            t = eqs[(k, v)] = X[k] == z3.BitVecVal(v, enc.width[k])
+        return t
+
     terms: list[Any] = []
     for i, alts in nodes:
         k = order[i]
-        parts = [z3.And(X[k] == z3.BitVecVal(v, enc.width[k]), terms[c]) if c >= 0
-                 else X[k] == z3.BitVecVal(v, enc.width[k]) for v, c in alts]
-        terms.append(parts[0] if len(parts) == 1 else z3.Or(*parts))
+        parts = [_connect(z3.z3core.Z3_mk_and, [eq(k, v), terms[c]], ctx) if c >= 0
+                 else eq(k, v) for v, c in alts]
+        terms.append(parts[0] if len(parts) == 1
+                     else _connect(z3.z3core.Z3_mk_or, parts, ctx))
     return z3.And(*const, terms[root] if root >= 0 else z3.BoolVal(True))
 
 
-def certify(enc: Encoding, states: Optional[Sequence[tuple]], step: Any,
-            Xn: Sequence[Any], problem: Any, deadline: float) -> tuple[Optional[Certificate], str]:
-    """The certificate of the complete state set ``states`` (flat concrete states), or
-    None and why not.  ``step``: the good-step relation over ``enc.X`` and ``Xn``;
-    ``problem``: a term over ``enc.X`` (and free action variables) true where a state
-    deadlocks or has an enabled bad step."""
+def _connect(mk: Any, args: list, ctx: Any) -> Any:
+    arr = (z3.Ast * len(args))()
+    for i, a in enumerate(args):
+        arr[i] = a.as_ast()
+    return z3.BoolRef(mk(ctx.ref(), len(args), arr), ctx)
+
+
+@dataclass(frozen=True)
+class WarpSymmetry:
+    """Interchangeable warps (``explicit.symmetric_groups``: one CTA, one program) as the
+    encoding sees them: ``keys[g][i]`` are the keys of warp ``groups[g][i]`` -- its
+    program counter, locals, barrier bookkeeping and queues, in slot order, so that
+    equal positions hold the same thing for every warp of the group."""
+
+    groups: tuple[tuple[int, ...], ...]
+    keys: tuple[tuple[tuple[int, ...], ...], ...]
+
+    def canonical(self, row: Sequence[int]) -> tuple:
+        """``row`` with the warps of every group in increasing order of their key
+        vectors: lexicographic, each value read as an unsigned bit-vector, as
+        ``sort_terms`` compares them (masking to 32 bits orders a negative value of a
+        narrower key above every non-negative one, as its bit pattern does).  Unsigned
+        because it is faster for z3: warps that have exited (pc -1) sort last
+        (pipeline_umma_async closure query: 5 s, signed 9-10 s)."""
+        out = None
+        for per_warp in self.keys:
+            vecs = [tuple(row[k] for k in ks) for ks in per_warp]
+            sv = sorted(vecs, key=_unsigned)
+            if sv == vecs:
+                continue
+            if out is None:
+                out = list(row)
+            for ks, vec in zip(per_warp, sv):
+                for k, v in zip(ks, vec):
+                    out[k] = v
+        return tuple(row) if out is None else tuple(out)
+
+    def sort_terms(self, X: Sequence[Any]) -> list[Any]:
+        """``X`` with the warps of every group sorted like ``canonical``: a sorting
+        network of compare-and-swap steps on whole key vectors."""
+        out = list(X)
+        for per_warp in self.keys:
+            vecs = [[out[k] for k in ks] for ks in per_warp]
+            for i, j in sorting_network(len(vecs)):
+                swap = _lex_less(vecs[j], vecs[i])
+                lo = [z3.If(swap, b, a) for a, b in zip(vecs[i], vecs[j])]
+                hi = [z3.If(swap, a, b) for a, b in zip(vecs[i], vecs[j])]
+                vecs[i], vecs[j] = lo, hi
+            for ks, vec in zip(per_warp, vecs):
+                for k, t in zip(ks, vec):
+                    out[k] = t
+        return out
+
+
+def _unsigned(vec: tuple) -> tuple:
+    return tuple(v & 0xFFFFFFFF for v in vec)
+
+
+def _lex_less(a: Sequence[Any], b: Sequence[Any]) -> Any:
+    """``a < b`` lexicographically, each position compared unsigned."""
+    out: Any = z3.BoolVal(False)
+    for x, y in reversed(list(zip(a, b))):
+        out = z3.Or(z3.ULT(x, y), z3.And(x == y, out))
+    return out
+
+
+def sorting_network(n: int) -> list[tuple[int, int]]:
+    """Comparators ``(i, j)``, ``i < j``, of Batcher's odd-even merge sort for ``n``
+    inputs (the network for the next power of two, without the comparators that touch
+    an input past ``n``: padding with maxima at the top, those never swap)."""
+    size = 1
+    while size < n:
+        size *= 2
+    out: list[tuple[int, int]] = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    a, b = i + j, i + j + k
+                    if a // (2 * p) == b // (2 * p) and b < n:
+                        out.append((a, b))
+            k //= 2
+        p *= 2
+    return out
+
+
+def warp_symmetry(enc: Encoding, groups: Sequence[Sequence[int]]
+                  ) -> tuple[Optional[WarpSymmetry], str]:
+    """The keys of every warp of ``groups``, or None and why the encoding cannot permute
+    them (twins of different widths)."""
+    from .packed import component_of
+
+    sysm = enc.sys
+    names = sysm.layout.names
+    comp = [component_of(n) for n in names]
+    out = []
+    for g in groups:
+        per_warp = []
+        for a in g:
+            mine = comp[sysm.agents[a].pc]
+            ks: list[int] = []
+            for s in range(sysm.n):
+                if comp[s] != mine:
+                    continue
+                if s in enc.key_of_slot:
+                    ks.append(enc.key_of_slot[s])
+                elif s in enc.qkeys:
+                    ents, ln = enc.qkeys[s]
+                    ks.extend(ents + [ln])
+            per_warp.append(tuple(ks))
+        shapes = {tuple(enc.width[k] for k in ks) for ks in per_warp}
+        if len(shapes) != 1 or max(enc.width) > 32:
+            return None, (f"the keys of the interchangeable warps {list(g)} differ in "
+                          "number or width")
+        out.append(tuple(per_warp))
+    return WarpSymmetry(tuple(tuple(g) for g in groups), tuple(out)), ""
+
+
+def symmetry_queries(u: Any, sym: WarpSymmetry) -> tuple[list[tuple[str, Any]], str]:
+    """For every two neighbours of a group (transpositions generate every permutation):
+    swapping their keys -- and the actor names of the step, a warp for its twin, a
+    warp's asynchronous items for its twin's -- maps a good step to a good step, a
+    problem step to a problem step and a deadlock to a deadlock.  Each query is unsat
+    exactly then.  Empty list and why when a swap has no counterpart (then the warps
+    are not interchangeable for the encoding)."""
+    enc = u.enc
+    X = enc.X
+    index = {a: i for i, a in enumerate(u.actors) if not isinstance(a, int)}
+    step = z3.And(u.T_GOOD, u.T_NEXT)
+    dead = z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE))
+    out = []
+    for g, per_warp in zip(sym.groups, sym.keys):
+        for p in range(len(g) - 1):
+            a, b = g[p], g[p + 1]
+            perm = {}
+            for ka, kb in zip(per_warp[p], per_warp[p + 1]):
+                perm[ka], perm[kb] = kb, ka
+            if any((k in u.Xn) != (perm[k] in u.Xn) for k in perm):
+                return [], f"warps {a} and {b} change different keys"
+            pairs = [(X[k], X[perm[k]]) for k in perm]
+            pairs += [(u.Xn[k], u.Xn[perm[k]]) for k in perm if k in u.Xn]
+            moved = {a: b, b: a}
+            for it, i in index.items():
+                if it[1] in (a, b):
+                    twin = (it[0], moved[it[1]]) + tuple(it[2:])
+                    if twin not in index:
+                        return [], f"{it} has no counterpart for warp {moved[it[1]]}"
+                    moved[i] = index[twin]
+            act: Any = u.ACT
+            for i, j in moved.items():
+                if i != j:
+                    act = z3.If(u.ACT == z3.BitVecVal(i, u.act_width),
+                                z3.BitVecVal(j, u.act_width), act)
+            pairs.append((u.ACT, act))
+            swap = Substitution(pairs)
+            out.append((f"symmetry step {a}<->{b}", z3.And(step, z3.Not(swap(step)))))
+            out.append((f"symmetry problem {a}<->{b}",
+                        z3.Or(z3.And(u.T_BAD, z3.Not(swap(u.T_BAD))),
+                              z3.And(dead, z3.Not(swap(dead))))))
+    return out, ""
+
+
+def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
+            groups: Sequence[Sequence[int]] = ()) -> tuple[Optional[Certificate], str]:
+    """The certificate of the complete state set ``states`` (flat concrete states) over
+    the good steps of the unrolling template ``u`` (``bmc.Unrolling``), or None and why
+    not.  With ``groups`` (interchangeable warps), ``states`` holds at least one state of
+    every class of states equal up to permuting the warps of a group, and the
+    certificate is symmetric (module docstring)."""
+    enc = u.enc
     if states is None:
         return None, "the unreduced enumeration did not finish"
     if len(states) > MAX_STATES:
         return None, f"{len(states):,} reachable states (more than {MAX_STATES:,})"
-    rows = set()
-    for st in states:
-        vals, long = enc.encode_concrete(st)
-        if long or any(not lo <= v <= hi for v, (lo, hi) in zip(vals, enc.key_range)):
-            return None, "a reachable state lies outside the encoding's ranges"
-        rows.add(tuple(vals))
+    sym = None
+    queries: list[tuple[str, Any]] = []
+    if groups:
+        sym, why = warp_symmetry(enc, groups)
+        if sym is None:
+            return None, why
+        queries, why = symmetry_queries(u, sym)
+        if not queries:
+            return None, why
+    rows = encode_rows(enc, states)
+    if rows is None:
+        return None, "a reachable state lies outside the encoding's ranges"
+    if sym is not None:
+        rows = {sym.canonical(r) for r in rows}
+    init_row = tuple(enc.init_values) if sym is None else sym.canonical(enc.init_values)
     X = enc.X
     R = state_set(enc, rows, X)
-    init = Substitution([(x, z3.BitVecVal(v, w))
-                         for x, v, w in zip(X, enc.init_values, enc.width)])
+    init = Substitution([(x, z3.BitVecVal(v, w)) for x, v, w
+                         in zip(X, init_row, enc.width)])
     if not z3.is_true(z3.simplify(init(R))):
         return None, "the initial state is not among the enumerated states"
+    for name, q in queries:
+        r = _unsat(q, deadline)
+        if r is None:
+            return None, "the symmetry queries ran out of time"
+        if not r:
+            return None, f"the warps are not interchangeable for the encoding ({name})"
+    Xn = [u.Xn.get(k, x) for k, x in enumerate(X)]
+    if sym is not None:
+        Xn = sym.sort_terms(Xn)
     Rn = Substitution([(x, xn) for x, xn in zip(X, Xn) if x is not xn])(R)
-    closure = z3.And(R, step, z3.Not(Rn))
+    closure = z3.And(R, u.T_GOOD, u.T_NEXT, z3.Not(Rn))
     r = _unsat(closure, deadline)
     if r is None:
         return None, "the closure query ran out of time"
     if not r:
         return None, "the enumerated states are not closed under the encoding's steps"
+    problem = z3.Or(u.T_BAD, z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE)))
     bad = z3.And(R, problem)
     pf = _unsat(bad, deadline)
-    queries = (("closure", closure),) + ((("problem", bad),) if pf else ())
-    return Certificate(R, len(rows), pf, queries), ""
+    queries.append(("closure", closure))
+    if pf:
+        queries.append(("problem", bad))
+    # the invariant of every state: its sorted form is one of the rows
+    term = R if sym is None else Substitution(list(zip(X, sym.sort_terms(X))))(R)
+    return Certificate(term, len(rows), pf, tuple(queries),
+                       {"symmetry": [list(g) for g in sym.groups]} if sym else {}), ""
+
+
+def encode_rows(enc: Encoding, states: Sequence[tuple]) -> Optional[set[tuple]]:
+    """The key values of every state (``Encoding.encode_concrete``, column by column:
+    the per-state loop took seconds for 50,000 states), or None when one of them lies
+    outside the encoding's ranges or queues."""
+    if not states:
+        return set()
+    flat_cols = list(zip(*states))
+    cols: list[Any] = [None] * enc.nkeys
+    for s, k in enc.key_of_slot.items():
+        cols[k] = tuple(map(int, flat_cols[s]))
+    for s, (ents, ln) in enc.qkeys.items():
+        qs = flat_cols[s]
+        if max(map(len, qs)) > len(ents):
+            return None
+        for j, k in enumerate(ents):
+            cols[k] = tuple(int(q[j]) if len(q) > j else 0 for q in qs)
+        cols[ln] = tuple(map(len, qs))
+    pool = enc.sys.pool
+    for it, k in enc.pool_keys.items():
+        cols[k] = tuple(sum(1 for x in p if tuple(x) == it) for p in flat_cols[pool])
+    for k, col in enumerate(cols):
+        lo, hi = enc.key_range[k]
+        if not (lo <= min(col) and max(col) <= hi):
+            return None
+    return set(zip(*cols))
 
 
 def _unsat(term: Any, deadline: float) -> Optional[bool]:

@@ -27,16 +27,14 @@ def _parts(name: str, **sample_kw: Any) -> tuple[System, Any, Encoding, Unrollin
     return system, sample, enc, Unrolling(enc, make_solver())
 
 
-def _certify(enc: Encoding, u: Unrolling, states: Any) -> tuple[Any, str]:
-    Xn = [u.Xn.get(k, x) for k, x in enumerate(enc.X)]
-    problem = z3.Or(u.T_BAD, z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE)))
-    return certify(enc, states, z3.And(u.T_GOOD, u.T_NEXT), Xn, problem, 1e18)
+def _certify(enc: Encoding, u: Unrolling, states: Any, groups: Any) -> tuple[Any, str]:
+    return certify(u, states, 1e18, groups)
 
 
 def test_reachable_set_is_certified_and_a_missing_state_breaks_it() -> None:
     system, sample, enc, u = _parts("textbook/pipeline_async.pipe")
     assert sample.reachable is not None and len(sample.reachable) > 20
-    cert, why = _certify(enc, u, sample.reachable)
+    cert, why = _certify(enc, u, sample.reachable, sample.symmetry)
     assert cert is not None and cert.problem_free, why
     assert cert.states == len({tuple(enc.encode_concrete(s)[0]) for s in sample.reachable})
     # every state but the initial one has a predecessor in the set: without it the set
@@ -47,7 +45,7 @@ def test_reachable_set_is_certified_and_a_missing_state_breaks_it() -> None:
         if tuple(enc.encode_concrete(st)[0]) == init:
             continue
         rest = [s for s in sample.reachable if s != st]
-        cert, why = _certify(enc, u, rest)
+        cert, why = _certify(enc, u, rest, sample.symmetry)
         assert cert is None and "not closed" in why
 
 
@@ -55,7 +53,7 @@ def test_initial_state_must_be_in_the_set() -> None:
     system, sample, enc, u = _parts("textbook/tma_store_fence.pipe")
     init = tuple(enc.init_values)
     rest = [s for s in sample.reachable if tuple(enc.encode_concrete(s)[0]) != init]
-    cert, why = _certify(enc, u, rest)
+    cert, why = _certify(enc, u, rest, sample.symmetry)
     assert cert is None and "initial state" in why
 
 
@@ -64,7 +62,7 @@ def test_a_buggy_kernel_has_a_certificate_with_problems() -> None:
     assert it), but not problem-free; BMC then finds the explicit engine's shortest
     counterexample."""
     system, sample, enc, u = _parts("bugs/p2-bug.pipe")
-    cert, why = _certify(enc, u, sample.reachable)
+    cert, why = _certify(enc, u, sample.reachable, sample.symmetry)
     assert cert is not None and cert.problem_free is False, why
     b = check_bmc(System(compile_file(EX / "bugs/p2-bug.pipe")), timeout=120)
     e = check_explicit(System(compile_file(EX / "bugs/p2-bug.pipe")), reduce=False)
@@ -87,7 +85,8 @@ def test_states_outside_the_encoding_give_no_certificate() -> None:
     wide = Encoding(system, sample=sample)
     name = next(n for n in wide.key_names if n.endswith(".phase"))
     enc = Encoding(system, ranges={name: (0, 0)}, sample=sample)
-    cert, why = _certify(enc, Unrolling(enc, make_solver()), sample.reachable)
+    cert, why = _certify(enc, Unrolling(enc, make_solver()), sample.reachable,
+                         sample.symmetry)
     assert cert is None and "outside" in why
 
 
@@ -125,3 +124,123 @@ def test_unfinished_starvation_search_says_how_far_it_got() -> None:
                   depth=60, timeout=6)
     assert v.status == "UNKNOWN" and "at any depth (certified invariant)" in v.reason
     assert f"no starvation lasso of up to {v.depth} steps" in v.reason and v.depth < 60
+
+
+# ---------------------------------------------------------------- warp symmetry
+
+from itertools import product  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pipeproof.checker.certificate import WarpSymmetry, sorting_network  # noqa: E402
+from pipeproof.checker.explicit import Explorer  # noqa: E402
+
+
+def test_sorting_network_sorts_every_zero_one_input() -> None:
+    """The 0-1 principle: a comparator network sorts every input iff it sorts every
+    0-1 input."""
+    for n in range(1, 11):
+        net = sorting_network(n)
+        assert all(i < j < n for i, j in net)
+        for bits in product((0, 1), repeat=n):
+            v = list(bits)
+            for i, j in net:
+                if v[j] < v[i]:
+                    v[i], v[j] = v[j], v[i]
+            assert v == sorted(bits), (n, bits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_sort_terms_agree_with_canonical(data: Any) -> None:
+    """z3's sorting network over key vectors puts the warps in the order ``canonical``
+    does, negative values (read unsigned) included."""
+    n = data.draw(st.integers(1, 6), label="warps")
+    per = data.draw(st.integers(1, 3), label="keys per warp")
+    width = [data.draw(st.integers(2, 5)) for _ in range(per)] * n + [4]
+    keys = tuple(tuple(w * per + j for j in range(per)) for w in range(n))
+    sym = WarpSymmetry(((0,) * n,), (keys,))
+    row = tuple(data.draw(st.integers(-(1 << (w - 1)), (1 << (w - 1)) - 1)) for w in width)
+    X = [z3.BitVec(f"k{i}", w) for i, w in enumerate(width)]
+    got = sym.sort_terms(X)
+    val = {x.get_id(): z3.BitVecVal(v, w) for x, v, w in zip(X, row, width)}
+    ev = [z3.simplify(z3.substitute(t, *[(x, val[x.get_id()]) for x in X])).as_signed_long()
+          for t in got]
+    assert tuple(ev) == sym.canonical(row)
+    assert sorted(ev[k] for ks in keys for k in ks) == sorted(row[:-1])
+
+
+def _orbit_classes(system: System) -> int:
+    ex = Explorer(system, symmetry=True, por=False, safe_steps=False)
+    seen, todo = {ex.initial}, [ex.initial]
+    while todo:
+        for _, nxt, viol in ex.successors(todo.pop()):
+            if viol is None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return len(seen)
+
+
+def test_symmetric_certificate_counts_classes_and_needs_the_symmetry() -> None:
+    """named_barrier: two groups of four interchangeable warps; the certificate holds
+    one sorted state per class (963, not 31,151), and without the symmetry queries and
+    the sorting the same rows are not closed -- the class representatives alone are no
+    invariant."""
+    system, sample, enc, u = _parts("textbook/named_barrier.pipe", max_states=100_000,
+                                    seconds=30, exact_seconds=25)
+    assert sample.symmetry == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    cert, why = _certify(enc, u, sample.reachable, sample.symmetry)
+    assert cert is not None and cert.problem_free, why
+    assert cert.states == _orbit_classes(system) < 31_151
+    assert cert.stats["symmetry"] == sample.symmetry
+    assert [n for n, _ in cert.queries].count("closure") == 1
+    assert sum(n.startswith("symmetry") for n, _ in cert.queries) == 2 * (3 + 3)
+    cert, why = _certify(enc, u, sample.reachable, ())
+    assert cert is None and "not closed" in why
+
+
+ASYMMETRIC = """
+@cute.kernel
+def asym(rounds: int = 2):
+    launch(block=64, cluster=(1, 1, 1))
+    a = NamedBarrier(barrier_id=1, num_threads=64)
+    b = NamedBarrier(barrier_id=2, num_threads=64)
+
+    with role("first", warps=[0]):
+        for r in range(rounds):
+            a.arrive()
+            b.arrive_and_wait()
+
+    with role("second", warps=[1]):
+        for r in range(rounds):
+            a.arrive_and_wait()
+            b.arrive()
+"""
+
+
+def test_warps_that_are_not_interchangeable_are_refused(tmp_path: Path) -> None:
+    """Two warps with keys of one shape but different programs: claimed interchangeable,
+    the symmetry query is sat and there is no certificate (the full set, without the
+    claim, is certified)."""
+    f = tmp_path / "asym.pipe"
+    f.write_text(ASYMMETRIC)
+    system = System(compile_file(f))
+    sample = sample_ranges(system)
+    assert sample.reachable is not None and sample.symmetry == []
+    enc = Encoding(system, sample=sample)
+    u = Unrolling(enc, make_solver())
+    cert, why = _certify(enc, u, sample.reachable, [[0, 1]])
+    assert cert is None and "not interchangeable" in why
+    cert, why = _certify(enc, u, sample.reachable, [])
+    assert cert is not None and cert.problem_free, why
+
+
+def test_bmc_proves_symmetric_examples_with_the_certificate() -> None:
+    """Examples whose full state space is beyond the certificate but whose classes are
+    not: PROVEN without unrolling, with the explicit engine."""
+    for name in ("bugs/p10-fixed.pipe", "textbook/pipeline_umma_async.pipe"):
+        v = check_bmc(System(compile_file(EX / name)), timeout=300)
+        assert v.status == "PROVEN" and not v.bounded, (name, v.reason)
+        c = v.stats.extra["certificate"]
+        assert c["problem_free"] and c["symmetry"], (name, c)
