@@ -58,10 +58,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import itemgetter
 from typing import Any, Optional, Sequence
 
 import z3
 
+from .termeval import Unsupported
+from ..model.system import DONE
 from .symbolic import Encoding, Substitution
 
 #: reachable sets larger than this get no certificate (the unreduced enumeration
@@ -172,25 +176,34 @@ class WarpSymmetry:
     groups: tuple[tuple[int, ...], ...]
     keys: tuple[tuple[tuple[int, ...], ...], ...]
 
-    def canonical(self, row: Sequence[int]) -> tuple:
-        """``row`` with the warps of every group in increasing order of their key
-        vectors: lexicographic, each value read as an unsigned bit-vector, as
-        ``sort_terms`` compares them (masking to 32 bits orders a negative value of a
-        narrower key above every non-negative one, as its bit pattern does).  Unsigned
-        because it is faster for z3: warps that have exited (pc -1) sort last
-        (pipeline_umma_async closure query: 5 s, signed 9-10 s)."""
+    def canonical(self, row: Sequence[int], width: Sequence[int]) -> tuple:
+        """``row`` (signed key values) with the warps of every group in increasing
+        order of their key vectors: lexicographic, each value read as an unsigned
+        bit-vector, as ``sort_terms`` compares them.  Unsigned because it is faster for
+        z3: warps that have exited (pc -1) sort last (pipeline_umma_async closure
+        query: 5 s, signed 9-10 s)."""
+        raw = self.canonical_raw(tuple(v & ((1 << w) - 1) for v, w in zip(row, width)))
+        return tuple(v - (1 << w) if v >> (w - 1) else v for v, w in zip(raw, width))
+
+    def canonical_raw(self, row: tuple) -> tuple:
+        """``canonical`` of a row of unsigned values (``check_by_evaluation``'s
+        representation): a plain sort."""
         out = None
-        for per_warp in self.keys:
-            vecs = [tuple(row[k] for k in ks) for ks in per_warp]
-            sv = sorted(vecs, key=_unsigned)
-            if sv == vecs:
+        for getters, per_warp in self._getters:
+            vecs = [g(row) for g in getters]
+            if all(vecs[i] <= vecs[i + 1] for i in range(len(vecs) - 1)):
                 continue
             if out is None:
                 out = list(row)
-            for ks, vec in zip(per_warp, sv):
-                for k, v in zip(ks, vec):
-                    out[k] = v
-        return tuple(row) if out is None else tuple(out)
+            for ks, old, vec in zip(per_warp, vecs, sorted(vecs)):
+                if old != vec:
+                    for k, v in zip(ks, vec):
+                        out[k] = v
+        return row if out is None else tuple(out)
+
+    @cached_property
+    def _getters(self) -> list[tuple[list[Any], tuple]]:
+        return [([_vector_getter(ks) for ks in per_warp], per_warp) for per_warp in self.keys]
 
     def sort_terms(self, X: Sequence[Any]) -> list[Any]:
         """``X`` with the warps of every group sorted like ``canonical``: a sorting
@@ -209,8 +222,11 @@ class WarpSymmetry:
         return out
 
 
-def _unsigned(vec: tuple) -> tuple:
-    return tuple(v & 0xFFFFFFFF for v in vec)
+def _vector_getter(keys: tuple) -> Any:
+    if len(keys) == 1:
+        k = keys[0]
+        return lambda row: (row[k],)
+    return itemgetter(*keys)
 
 
 def _lex_less(a: Sequence[Any], b: Sequence[Any]) -> Any:
@@ -268,7 +284,7 @@ def warp_symmetry(enc: Encoding, groups: Sequence[Sequence[int]]
                     ks.extend(ents + [ln])
             per_warp.append(tuple(ks))
         shapes = {tuple(enc.width[k] for k in ks) for ks in per_warp}
-        if len(shapes) != 1 or max(enc.width) > 32:
+        if len(shapes) != 1:
             return None, (f"the keys of the interchangeable warps {list(g)} differ in "
                           "number or width")
         out.append(tuple(per_warp))
@@ -344,8 +360,9 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
     if rows is None:
         return None, "a reachable state lies outside the encoding's ranges"
     if sym is not None:
-        rows = {sym.canonical(r) for r in rows}
-    init_row = tuple(enc.init_values) if sym is None else sym.canonical(enc.init_values)
+        rows = {sym.canonical(r, enc.width) for r in rows}
+    init_row = (tuple(enc.init_values) if sym is None
+                else sym.canonical(enc.init_values, enc.width))
     X = enc.X
     R = state_set(enc, rows, X)
     init = Substitution([(x, z3.BitVecVal(v, w)) for x, v, w
@@ -363,21 +380,86 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
         Xn = sym.sort_terms(Xn)
     Rn = Substitution([(x, xn) for x, xn in zip(X, Xn) if x is not xn])(R)
     closure = z3.And(R, u.T_GOOD, u.T_NEXT, z3.Not(Rn))
-    r = _unsat(closure, deadline)
-    if r is None:
-        return None, "the closure query ran out of time"
-    if not r:
-        return None, "the enumerated states are not closed under the encoding's steps"
     problem = z3.Or(u.T_BAD, z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE)))
     bad = z3.And(R, problem)
-    pf = _unsat(bad, deadline)
+    how = "evaluated"
+    try:
+        pf, closed, why = check_by_evaluation(enc, rows, sym, deadline)
+    except Unsupported:
+        how = "z3"
+        r = _unsat(closure, deadline)
+        if r is None:
+            return None, "the closure query ran out of time"
+        closed, why = r, "the enumerated states are not closed under the encoding's steps"
+        pf = _unsat(bad, deadline) if closed else None
+    if closed is None:
+        return None, why
+    if not closed:
+        return None, why
     queries.append(("closure", closure))
     if pf:
         queries.append(("problem", bad))
     # the invariant of every state: its sorted form is one of the rows
     term = R if sym is None else Substitution(list(zip(X, sym.sort_terms(X))))(R)
     return Certificate(term, len(rows), pf, tuple(queries),
-                       {"symmetry": [list(g) for g in sym.groups]} if sym else {}), ""
+                       {"symmetry": [list(g) for g in sym.groups] if sym else [],
+                        "closure": how}), ""
+
+
+def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymmetry],
+                        deadline: float = float("inf")
+                        ) -> tuple[Optional[bool], Optional[bool], str]:
+    """Queries 2 and 3 (closure, problems) decided state by state: every transition
+    template's terms (``Encoding.transitions``: guard, violation, overflow, updates, the
+    terms ``bmc.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
+    and evaluated on every row.  Returns (problem-free or None if not closed, closed
+    or None past ``deadline``, why not closed); raises ``termeval.Unsupported`` for a
+    term it cannot compile."""
+    from .termeval import compile_functions
+
+    trs = enc.transitions
+    fns = compile_functions(enc.X, {f"t{t.index}": [[t.guard],
+                                                     [t.viol, t.ovf, *t.updates.values()]]
+                                    for t in trs})
+    width = enc.width
+    masks = [(1 << w) - 1 for w in width]
+    agents = enc.sys.agents
+    pc_keys = [enc.key_of_slot[ag.pc] for ag in agents]
+    by_pc: dict[tuple[int, int], list] = {}
+    env = []
+    for t in trs:
+        entry = (fns[f"t{t.index}"], tuple(t.updates))
+        if t.agent is None:
+            env.append(entry)
+        else:
+            by_pc.setdefault((t.agent, t.pc & masks[pc_keys[t.agent]]), []).append(entry)
+    # rows as unsigned values throughout, as the compiled terms read and write them
+    urows = {tuple(v & m for v, m in zip(row, masks)) for row in rows}
+    canon = (lambda r: r) if sym is None else sym.canonical_raw
+    done = [(k, DONE & masks[k]) for k in pc_keys]
+    problem_free = True
+    for i, row in enumerate(urows):
+        if i % 1024 == 0 and time.perf_counter() > deadline:
+            return None, None, "the closure check ran out of time"
+        enabled = False
+        cands = [e for a, k in enumerate(pc_keys) for e in by_pc.get((a, row[k]), ())]
+        for fn, keys in cands + env:
+            r = fn(row)
+            if r is None:
+                continue
+            enabled = True
+            if r[1] or r[2]:  # (guard, violation, overflow, *updates)
+                problem_free = False
+                continue
+            nxt = list(row)
+            for k, v in zip(keys, r[3:]):
+                nxt[k] = v
+            if canon(tuple(nxt)) not in urows:
+                return None, False, ("the enumerated states are not closed under the "
+                                     "encoding's steps")
+        if not enabled and not all(row[k] == d for k, d in done):
+            problem_free = False
+    return problem_free, True, ""
 
 
 def encode_rows(enc: Encoding, states: Sequence[tuple]) -> Optional[set[tuple]]:

@@ -252,7 +252,8 @@ def test_safe_is_bounded_with_its_depth() -> None:
 
 def test_timeout_is_unknown_with_depth() -> None:
     system = System(compile_file(EX / "textbook/pipeline_tma_async.pipe"))
-    v = check_bmc(system, depth=200, timeout=3.0)
+    # the unrolling alone (with warp symmetry the certificate proves it within 3 s)
+    v = check_bmc(system, depth=200, timeout=3.0, certificate=False)
     assert v.status == "UNKNOWN" and "timeout" in v.reason
     assert v.exit_code == 3
 

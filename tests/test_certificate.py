@@ -167,7 +167,7 @@ def test_sort_terms_agree_with_canonical(data: Any) -> None:
     val = {x.get_id(): z3.BitVecVal(v, w) for x, v, w in zip(X, row, width)}
     ev = [z3.simplify(z3.substitute(t, *[(x, val[x.get_id()]) for x in X])).as_signed_long()
           for t in got]
-    assert tuple(ev) == sym.canonical(row)
+    assert tuple(ev) == sym.canonical(row, width)
     assert sorted(ev[k] for ks in keys for k in ks) == sorted(row[:-1])
 
 

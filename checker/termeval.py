@@ -1,0 +1,168 @@
+"""The encoding's z3 terms as Python functions, to evaluate them on many concrete states.
+
+Why: the certificate (``checker/certificate.py``) asks whether every enumerated state's
+good steps under the *encoding* land in the set again.  As one SAT query that took 5 to
+66 s for 16,000 to 50,000 states (the solver rediscovers the states one conflict at a
+time); evaluating the same terms state by state takes a fraction of that.  The terms are
+the ones the BMC unrolling asserts -- the model's transition functions run over z3 terms
+(``symbolic.Encoding``) -- so this is a second reading of the same formulas, not of the
+model.
+
+Semantics are the SMT-LIB bit-vector theory's (a value of width ``w`` is an integer in
+``[0, 2^w)``; signed comparisons read it in two's complement).  Only the operators the
+encoding produces are compiled; any other raises ``Unsupported`` and the caller falls back
+to the SAT query.  ``tests/test_certificate.py`` checks every compiled template against
+``z3.simplify`` on random states.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import z3
+
+
+class Unsupported(Exception):
+    """A term uses an operator this module does not compile."""
+
+
+def _signed(e: str, w: int) -> str:
+    return f"({e} - {1 << w} if {e} >> {w - 1} else {e})"
+
+
+class Compiler:
+    """Compiles terms over the key variables ``X`` (read from a list ``x`` of unsigned
+    key values) into Python source, one local per shared sub-term."""
+
+    def __init__(self, X: Sequence[Any]):
+        self.var = {x.get_id(): i for i, x in enumerate(X)}
+
+    def function(self, name: str, sections: Sequence[Sequence[Any]]) -> str:
+        """Source of ``def name(x)``: for each section (a list of terms) in order, the
+        values of its terms; a section after the first is only evaluated when the first
+        term of the first section is true (the guard): the result is ``None`` then."""
+        lines = [f"def {name}(x):"]
+        done: dict[int, str] = {}
+        out: list[str] = []
+        for si, terms in enumerate(sections):
+            for t in terms:
+                out.append(self._emit(t, lines, done))
+            if si == 0:
+                lines.append(f"    if not {out[0]}: return None")
+        lines.append(f"    return ({', '.join(out)},)")
+        return "\n".join(lines)
+
+    def _emit(self, t: Any, lines: list[str], done: dict[int, str]) -> str:
+        """An expression for ``t``: a literal, a key read, or a local assigned above."""
+        tid = t.get_id()
+        if tid in done:
+            return done[tid]
+        if z3.is_true(t):
+            return "True"
+        if z3.is_false(t):
+            return "False"
+        if z3.is_bv_value(t):
+            return str(t.as_long())
+        if z3.is_const(t):
+            if tid not in self.var:
+                raise Unsupported(f"free constant {t}")
+            return f"x[{self.var[tid]}]"
+        # children first (iteratively: the terms are deep)
+        stack = [(t, False)]
+        while stack:
+            node, ready = stack.pop()
+            nid = node.get_id()
+            if nid in done:
+                continue
+            kids = node.children()
+            if not ready:
+                stack.append((node, True))
+                for c in kids:
+                    if c.get_id() not in done and not (
+                            z3.is_const(c) or z3.is_bv_value(c)):
+                        stack.append((c, False))
+                continue
+            args = [self._leaf(c, done) for c in kids]
+            expr = self._op(node, args, kids)
+            local = f"v{len(done)}"
+            lines.append(f"    {local} = {expr}")
+            done[nid] = local
+        return done[tid]
+
+    def _leaf(self, c: Any, done: dict[int, str]) -> str:
+        cid = c.get_id()
+        if cid in done:
+            return done[cid]
+        if z3.is_true(c):
+            return "True"
+        if z3.is_false(c):
+            return "False"
+        if z3.is_bv_value(c):
+            return str(c.as_long())
+        if z3.is_const(c) and cid in self.var:
+            return f"x[{self.var[cid]}]"
+        raise Unsupported(f"unexpected leaf {c}")
+
+    def _op(self, node: Any, a: list[str], kids: list[Any]) -> str:
+        k = node.decl().kind()
+        w = node.size() if z3.is_bv(node) else 0
+        m = (1 << w) - 1 if w else 0
+        if k == z3.Z3_OP_AND:
+            return "(" + " and ".join(a) + ")"
+        if k == z3.Z3_OP_OR:
+            return "(" + " or ".join(a) + ")"
+        if k == z3.Z3_OP_NOT:
+            return f"(not {a[0]})"
+        if k == z3.Z3_OP_IMPLIES:
+            return f"((not {a[0]}) or {a[1]})"
+        if k in (z3.Z3_OP_EQ, z3.Z3_OP_IFF):
+            return f"({a[0]} == {a[1]})"
+        if k == z3.Z3_OP_XOR:
+            return f"({a[0]} != {a[1]})"
+        if k == z3.Z3_OP_DISTINCT:
+            return f"(len({{{', '.join(a)}}}) == {len(a)})"
+        if k == z3.Z3_OP_ITE:
+            return f"({a[1]} if {a[0]} else {a[2]})"
+        if k == z3.Z3_OP_BADD:
+            return f"(({' + '.join(a)}) & {m})"
+        if k == z3.Z3_OP_BSUB:
+            return f"(({a[0]} - {a[1]}) & {m})"
+        if k == z3.Z3_OP_BMUL:
+            return f"(({' * '.join(a)}) & {m})"
+        if k == z3.Z3_OP_BNEG:
+            return f"((-{a[0]}) & {m})"
+        if k == z3.Z3_OP_CONCAT:
+            out = a[0]
+            for c, e in zip(kids[1:], a[1:]):
+                out = f"(({out} << {c.size()}) | {e})"
+            return out
+        if k == z3.Z3_OP_EXTRACT:
+            hi, lo = node.params()
+            return f"(({a[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
+        if k == z3.Z3_OP_SIGN_EXT:
+            n = node.params()[0]
+            cw = kids[0].size()
+            return f"({a[0]} | {((1 << n) - 1) << cw} if {a[0]} >> {cw - 1} else {a[0]})"
+        if k == z3.Z3_OP_ZERO_EXT:
+            return a[0]
+        cmp = {z3.Z3_OP_ULEQ: "<=", z3.Z3_OP_ULT: "<", z3.Z3_OP_UGEQ: ">=",
+               z3.Z3_OP_UGT: ">"}
+        if k in cmp:
+            return f"({a[0]} {cmp[k]} {a[1]})"
+        scmp = {z3.Z3_OP_SLEQ: "<=", z3.Z3_OP_SLT: "<", z3.Z3_OP_SGEQ: ">=",
+                z3.Z3_OP_SGT: ">"}
+        if k in scmp:
+            cw = kids[0].size()
+            return f"({_signed(a[0], cw)} {scmp[k]} {_signed(a[1], cw)})"
+        raise Unsupported(f"operator {node.decl().name()}")
+
+
+def compile_functions(X: Sequence[Any], named: dict[str, Sequence[Sequence[Any]]]
+                      ) -> dict[str, Callable[[list[int]], Any]]:
+    """Python functions of the unsigned key values, one per ``named`` entry (its
+    sections as in ``Compiler.function``)."""
+    comp = Compiler(X)
+    src = "\n\n".join(comp.function(n, secs) for n, secs in named.items())
+    scope: dict[str, Any] = {}
+    exec(compile(src, "<pipeproof encoding>", "exec"), scope)  # noqa: S102 - our source
+    return {n: scope[n] for n in named}
