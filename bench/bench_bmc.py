@@ -139,11 +139,13 @@ def render() -> None:
               "The default (`--bmc-steps auto`) takes chains for every example except "
               "those where some warp loops for ever (p3, pipeline_clc_fetch_async, the "
               "two liveness examples), which take single steps.  `cert`: the states of the "
-              "z3-certified reachable set (`checker/certificate.py`), `+` when it has no "
+              "certified reachable set (`checker/certificate.py`; one state per class of "
+              "interchangeable warps where there are any), `+` when it has no "
               "problem state (PROVEN, or for a looping kernel safety at every depth, without "
-              "unrolling); empty: no certificate (the unreduced enumeration did not finish "
-              "in its 3 s, found more than 100,000 states, or the closure query ran out of "
-              "its budget), and the default run is the unrolling with Houdini invariants.",
+              "unrolling); empty: no certificate (the enumeration, unreduced but for warp "
+              "symmetry, did not finish in its 6 s, found more than 100,000 states, or the "
+              "closure check ran out of its budget), and the default run is the unrolling "
+              "with Houdini invariants.",
               "",
               "| example | depth | default verdict | reached | time (s) | cert | unrolling-only "
               "verdict | reached | time (s) | single-step verdict | reached | time (s) "

@@ -32,7 +32,7 @@ search restarts (``max_cap`` bounds this; past it the result is UNKNOWN).
 Every level's state is also constrained by an invariant proven before the search.  If
 the enumeration of the reachable states (unreduced but for warp symmetry) finishes
 (``ENUMERATE_SECONDS``), that set -- closed under permuting interchangeable warps -- is
-the invariant, certified by z3 as closed under the encoding's good steps
+the invariant, certified closed under the encoding's good steps
 (``checker/certificate.py``); when no state of it violates or deadlocks, that is the
 proof (PROVEN, or for warps that loop for ever, safety at every depth before the
 starvation search) and nothing is unrolled.  Otherwise the invariant comes from
@@ -72,7 +72,7 @@ DEPENDENCE_BUDGET = 20.0
 #: at most this many seconds (and a fifth of the time left) go to finding invariants
 INVARIANT_BUDGET = 10.0
 #: seconds (at most a fifth of the timeout) for the enumeration, unreduced but for warp
-#: symmetry, whose state set, if it finishes, z3 certifies as an inductive invariant
+#: symmetry, whose state set, if it finishes, is certified as an inductive invariant
 #: (``checker/certificate.py``; pipeline_umma_async: 53,957 classes in 4.3 s)
 ENUMERATE_SECONDS = 6.0
 #: at most this many seconds (and half of the time left) for the certificate: where an
@@ -473,8 +473,8 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     (measured: persistent_consumer_stops_releasing's lasso in 22 s with single steps,
     none within 30 s after 49 levels of chains).
 
-    ``certificate``: first enumerate the reachable states without reduction (at most
-    ``ENUMERATE_SECONDS``) and, if that finishes, have z3 certify the set as an inductive
+    ``certificate``: first enumerate the reachable states, unreduced but for warp
+    symmetry (at most ``ENUMERATE_SECONDS``), and, if that finishes, certify the set as an inductive
     invariant (``checker/certificate.py``): PROVEN at once when no state of it violates
     or deadlocks, else the invariant of every level."""
     if steps not in STEP_MODES:
@@ -616,10 +616,12 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
     if cert is not None and cert.problem_free:
         # no reachable state violates or deadlocks (checker/certificate.py)
         run.certified = cert
-        u0 = Unrolling(enc, solver, inv=inv)
         if enc.acyclic or not opts.liveness:
-            return Verdict(PROVEN, depth=0, bounded=False), u0, 0
+            return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
+        u0 = Unrolling(enc, solver, inv=cert.term)
         return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
+    if cert is not None:
+        inv = cert.term
     if opts.steps == "chain":
         from .chain import ChainUnrolling
 
@@ -739,8 +741,9 @@ def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, 
 
 
 def _invariants(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> tuple[Any, Any]:
-    """The invariant asserted of every level, and the certificate if there is one (its
-    reachable set is the invariant then: nothing Houdini finds is stronger)."""
+    """The invariant asserted of every level, and the certificate if there is one (then
+    None: the certificate's ``term`` is the invariant, nothing Houdini finds is
+    stronger)."""
     if opts.certificate:
         left = max(run.deadline - time.perf_counter(), 0.0)
         cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
@@ -748,7 +751,8 @@ def _invariants(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> tupl
             run.extra["certificate"] = {"states": cert.states, "seconds": float(why),
                                         "symmetry": cert.stats.get("symmetry", []),
                                         "problem_free": cert.problem_free}
-            return cert.term, cert
+            # the term is built on demand: a proof of an acyclic kernel needs none
+            return None, cert
         run.extra["certificate"] = {"note": why}
     left = max(run.deadline - time.perf_counter(), 0.0)
     inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left))

@@ -75,7 +75,13 @@ class CheckResult:
             inv = f", {n_inv} proven invariants" if n_inv else ""
             n_cert = st.extra.get("certificate", {}).get("states", 0)
             if n_cert:
-                inv = f", invariant: the {n_cert:,} reachable states (z3-certified inductive)"
+                cert = st.extra["certificate"]
+                up_to = (" up to interchangeable warps "
+                         + ", ".join("{" + ",".join(f"w{a}" for a in g) + "}"
+                                     for g in cert.get("symmetry", []))
+                         if cert.get("symmetry") else "")
+                inv = (f", invariant: the {n_cert:,} reachable states{up_to} (certified "
+                       "inductive for the encoding)")
             if n_cert and st.extra["certificate"].get("problem_free"):
                 what = ("no reachable state violates or deadlocks, at any depth"
                         + (f"; no starvation lasso of up to {v.depth} steps"
@@ -140,7 +146,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     ``insufficient-scope`` check of release scopes (``model.system.System``).
     ``bmc_steps``: ``chain`` (a BMC level is a chain of steps in normal form,
     ``checker/chain.py``), ``single`` (one step per level) or ``auto`` (chains unless
-    some warp loops for ever).  ``bmc_certificate``: let BMC prove by a z3-certified
+    some warp loops for ever).  ``bmc_certificate``: let BMC prove by a certified
     enumeration of the reachable states where that finishes (``checker/certificate.py``)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):

@@ -171,11 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default): chain unless some warp loops for ever (then no depth "
                         "ends every run, and starvation lassos are single-step runs)")
     c.add_argument("--bmc-certificate", choices=("on", "off"), default="on",
-                   help="bmc: on (default): enumerate the reachable states without "
-                        "reduction for a few seconds and, if that finishes, have z3 certify "
-                        "them as an inductive invariant -- PROVEN at once when none "
-                        "violates or deadlocks, else a constraint on every level; off: "
-                        "unrolling only")
+                   help="bmc: on (default): enumerate the reachable states (one per "
+                        "class of interchangeable warps) for a few seconds and, if that "
+                        "finishes, certify them as an inductive invariant of the z3 "
+                        "encoding (z3 checks the warps' symmetry) -- PROVEN at once when "
+                        "none violates or deadlocks, else a constraint on every level; "
+                        "off: unrolling only")
     c.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script (the "
                         "certificate's queries when a certificate decided safety)")

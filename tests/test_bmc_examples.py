@@ -26,6 +26,8 @@ DECIDED = [
     "textbook/pipeline_tma_multi_consumers_async", "textbook/pipeline_tma_store",
     "textbook/pipeline_tma_umma", "textbook/pipeline_async_umma", "textbook/pipeline_order",
     "textbook/pipeline_tma_async", "textbook/named_barrier",
+    "textbook/pipeline_umma_async", "textbook/flash_attention_extensions",
+    "bugs/p4-fixed", "bugs/p5-fixed", "bugs/p7-fixed", "bugs/p8-fixed", "bugs/p10-fixed",
     "bugs/p1-fixed", "bugs/p2-fixed", "bugs/p6-fixed", "bugs/x1-fixed", "bugs/x2-fixed",
     "bugs/x3-fixed", "bugs/x1-bug", "bugs/x2-bug", "bugs/x3-bug", "bugs/p6-bug",
     "bugs/p2-bug", "bugs/p3-bug", "bugs/p1-bug",
