@@ -386,10 +386,12 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
     rows = encode_rows(enc, states)
     if rows is None:
         return None, "a reachable state lies outside the encoding's ranges"
+    # rows of unsigned values from here on: what the sort compares and the compiled
+    # terms read (z3.BitVecVal takes them as they are)
+    init_row = tuple(v & ((1 << w) - 1) for v, w in zip(enc.init_values, enc.width))
     if sym is not None:
-        rows = {sym.canonical(r, enc.width) for r in rows}
-    init_row = (tuple(enc.init_values) if sym is None
-                else sym.canonical(enc.init_values, enc.width))
+        rows = {sym.canonical_raw(r) for r in rows}
+        init_row = sym.canonical_raw(init_row)
     if init_row not in rows:
         return None, "the initial state is not among the enumerated states"
     for name, q in queries:
@@ -445,7 +447,8 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     """Queries 2 and 3 (closure, problems) decided state by state: every transition
     template's terms (``Encoding.transitions``: guard, violation, overflow, updates, the
     terms ``bmc.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
-    and evaluated on every row.  Returns (problem-free or None if not closed, closed
+    and evaluated on every row (``rows``: unsigned values, sorted forms when ``sym``).
+    Returns (problem-free or None if not closed, closed
     or None past ``deadline``, why not closed); raises ``termeval.Unsupported`` for a
     term it cannot compile."""
     from .termeval import compile_functions
@@ -466,8 +469,7 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
             env.append(entry)
         else:
             by_pc.setdefault((t.agent, t.pc & masks[pc_keys[t.agent]]), []).append(entry)
-    # rows as unsigned values throughout, as the compiled terms read and write them
-    urows = {tuple(v & m for v, m in zip(row, masks)) for row in rows}
+    urows = rows  # unsigned values, as the compiled terms read and write them
     canon = (lambda r: r) if sym is None else sym.canonical_raw
     done = [(k, DONE & masks[k]) for k in pc_keys]
     problem_free = True
@@ -497,8 +499,8 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
 
 def encode_rows(enc: Encoding, states: Sequence[tuple]) -> Optional[set[tuple]]:
     """The key values of every state (``Encoding.encode_concrete``, column by column:
-    the per-state loop took seconds for 50,000 states), or None when one of them lies
-    outside the encoding's ranges or queues."""
+    the per-state loop took seconds for 50,000 states) as unsigned bit-vector values, or
+    None when one of them lies outside the encoding's ranges or queues."""
     if not states:
         return set()
     flat_cols = list(zip(*states))
@@ -519,6 +521,9 @@ def encode_rows(enc: Encoding, states: Sequence[tuple]) -> Optional[set[tuple]]:
         lo, hi = enc.key_range[k]
         if not (lo <= min(col) and max(col) <= hi):
             return None
+        if lo < 0 and min(col) < 0:
+            m = (1 << enc.width[k]) - 1
+            cols[k] = tuple(v & m for v in col)
     return set(zip(*cols))
 
 
