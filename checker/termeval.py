@@ -55,18 +55,8 @@ class Compiler:
     def _emit(self, t: Any, lines: list[str], done: dict[int, str]) -> str:
         """An expression for ``t``: a literal, a key read, or a local assigned above."""
         tid = t.get_id()
-        if tid in done:
-            return done[tid]
-        if z3.is_true(t):
-            return "True"
-        if z3.is_false(t):
-            return "False"
-        if z3.is_bv_value(t):
-            return str(t.as_long())
-        if z3.is_const(t):
-            if tid not in self.var:
-                raise Unsupported(f"free constant {t}")
-            return f"x[{self.var[tid]}]"
+        if tid in done or z3.is_const(t) or z3.is_bv_value(t):
+            return self._leaf(t, done)
         # children first (iteratively: the terms are deep)
         stack = [(t, False)]
         while stack:
@@ -105,32 +95,10 @@ class Compiler:
 
     def _op(self, node: Any, a: list[str], kids: list[Any]) -> str:
         k = node.decl().kind()
-        w = node.size() if z3.is_bv(node) else 0
-        m = (1 << w) - 1 if w else 0
-        if k == z3.Z3_OP_AND:
-            return "(" + " and ".join(a) + ")"
-        if k == z3.Z3_OP_OR:
-            return "(" + " or ".join(a) + ")"
-        if k == z3.Z3_OP_NOT:
-            return f"(not {a[0]})"
-        if k == z3.Z3_OP_IMPLIES:
-            return f"((not {a[0]}) or {a[1]})"
-        if k in (z3.Z3_OP_EQ, z3.Z3_OP_IFF):
-            return f"({a[0]} == {a[1]})"
-        if k == z3.Z3_OP_XOR:
-            return f"({a[0]} != {a[1]})"
-        if k == z3.Z3_OP_DISTINCT:
-            return f"(len({{{', '.join(a)}}}) == {len(a)})"
-        if k == z3.Z3_OP_ITE:
-            return f"({a[1]} if {a[0]} else {a[2]})"
-        if k == z3.Z3_OP_BADD:
-            return f"(({' + '.join(a)}) & {m})"
-        if k == z3.Z3_OP_BSUB:
-            return f"(({a[0]} - {a[1]}) & {m})"
-        if k == z3.Z3_OP_BMUL:
-            return f"(({' * '.join(a)}) & {m})"
-        if k == z3.Z3_OP_BNEG:
-            return f"((-{a[0]}) & {m})"
+        m = (1 << node.size()) - 1 if z3.is_bv(node) else 0
+        simple = _SIMPLE.get(k)
+        if simple is not None:
+            return simple(a, m)
         if k == z3.Z3_OP_CONCAT:
             out = a[0]
             for c, e in zip(kids[1:], a[1:]):
@@ -143,18 +111,35 @@ class Compiler:
             n = node.params()[0]
             cw = kids[0].size()
             return f"({a[0]} | {((1 << n) - 1) << cw} if {a[0]} >> {cw - 1} else {a[0]})"
-        if k == z3.Z3_OP_ZERO_EXT:
-            return a[0]
-        cmp = {z3.Z3_OP_ULEQ: "<=", z3.Z3_OP_ULT: "<", z3.Z3_OP_UGEQ: ">=",
-               z3.Z3_OP_UGT: ">"}
-        if k in cmp:
-            return f"({a[0]} {cmp[k]} {a[1]})"
-        scmp = {z3.Z3_OP_SLEQ: "<=", z3.Z3_OP_SLT: "<", z3.Z3_OP_SGEQ: ">=",
-                z3.Z3_OP_SGT: ">"}
-        if k in scmp:
+        if k in _SIGNED:
             cw = kids[0].size()
-            return f"({_signed(a[0], cw)} {scmp[k]} {_signed(a[1], cw)})"
+            return f"({_signed(a[0], cw)} {_SIGNED[k]} {_signed(a[1], cw)})"
         raise Unsupported(f"operator {node.decl().name()}")
+
+
+#: operators whose Python form needs only the arguments and the result's mask
+_SIMPLE: dict[int, Callable[[list[str], int], str]] = {
+    z3.Z3_OP_AND: lambda a, m: "(" + " and ".join(a) + ")",
+    z3.Z3_OP_OR: lambda a, m: "(" + " or ".join(a) + ")",
+    z3.Z3_OP_NOT: lambda a, m: f"(not {a[0]})",
+    z3.Z3_OP_IMPLIES: lambda a, m: f"((not {a[0]}) or {a[1]})",
+    z3.Z3_OP_EQ: lambda a, m: f"({a[0]} == {a[1]})",
+    z3.Z3_OP_IFF: lambda a, m: f"({a[0]} == {a[1]})",
+    z3.Z3_OP_XOR: lambda a, m: f"({a[0]} != {a[1]})",
+    z3.Z3_OP_DISTINCT: lambda a, m: f"(len({{{', '.join(a)}}}) == {len(a)})",
+    z3.Z3_OP_ITE: lambda a, m: f"({a[1]} if {a[0]} else {a[2]})",
+    z3.Z3_OP_BADD: lambda a, m: f"(({' + '.join(a)}) & {m})",
+    z3.Z3_OP_BSUB: lambda a, m: f"(({a[0]} - {a[1]}) & {m})",
+    z3.Z3_OP_BMUL: lambda a, m: f"(({' * '.join(a)}) & {m})",
+    z3.Z3_OP_BNEG: lambda a, m: f"((-{a[0]}) & {m})",
+    z3.Z3_OP_ZERO_EXT: lambda a, m: a[0],
+    z3.Z3_OP_ULEQ: lambda a, m: f"({a[0]} <= {a[1]})",
+    z3.Z3_OP_ULT: lambda a, m: f"({a[0]} < {a[1]})",
+    z3.Z3_OP_UGEQ: lambda a, m: f"({a[0]} >= {a[1]})",
+    z3.Z3_OP_UGT: lambda a, m: f"({a[0]} > {a[1]})",
+}
+#: signed comparisons: both sides read in two's complement
+_SIGNED = {z3.Z3_OP_SLEQ: "<=", z3.Z3_OP_SLT: "<", z3.Z3_OP_SGEQ: ">=", z3.Z3_OP_SGT: ">"}
 
 
 def compile_functions(X: Sequence[Any], named: dict[str, Sequence[Sequence[Any]]]

@@ -34,10 +34,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeproof.checker.bmc import check_bmc
-from pipeproof.checker.explicit import Explorer, check_explicit
+from pipeproof.checker.explicit import check_explicit
 from pipeproof.model.errors import ConfigError
 
 import generators as G
+from test_certificate import orbit_classes
 from test_reduction_hypothesis import shortest_violations
 
 SETTINGS = dict(deadline=None, print_blob=True,
@@ -63,18 +64,6 @@ def _compare(source: str, what: str, certificate: bool) -> None:
     _compare_bmc(source, what, e, certificate)
 
 
-def _classes(system: Any) -> int:
-    """Reachable states up to permutations of interchangeable warps."""
-    ex = Explorer(system, symmetry=True, por=False, safe_steps=False)
-    seen, todo = {ex.initial}, [ex.initial]
-    while todo:
-        for _, nxt, viol in ex.successors(todo.pop()):
-            if viol is None and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return len(seen)
-
-
 def _compare_bmc(source: str, what: str, e: Any, certificate: bool) -> None:
     # default steps (chains, each counterexample confirmed shortest by single steps)
     b = check_bmc(G.build_system(source), depth=DEPTH, timeout=120, liveness=False,
@@ -94,7 +83,7 @@ def _compare_bmc(source: str, what: str, e: Any, certificate: bool) -> None:
             # interchangeable warps when the certificate is symmetric
             full = e.stats.states
             if cert["symmetry"]:
-                assert cert["states"] == _classes(G.build_system(source)) <= full, msg
+                assert cert["states"] == orbit_classes(G.build_system(source)) <= full, msg
             else:
                 assert cert["states"] == full, msg
     if b.status == "UNKNOWN":
