@@ -618,6 +618,14 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         run.certified = cert
         if enc.acyclic or not opts.liveness:
             return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
+        # warps that loop for ever: starvation decided on the certified state graph when
+        # there is one (no symmetry reduction); a starving cycle there is then found and
+        # shown by the lasso search below
+        free = cert.starvation_free(enc)
+        if free is not None:
+            run.extra["starvation_free"] = free
+        if free:
+            return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
         u0 = Unrolling(enc, solver, inv=cert.term)
         return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
     if cert is not None:

@@ -100,6 +100,35 @@ class Certificate:
     stats: dict[str, Any] = field(default_factory=dict)
     build: Callable[[], tuple[Any, tuple]] = field(default=lambda: (None, ()), repr=False,
                                                   compare=False)
+    #: (rows, successors) of the encoding's state graph over ``R`` (``check_by_evaluation``)
+    #: for kernels that loop for ever, when ``R`` is not reduced by symmetry
+    graph: Optional[tuple] = field(default=None, repr=False, compare=False)
+
+    def starvation_free(self, enc: Encoding) -> Optional[bool]:
+        """No fair cycle of the graph starves a warp (``explicit.starving_component``:
+        the explicit engine's definition, on the encoding's graph) -- every run of any
+        length then ends or keeps every waiting warp moving; None without a graph.  The
+        graph holds every state reachable by good steps (closure), so a starving lasso
+        of the encoding would be a fair cycle here."""
+        if self.graph is None:
+            return None
+        from .explicit import starving_component
+        from .liveness import poll_pcs
+
+        rows, succ = self.graph
+        sysm = enc.sys
+        nag = len(sysm.agents)
+        pk = [(enc.key_of_slot[ag.pc], enc.width[enc.key_of_slot[ag.pc]])
+              for ag in sysm.agents]
+
+        def pc(v: int, w: int) -> int:
+            k, wd = pk[w]
+            x = rows[v][k]
+            return x - (1 << wd) if x >> (wd - 1) else x
+
+        enabled = [{a for _t, a in edges} for edges in succ]
+        polls = [set(poll_pcs(sysm, a)) for a in range(nag)]
+        return starving_component(nag, pc, polls, list(succ), enabled) is None
 
     @cached_property
     def _built(self) -> tuple[Any, tuple]:
@@ -401,8 +430,10 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
         if not r:
             return None, f"the warps are not interchangeable for the encoding ({name})"
     how = "evaluated"
+    # the state graph, for the starvation decision of kernels that loop for ever
+    graph: Optional[list] = [] if (sym is None and not enc.acyclic) else None
     try:
-        pf, closed, why = check_by_evaluation(enc, rows, sym, deadline)
+        pf, closed, why = check_by_evaluation(enc, rows, sym, deadline, graph)
     except Unsupported:
         how = "z3"
         closure, bad, _ = _queries(u, rows, sym)
@@ -422,7 +453,8 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
             (("problem", bad),) if pf else ())
 
     return Certificate(len(rows), pf, {"symmetry": [list(g) for g in sym.groups] if sym
-                                       else [], "closure": how}, build), ""
+                                       else [], "closure": how}, build,
+                       tuple(graph) if graph else None), ""
 
 
 def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any, Any, Any]:
@@ -442,7 +474,7 @@ def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any
 
 
 def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymmetry],
-                        deadline: float = float("inf")
+                        deadline: float = float("inf"), graph: Optional[list] = None
                         ) -> tuple[Optional[bool], Optional[bool], str]:
     """Queries 2 and 3 (closure, problems) decided state by state: every transition
     template's terms (``Encoding.transitions``: guard, violation, overflow, updates, the
@@ -450,7 +482,9 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     and evaluated on every row (``rows``: unsigned values, sorted forms when ``sym``).
     Returns (problem-free or None if not closed, closed
     or None past ``deadline``, why not closed); raises ``termeval.Unsupported`` for a
-    term it cannot compile."""
+    term it cannot compile.  With ``graph`` (a list, only without ``sym``): appends the
+    rows in a fixed order and, per row, its good steps as (target index, actor) pairs,
+    actor ``("a", warp)`` or ``("e", item)`` -- the encoding's state graph over ``rows``."""
     from .termeval import compile_functions
 
     trs = enc.transitions
@@ -464,7 +498,7 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     by_pc: dict[tuple[int, int], list] = {}
     env = []
     for t in trs:
-        entry = (fns[f"t{t.index}"], tuple(t.updates))
+        entry = (fns[f"t{t.index}"], tuple(t.updates), (t.step[0], t.step[1]))
         if t.agent is None:
             env.append(entry)
         else:
@@ -473,12 +507,16 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     canon = (lambda r: r) if sym is None else sym.canonical_raw
     done = [(k, DONE & masks[k]) for k in pc_keys]
     problem_free = True
-    for i, row in enumerate(urows):
+    order = list(urows)
+    index = {r: i for i, r in enumerate(order)} if graph is not None else {}
+    succ: list[list[tuple[int, tuple]]] = []
+    for i, row in enumerate(order):
         if i % 1024 == 0 and time.perf_counter() > deadline:
             return None, None, "the closure check ran out of time"
         enabled = False
+        edges: list[tuple[int, tuple]] = []
         cands = [e for a, k in enumerate(pc_keys) for e in by_pc.get((a, row[k]), ())]
-        for fn, keys in cands + env:
+        for fn, keys, actor in cands + env:
             r = fn(row)
             if r is None:
                 continue
@@ -489,11 +527,17 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
             nxt = list(row)
             for k, v in zip(keys, r[3:]):
                 nxt[k] = v
-            if canon(tuple(nxt)) not in urows:
+            nrow = canon(tuple(nxt))
+            if nrow not in urows:
                 return None, False, ("the enumerated states are not closed under the "
                                      "encoding's steps")
+            if graph is not None:
+                edges.append((index[nrow], actor))
         if not enabled and not all(row[k] == d for k, d in done):
             problem_free = False
+        succ.append(edges)
+    if graph is not None:
+        graph.extend([order, succ])
     return problem_free, True, ""
 
 

@@ -565,31 +565,23 @@ def _sccs(nodes: list[int], adj: dict[int, list[int]]) -> list[list[int]]:
     return out
 
 
-def _find_starvation(ex: Explorer, states: list[tuple],
-                     succ: list[list[tuple[int, Any]]]) -> Optional[tuple]:
-    """A fair cycle in which some warp that has not exited never gets past its wait --
-    it does not move, or only polls (the definition the BMC engine uses,
-    ``checker/liveness.py``): asynchronous hardware is strongly fair
-    (an operation enabled somewhere in the cycle completes in it) and warps are weakly
-    fair (a warp enabled in every state of the cycle moves in it), so the starving warp
-    really waits.  For each warp ``w``: the strongly connected components of the graph
-    without ``w``'s moves, refined the Emerson-Lei way (drop the states where a strongly
-    fair actor is enabled but never acts inside; drop a component where a warp is
-    enabled everywhere but never moves).  Returns (entry state, steps of a fair cycle
-    through it, starving warps) or None.  ``succ[v]`` lists (target, actor) pairs, actor
-    = ("a", warp) or ("e", item); the explorer must not permute warps (no symmetry)."""
-    from .liveness import poll_pcs
-
-    nag = len(ex.sys.agents)
-    enabled = [{a for _t, a in succ[v]} for v in range(len(succ))]
-    polls = [set(poll_pcs(ex.sys, a)) for a in range(nag)]
+def starving_component(nag: int, pc: Callable[[int, int], int], polls: list[set[int]],
+                       succ: list[list[tuple[int, Any]]], enabled: list[set]
+                       ) -> Optional[tuple[int, int, set[int], set, set[int]]]:
+    """The decision of ``_find_starvation`` on any finite graph: states ``0..n-1``,
+    ``succ[v]`` its (target, actor) pairs, ``enabled[v]`` the actors with a step there,
+    ``pc(v, w)`` warp ``w``'s program counter in state ``v`` and ``polls[w]`` its polling
+    pcs.  Returns (entry, starving warp, component, actors moving inside it, the states
+    where the warp polls) for the fair component with the smallest entry, or None when
+    no fair cycle starves a warp (the BMC certificate's graph uses it too,
+    ``checker/certificate.py``)."""
     best: Optional[tuple] = None
     for w in range(nag):
-        alive = [v for v in range(len(succ)) if ex.pc(states[v], w) != DONE]
+        alive = [v for v in range(len(succ)) if pc(v, w) != DONE]
         if not alive:
             continue
         # w's moves that are polls (try_wait/try_acquire) stay: spinning is waiting
-        wpoll = {v for v in alive if ex.pc(states[v], w) in polls[w]}
+        wpoll = {v for v in alive if pc(v, w) in polls[w]}
         adj = {v: [t for t, a in succ[v] if a != ("a", w) or v in wpoll] for v in alive}
         work = _sccs(alive, adj)
         while work:
@@ -614,6 +606,28 @@ def _find_starvation(ex: Explorer, states: list[tuple],
             if best is None or entry < best[0]:
                 best = (entry, w, cset, internal, wpoll)
             break
+    return best
+
+
+def _find_starvation(ex: Explorer, states: list[tuple],
+                     succ: list[list[tuple[int, Any]]]) -> Optional[tuple]:
+    """A fair cycle in which some warp that has not exited never gets past its wait --
+    it does not move, or only polls (the definition the BMC engine uses,
+    ``checker/liveness.py``): asynchronous hardware is strongly fair
+    (an operation enabled somewhere in the cycle completes in it) and warps are weakly
+    fair (a warp enabled in every state of the cycle moves in it), so the starving warp
+    really waits.  For each warp ``w``: the strongly connected components of the graph
+    without ``w``'s moves, refined the Emerson-Lei way (drop the states where a strongly
+    fair actor is enabled but never acts inside; drop a component where a warp is
+    enabled everywhere but never moves).  Returns (entry state, steps of a fair cycle
+    through it, starving warps) or None.  ``succ[v]`` lists (target, actor) pairs, actor
+    = ("a", warp) or ("e", item); the explorer must not permute warps (no symmetry)."""
+    from .liveness import poll_pcs
+
+    nag = len(ex.sys.agents)
+    enabled = [{a for _t, a in succ[v]} for v in range(len(succ))]
+    best = starving_component(nag, lambda v, w: ex.pc(states[v], w),
+                              [set(poll_pcs(ex.sys, a)) for a in range(nag)], succ, enabled)
     if best is None:
         return None
     entry, w, cset, internal, wpoll = best

@@ -85,7 +85,9 @@ class CheckResult:
             if n_cert and st.extra["certificate"].get("problem_free"):
                 what = ("no reachable state violates or deadlocks, at any depth"
                         + (f"; no starvation lasso of up to {v.depth} steps"
-                           if v.status == "SAFE" else ""))
+                           if v.status == "SAFE" else "")
+                        + ("; no fair cycle of the certified state graph starves a warp"
+                           if st.extra.get("starvation_free") else ""))
                 lines.append(f"  engine bmc (certificate): {what}, {st.seconds:.2f} s{inv}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")

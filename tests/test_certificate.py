@@ -90,13 +90,22 @@ def test_states_outside_the_encoding_give_no_certificate() -> None:
     assert cert is None and "outside" in why
 
 
-def test_cyclic_kernel_safety_certified_and_starvation_still_found() -> None:
+def _no_graph(monkeypatch: Any) -> None:
+    """Leave starvation to the bounded lasso search (as for a symmetric certificate)."""
+    from pipeproof.checker.certificate import Certificate
+
+    monkeypatch.setattr(Certificate, "starvation_free", lambda self, enc: None)
+
+
+def test_cyclic_kernel_safety_certified_and_starvation_still_found(monkeypatch: Any) -> None:
     """A kernel that loops for ever: the certificate settles safety and deadlock at every
     depth, and the lasso search (on levels constrained by it) still finds starvation."""
     bad = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_stops_releasing.pipe")),
                     timeout=120)
     assert (bad.status, bad.prop) == ("VIOLATED", "starvation")
     assert bad.stats.extra["certificate"]["problem_free"] is True
+    assert bad.stats.extra["starvation_free"] is False
+    _no_graph(monkeypatch)
     ok = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
                    depth=12, timeout=120)
     assert ok.status == "SAFE" and ok.bounded and ok.depth == 12
@@ -117,9 +126,10 @@ def test_cli_reports_the_certificate(capsys: Any) -> None:
     assert js["stats"]["invariants"]["proven"] > 0
 
 
-def test_unfinished_starvation_search_says_how_far_it_got() -> None:
+def test_unfinished_starvation_search_says_how_far_it_got(monkeypatch: Any) -> None:
     """Safety certified, the lasso search cut off by the timeout: UNKNOWN, with the lasso
     length it ruled out (not the depth asked for)."""
+    _no_graph(monkeypatch)
     v = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
                   depth=60, timeout=6)
     assert v.status == "UNKNOWN" and "at any depth (certified invariant)" in v.reason
@@ -342,3 +352,23 @@ def test_evaluation_and_z3_closure_query_agree(monkeypatch: Any) -> None:
         assert cert is None or cert.stats["closure"] == "z3"
     assert [a[0] for a in answers] == [False, False, True]
     assert [a[1] for a in answers[:2]] == [True, False]
+
+
+@pytest.mark.parametrize("name", ["bugs/p3-fixed", "textbook/pipeline_clc_fetch_async",
+                                  "liveness/persistent_consumer_releases",
+                                  "liveness/persistent_consumer_stops_releasing",
+                                  "bugs/p3-bug"])
+def test_starvation_on_the_certified_graph_agrees_with_the_explicit_engine(name: str) -> None:
+    """Kernels that loop for ever: the starvation decision on the certified state graph
+    (the encoding's own steps) gives the explicit engine's verdict -- PROVEN at any depth
+    where it finds no starving fair cycle, and where it finds one, the lasso search
+    shows it."""
+    system = System(compile_file(EX / f"{name}.pipe"))
+    e = check_explicit(System(compile_file(EX / f"{name}.pipe")))
+    v = check_bmc(system, timeout=120)
+    assert (v.status, v.prop) == (e.status, e.prop), (v.headline(), e.headline())
+    cert = v.stats.extra["certificate"]
+    if cert.get("problem_free"):
+        assert v.stats.extra["starvation_free"] == (e.status == "PROVEN")
+    if v.status == "PROVEN":
+        assert not v.bounded
