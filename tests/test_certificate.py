@@ -251,7 +251,7 @@ def test_warps_that_are_not_interchangeable_are_refused(tmp_path: Path) -> None:
 def test_bmc_proves_symmetric_examples_with_the_certificate() -> None:
     """Examples whose full state space is beyond the certificate but whose classes are
     not: PROVEN without unrolling, with the explicit engine."""
-    for name in ("bugs/p10-fixed.pipe", "textbook/pipeline_umma_async.pipe"):
+    for name in ("textbook/named_barrier.pipe", "textbook/flash_attention_extensions.pipe"):
         v = check_bmc(System(compile_file(EX / name)), timeout=300)
         assert v.status == "PROVEN" and not v.bounded, (name, v.reason)
         c = v.stats.extra["certificate"]
