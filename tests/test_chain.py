@@ -193,6 +193,8 @@ def test_unconfirmed_chain_counterexample_says_so() -> None:
     assert v.status == "VIOLATED" and v.prop == e.prop == "deadlock"
     assert v.stats.extra["shortest"] is False
     assert len(v.trace) >= len(e.trace)
+    # its certificate has problems and 53,135 states: not asserted of every level
+    assert "too many to constrain every level" in v.stats.extra["certificate"]["note"]
     text = r.render_text(fmt="steps")
     assert "found with chained steps; a shorter counterexample may exist" in text
 
