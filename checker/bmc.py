@@ -212,7 +212,7 @@ def selected_steps(enc: Encoding, selected: list[tuple[Transition, Any]]
     the conditions selecting it."""
     ok_g = _Groups()
     for t, c in selected:
-        ok_g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), z3.Not(t.ovf))), c)
+        ok_g.add(t.good(), c)
     good = [z3.Implies(cs, term) for term, cs in ok_g.items() if not z3.is_true(term)]
     nxt: dict[int, Any] = {}
     for k in sorted({k for t, _ in selected for k in t.updates}):
@@ -282,7 +282,7 @@ class Unrolling:
         bad_g = _Groups()
         ovf_g = _Groups()
         for t, c in zip(trs, conds):
-            bad_g.add(z3.simplify(z3.And(t.guard, z3.Or(t.viol, t.ovf))), c)
+            bad_g.add(t.problem(), c)
             ovf_g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), t.ovf)), c)
         problem = [z3.And(cs, term) for term, cs in bad_g.items() if not z3.is_false(term)]
         ovf_good = [z3.And(cs, term) for term, cs in ovf_g.items() if not z3.is_false(term)]

@@ -77,7 +77,6 @@ from typing import Any, Callable, Optional, Sequence
 import z3
 
 from .termeval import Unsupported
-from ..model.system import DONE
 from .symbolic import Encoding, Substitution
 
 #: reachable sets larger than this get no certificate (the unreduced enumeration
@@ -477,8 +476,8 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
                         deadline: float = float("inf"), graph: Optional[list] = None
                         ) -> tuple[Optional[bool], Optional[bool], str]:
     """Queries 2 and 3 (closure, problems) decided state by state: every transition
-    template's terms (``Encoding.transitions``: guard, violation, overflow, updates, the
-    terms ``bmc.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
+    template's terms (``Encoding.transitions``: guard, ``Transition.good`` and updates,
+    the terms ``bmc.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
     and evaluated on every row (``rows``: unsigned values, sorted forms when ``sym``).
     Returns (problem-free or None if not closed, closed
     or None past ``deadline``, why not closed); raises ``termeval.Unsupported`` for a
@@ -488,9 +487,12 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     from .termeval import compile_functions
 
     trs = enc.transitions
-    fns = compile_functions(enc.X, {f"t{t.index}": [[t.guard],
-                                                     [t.viol, t.ovf, *t.updates.values()]]
-                                    for t in trs})
+    # per template: None where not enabled, else (True, good, *new values); and the
+    # encoding's "every warp has exited" (a state with no step is a deadlock unless so)
+    named = {f"t{t.index}": [[t.guard], [t.good(), *t.updates.values()]] for t in trs}
+    named["all_done"] = [[enc.all_done()]]
+    fns = compile_functions(enc.X, named)
+    all_done = fns["all_done"]
     width = enc.width
     masks = [(1 << w) - 1 for w in width]
     agents = enc.sys.agents
@@ -505,7 +507,6 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
             by_pc.setdefault((t.agent, t.pc & masks[pc_keys[t.agent]]), []).append(entry)
     urows = rows  # unsigned values, as the compiled terms read and write them
     canon = (lambda r: r) if sym is None else sym.canonical_raw
-    done = [(k, DONE & masks[k]) for k in pc_keys]
     problem_free = True
     order = list(urows)
     index = {r: i for i, r in enumerate(order)} if graph is not None else {}
@@ -521,11 +522,11 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
             if r is None:
                 continue
             enabled = True
-            if r[1] or r[2]:  # (guard, violation, overflow, *updates)
+            if not r[1]:  # enabled, not good: violates or leaves the encoding
                 problem_free = False
                 continue
             nxt = list(row)
-            for k, v in zip(keys, r[3:]):
+            for k, v in zip(keys, r[2:]):
                 nxt[k] = v
             nrow = canon(tuple(nxt))
             if nrow not in urows:
@@ -533,7 +534,7 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
                                      "encoding's steps")
             if graph is not None:
                 edges.append((index[nrow], actor))
-        if not enabled and not all(row[k] == d for k, d in done):
+        if not enabled and all_done(row) is None:
             problem_free = False
         succ.append(edges)
     if graph is not None:

@@ -451,6 +451,16 @@ class Transition:
     reads: frozenset = frozenset()   # unused (kept for reductions)
     checks: tuple = ()           # (condition, prop) of every check, in the model's order
 
+    def good(self) -> Any:
+        """Enabled, violating no check and staying in the encoding: a step the unrollings
+        take (``bmc.selected_steps``) and the certificate follows."""
+        return z3.simplify(z3.And(self.guard, z3.Not(self.viol), z3.Not(self.ovf)))
+
+    def problem(self) -> Any:
+        """Enabled but violating a check or leaving the encoding: the last step of a
+        counterexample (or an overflow restart)."""
+        return z3.simplify(z3.And(self.guard, z3.Or(self.viol, self.ovf)))
+
     def first_violation(self, prop: str) -> Any:
         """The step's *first* failing check has property ``prop`` (how the explicit
         engine names a violating step)."""
@@ -508,7 +518,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     import time
     from collections import Counter, deque
 
-    from .explicit import Explorer, symmetric_groups
+    from .explicit import Explorer
 
     queue_slots = [s for ag in system.agents for s in (ag.qtc, ag.qcp, ag.qbs)]
     qset = set(queue_slots)
@@ -564,7 +574,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     out.kept = [sym.packer.unpack(st) for st in list(seen)[:KEEP_STATES]]
     if out.complete:
         out.reachable = [sym.packer.unpack(st) for st in seen]
-        out.symmetry = [list(g) for g in symmetric_groups(system)] if sym.groups else []
+        out.symmetry = [list(g) for g in sym.groups]
         # the states of a class hold the same values in permuted warps: every warp of a
         # group gets the ranges of all of them
         for g in out.symmetry:
