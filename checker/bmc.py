@@ -507,7 +507,8 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
         write_certificate(run.certified, opts.smt2)
     elif opts.smt2 and u is not None:
         write_smt2(u, k, opts.smt2)
-    if steps == "chain" and v.status == VIOLATED and v.prop != "starvation":
+    if (steps == "chain" and v.status == VIOLATED and v.prop != "starvation"
+            and run.extra.get("counterexample_from") != "certificate"):
         v = _confirm(system, runner, sample, opts, run, v, confirm_timeout)
     return _finish(v, run, enc)
 
@@ -616,7 +617,7 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             run: _Run, sample: Any) -> tuple[Verdict, "Unrolling", int]:
     """The level loop; returns the verdict, the unrolling and the depth of its query."""
     solver = make_solver()
-    inv, cert = _invariants(enc, sample, run, opts)
+    cert = _certificate(enc, sample, run, opts)
     if cert is not None and cert.problem_free:
         # no reachable state violates or deadlocks (checker/certificate.py)
         run.certified = cert
@@ -632,8 +633,17 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
         u0 = Unrolling(enc, solver, inv=cert.term)
         return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
-    if cert is not None:
-        inv = cert.term
+    if cert is not None and cert.search is not None:
+        # some certified state has a problem: the shortest counterexample is a
+        # breadth-first search of the encoding's own (compiled) steps away
+        v = _certified_counterexample(system, enc, cert, runner, run)
+        if v is not None:
+            u = Unrolling(enc, solver)
+            if opts.smt2:  # the --smt2 query: the single-step unrolling to its length
+                for k in range(v.depth):
+                    u.assert_step(k)
+            return v, u, v.depth
+    inv = _level_invariant(enc, sample, run, cert)
     if opts.steps == "chain":
         from .chain import ChainUnrolling
 
@@ -752,29 +762,36 @@ def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, 
     return cert, why if cert is None else f"{secs}"
 
 
-def _invariants(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> tuple[Any, Any]:
-    """The invariant asserted of every level, and the certificate if there is one (then
-    None: the certificate's ``term`` is the invariant, nothing Houdini finds is
-    stronger)."""
-    if opts.certificate:
-        left = max(run.deadline - time.perf_counter(), 0.0)
-        cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
-        if cert is not None:
-            run.extra["certificate"] = {"states": cert.states, "seconds": float(why),
-                                        "symmetry": cert.stats.get("symmetry", []),
-                                        "problem_free": cert.problem_free}
-            # the term is built on demand: a proof of an acyclic kernel needs none
-            if cert.problem_free or cert.states <= LEVEL_INVARIANT_STATES:
-                return None, cert
-            run.extra["certificate"]["note"] = (
-                f"{cert.states:,} states: too many to constrain every level; the proven "
-                "invariants instead")
-        else:
-            run.extra["certificate"] = {"note": why}
+def _certificate(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> Any:
+    """The certificate of the enumerated reachable set (``checker/certificate.py``), or
+    None (why is recorded in the stats)."""
+    if not opts.certificate:
+        return None
+    left = max(run.deadline - time.perf_counter(), 0.0)
+    cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
+    if cert is None:
+        run.extra["certificate"] = {"note": why}
+        return None
+    run.extra["certificate"] = {"states": cert.states, "seconds": float(why),
+                                "symmetry": cert.stats.get("symmetry", []),
+                                "problem_free": cert.problem_free}
+    return cert
+
+
+def _level_invariant(enc: Encoding, sample: Any, run: _Run, cert: Any) -> Any:
+    """The invariant asserted of every level: the certificate's set (built on demand)
+    when it is small enough, else the proven invariants (``checker/invariants.py``;
+    nothing Houdini finds is stronger than a certificate)."""
+    if cert is not None:
+        if cert.states <= LEVEL_INVARIANT_STATES:
+            return cert.term
+        run.extra["certificate"]["note"] = (
+            f"{cert.states:,} states: too many to constrain every level; the proven "
+            "invariants instead")
     left = max(run.deadline - time.perf_counter(), 0.0)
     inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left))
     run.extra["invariants"] = dict(inv.stats)
-    return inv.term, None
+    return inv.term
 
 
 def _classify(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,
@@ -807,6 +824,41 @@ def _classify(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunne
     raise InternalError(f"BMC found a problem of {L} steps but no property explains it")
 
 
+def _certified_counterexample(system: System, enc: Encoding, cert: Any,
+                              runner: ConcreteRunner, run: _Run) -> Optional[Verdict]:
+    """The shortest counterexample of a certificate with problems
+    (``evalgraph.shortest_problems``: breadth-first over the encoding's compiled steps
+    from the initial state; every reachable state is in the certified set, so nothing
+    shorter exists), the catalogue's first property among those of that length -- the
+    explicit engine's answer.  Replayed through the concrete model like every BMC
+    counterexample.  None (the unrolling takes over) past the deadline or when the
+    shortest problem only leaves the encoding (then the encoding must grow)."""
+    t = time.perf_counter()
+    found = cert.search(run.deadline)
+    run.extra["certificate_search_seconds"] = round(time.perf_counter() - t, 2)
+    if not found:
+        if found is not None:
+            raise InternalError("the certificate has problem states but none is reachable "
+                                "by the encoding's steps")
+        return None
+    if any(p.prop is None for p in found):
+        return None
+    best = min(found, key=lambda p: PRIORITY.get(p.prop, 99))
+    steps = list(best.steps)
+    if best.prop == DEADLOCK:
+        v = _deadlock_steps(system, runner, steps)
+    else:
+        states, viol = runner.run(steps)
+        if viol is None or viol[0] != best.prop:
+            raise InternalError(f"step {len(steps)} ({steps[-1]}) should violate "
+                                f"{best.prop}; the concrete model says "
+                                f"{viol[0] if viol else 'nothing'}")
+        v = _violation_steps(system, steps, viol)
+    run.extra["shortest"] = True
+    run.extra["counterexample_from"] = "certificate"
+    return v
+
+
 def _overflow(enc: Encoding, u: Unrolling, runner: ConcreteRunner, m: z3.ModelRef,
               L: int) -> None:
     steps = u.steps_from_model(m, L, bad_last=True)
@@ -828,7 +880,11 @@ def _overflow(enc: Encoding, u: Unrolling, runner: ConcreteRunner, m: z3.ModelRe
 
 def _deadlock(system: System, u: Unrolling, runner: ConcreteRunner, m: z3.ModelRef,
               L: int) -> Verdict:
-    steps = u.steps_from_model(m, L)
+    return _deadlock_steps(system, runner, u.steps_from_model(m, L))
+
+
+def _deadlock_steps(system: System, runner: ConcreteRunner, steps: list[tuple]) -> Verdict:
+    """The deadlock verdict of ``steps``, replayed through the concrete model."""
     states, viol = runner.run(steps)
     if viol is not None:
         raise InternalError(f"deadlock path violates {viol[0]} on the way")
@@ -850,6 +906,11 @@ def _violation(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunn
     if viol is None or viol[0] != prop:
         raise InternalError(f"BMC step {L} ({steps[-1]}) should violate {prop}; the "
                             f"concrete model says {viol[0] if viol else 'nothing'}")
+    return _violation_steps(system, steps, viol)
+
+
+def _violation_steps(system: System, steps: list[tuple], viol: tuple) -> Verdict:
+    """The verdict of ``steps`` whose last step violates ``viol`` (already replayed)."""
     trace = build_trace(system, steps, viol)
     v = Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace, depth=len(steps))
     v.stats.extra["steps"] = steps

@@ -76,6 +76,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import z3
 
+from .evalgraph import CompiledSteps, Problem, shortest_problems
 from .termeval import Unsupported
 from .symbolic import Encoding, Substitution
 
@@ -102,6 +103,10 @@ class Certificate:
     #: (rows, successors) of the encoding's state graph over ``R`` (``check_by_evaluation``)
     #: for kernels that loop for ever, when ``R`` is not reduced by symmetry
     graph: Optional[tuple] = field(default=None, repr=False, compare=False)
+    #: with problems: ``shortest_problems`` from the initial state over the encoding's
+    #: compiled steps (``checker/evalgraph.py``), given a deadline; None without
+    search: Optional[Callable[[float], Optional[list[Problem]]]] = field(
+        default=None, repr=False, compare=False)
 
     def starvation_free(self, enc: Encoding) -> Optional[bool]:
         """No fair cycle of the graph starves a warp (``explicit.starving_component``:
@@ -416,7 +421,8 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
         return None, "a reachable state lies outside the encoding's ranges"
     # rows of unsigned values from here on: what the sort compares and the compiled
     # terms read (z3.BitVecVal takes them as they are)
-    init_row = tuple(v & ((1 << w) - 1) for v, w in zip(enc.init_values, enc.width))
+    init_raw = tuple(v & ((1 << w) - 1) for v, w in zip(enc.init_values, enc.width))
+    init_row = init_raw
     if sym is not None:
         rows = {sym.canonical_raw(r) for r in rows}
         init_row = sym.canonical_raw(init_row)
@@ -431,8 +437,14 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
     how = "evaluated"
     # the state graph, for the starvation decision of kernels that loop for ever
     graph: Optional[list] = [] if (sym is None and not enc.acyclic) else None
+    search = None
     try:
-        pf, closed, why = check_by_evaluation(enc, rows, sym, deadline, graph)
+        cs = CompiledSteps(enc)
+        pf, closed, why = check_by_evaluation(enc, rows, sym, deadline, graph, cs)
+        canon = (lambda r: r) if sym is None else sym.canonical_raw
+
+        def search(until: float) -> Optional[list[Problem]]:
+            return shortest_problems(cs, init_raw, canon, until)
     except Unsupported:
         how = "z3"
         closure, bad, _ = _queries(u, rows, sym)
@@ -453,7 +465,7 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
 
     return Certificate(len(rows), pf, {"symmetry": [list(g) for g in sym.groups] if sym
                                        else [], "closure": how}, build,
-                       tuple(graph) if graph else None), ""
+                       tuple(graph) if graph else None, None if pf else search), ""
 
 
 def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any, Any, Any]:
@@ -473,7 +485,8 @@ def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any
 
 
 def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymmetry],
-                        deadline: float = float("inf"), graph: Optional[list] = None
+                        deadline: float = float("inf"), graph: Optional[list] = None,
+                        cs: Optional[CompiledSteps] = None
                         ) -> tuple[Optional[bool], Optional[bool], str]:
     """Queries 2 and 3 (closure, problems) decided state by state: every transition
     template's terms (``Encoding.transitions``: guard, ``Transition.good`` and updates,
@@ -484,27 +497,7 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
     term it cannot compile.  With ``graph`` (a list, only without ``sym``): appends the
     rows in a fixed order and, per row, its good steps as (target index, actor) pairs,
     actor ``("a", warp)`` or ``("e", item)`` -- the encoding's state graph over ``rows``."""
-    from .termeval import compile_functions
-
-    trs = enc.transitions
-    # per template: None where not enabled, else (True, good, *new values); and the
-    # encoding's "every warp has exited" (a state with no step is a deadlock unless so)
-    named = {f"t{t.index}": [[t.guard], [t.good(), *t.updates.values()]] for t in trs}
-    named["all_done"] = [[enc.all_done()]]
-    fns = compile_functions(enc.X, named)
-    all_done = fns["all_done"]
-    width = enc.width
-    masks = [(1 << w) - 1 for w in width]
-    agents = enc.sys.agents
-    pc_keys = [enc.key_of_slot[ag.pc] for ag in agents]
-    by_pc: dict[tuple[int, int], list] = {}
-    env = []
-    for t in trs:
-        entry = (fns[f"t{t.index}"], tuple(t.updates), (t.step[0], t.step[1]))
-        if t.agent is None:
-            env.append(entry)
-        else:
-            by_pc.setdefault((t.agent, t.pc & masks[pc_keys[t.agent]]), []).append(entry)
+    cs = cs if cs is not None else CompiledSteps(enc)
     urows = rows  # unsigned values, as the compiled terms read and write them
     canon = (lambda r: r) if sym is None else sym.canonical_raw
     problem_free = True
@@ -516,25 +509,18 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
             return None, None, "the closure check ran out of time"
         enabled = False
         edges: list[tuple[int, tuple]] = []
-        cands = [e for a, k in enumerate(pc_keys) for e in by_pc.get((a, row[k]), ())]
-        for fn, keys, actor in cands + env:
-            r = fn(row)
-            if r is None:
-                continue
+        for c, nxt in cs.successors(row):
             enabled = True
-            if not r[1]:  # enabled, not good: violates or leaves the encoding
+            if nxt is None:  # enabled, not good: violates or leaves the encoding
                 problem_free = False
                 continue
-            nxt = list(row)
-            for k, v in zip(keys, r[2:]):
-                nxt[k] = v
-            nrow = canon(tuple(nxt))
+            nrow = canon(nxt)
             if nrow not in urows:
                 return None, False, ("the enumerated states are not closed under the "
                                      "encoding's steps")
             if graph is not None:
-                edges.append((index[nrow], actor))
-        if not enabled and all_done(row) is None:
+                edges.append((index[nrow], c.actor))
+        if not enabled and not cs.all_done(row):
             problem_free = False
         succ.append(edges)
     if graph is not None:

@@ -495,7 +495,7 @@ class Sample:
     states: int = 0
     #: some of the states seen (flat tuples), for ``checker/invariants.py``
     kept: list = field(default_factory=list)
-    #: ``checker/invariants.py`` results per encoding shape (``bmc._invariants``)
+    #: ``checker/invariants.py`` results per encoding shape (``bmc.prove_invariants``, ``bmc.prove_certificate``)
     invariants: dict = field(default_factory=dict)
     #: every reachable state (flat tuples) when the unreduced pass finished, else None
     #: (``checker/certificate.py``); up to ``symmetry`` when that is not empty: one state

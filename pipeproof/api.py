@@ -89,6 +89,10 @@ class CheckResult:
                         + ("; no fair cycle of the certified state graph starves a warp"
                            if st.extra.get("starvation_free") else ""))
                 lines.append(f"  engine bmc (certificate): {what}, {st.seconds:.2f} s{inv}")
+            elif st.extra.get("counterexample_from") == "certificate":
+                lines.append(f"  engine bmc (certificate): shortest counterexample of "
+                             f"{v.depth} steps, by breadth-first search of the encoding's "
+                             f"steps over the certified states, {st.seconds:.2f} s{inv}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
         if v.status == "VIOLATED" and v.trace is not None:

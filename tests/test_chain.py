@@ -183,18 +183,18 @@ def test_chain_counterexample_is_confirmed_shortest() -> None:
 def test_unconfirmed_chain_counterexample_says_so() -> None:
     """p4-bug: a 44-step deadlock the chain search finds in seconds and single steps do
     not reach in minutes.  With a 3-second confirmation the (replayed, shortened)
-    counterexample is reported, marked as perhaps not the shortest."""
+    counterexample is reported, marked as perhaps not the shortest.  (Without the
+    certificate: with it, the shortest one comes from the certified states, see
+    tests/test_certificate.py.)"""
     from pipeproof.api import check_file
 
     path = ROOT / "examples" / "bugs" / "p4-bug.pipe"
     e = check_explicit(System(compile_file(path)), reduce=False)
-    r = check_file(path, engine="bmc", timeout=120, confirm_timeout=3)
+    r = check_file(path, engine="bmc", timeout=120, confirm_timeout=3, bmc_certificate=False)
     v = r.verdict
     assert v.status == "VIOLATED" and v.prop == e.prop == "deadlock"
     assert v.stats.extra["shortest"] is False
     assert len(v.trace) >= len(e.trace)
-    # its certificate has problems and 53,135 states: not asserted of every level
-    assert "too many to constrain every level" in v.stats.extra["certificate"]["note"]
     text = r.render_text(fmt="steps")
     assert "found with chained steps; a shorter counterexample may exist" in text
 
