@@ -47,7 +47,12 @@ try:
            "states": v.stats.states, "transitions": v.stats.transitions,
            "depth": v.stats.depth, "engine_seconds": v.stats.seconds,
            "cex_steps": len(v.trace) if v.trace is not None else None,
-           "extra": {}}
+           "extra": {}, "decided_by": v.stats.engine}
+    ex = v.stats.extra
+    if v.stats.engine == "bmc":
+        cert = ex.get("certificate") or {}
+        by_cert = cert.get("problem_free") or ex.get("counterexample_from") == "certificate"
+        out["decided_by"] = "bmc certificate" if by_cert else "bmc unrolling"
     # scalar statistics; nested ones (BMC's invariants, dependence) as outer.inner
     for k, x in v.stats.extra.items():
         for kk, y in (x.items() if isinstance(x, dict) else [(None, x)]):

@@ -435,6 +435,9 @@ class BmcOptions:
     progress: Optional[Callable[[int, int, float], None]] = None
     steps: str = "auto"
     certificate: bool = True
+    #: decide only from the certificate (``checker/portfolio.py``): UNKNOWN, without
+    #: unrolling, where it does not decide
+    certificate_only: bool = False
 
 
 @dataclass
@@ -463,7 +466,9 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               progress: Optional[Callable[[int, int, float], None]] = None,
               smt2: Optional[str] = None, liveness: bool = True,
               max_cap: int = 64, steps: str = "auto",
-              confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True) -> Verdict:
+              confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True,
+              certificate_only: bool = False,
+              max_states: Optional[int] = None) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
 
@@ -480,13 +485,16 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     ``certificate``: first enumerate the reachable states, unreduced but for warp
     symmetry (at most ``ENUMERATE_SECONDS``), and, if that finishes, certify the set as an inductive
     invariant (``checker/certificate.py``): PROVEN at once when no state of it violates
-    or deadlocks, else the invariant of every level."""
+    or deadlocks, else the invariant of every level.  ``certificate_only``: return
+    UNKNOWN (saying why) where the certificate does not decide, without unrolling.
+    ``max_states``: a lower bound than ``certificate.MAX_STATES`` on the enumeration."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
     if steps == "auto":
         acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
         steps = "chain" if acyclic else "single"
-    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps, certificate)
+    opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps,
+                      certificate or certificate_only, certificate_only)
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
     runner = ConcreteRunner(system)
@@ -494,7 +502,8 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
         exact = min(ENUMERATE_SECONDS, 0.2 * timeout)
         from .certificate import MAX_STATES
 
-        sample = sample_ranges(system, max_states=MAX_STATES, seconds=exact + 1.2,
+        cap = MAX_STATES if max_states is None else min(MAX_STATES, max_states)
+        sample = sample_ranges(system, max_states=cap, seconds=exact + 1.2,
                                exact_seconds=exact)
     else:
         sample = sample_ranges(system)
@@ -631,6 +640,9 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             run.extra["starvation_free"] = free
         if free:
             return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
+        if free is None and opts.certificate_only:
+            return _undecided("safety certified at every depth; starvation is not decided "
+                              "on a certificate reduced by warp symmetry"), None, 0
         u0 = Unrolling(enc, solver, inv=cert.term)
         return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
     if cert is not None and cert.search is not None:
@@ -643,6 +655,10 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
                 for k in range(v.depth):
                     u.assert_step(k)
             return v, u, v.depth
+    if opts.certificate_only:
+        why = (run.extra.get("certificate", {}).get("note") if cert is None else
+               "the shortest problem of the certified states leaves the encoding")
+        return _undecided(f"no certificate: {why}" if cert is None else why), None, 0
     inv = _level_invariant(enc, sample, run, cert)
     if opts.steps == "chain":
         from .chain import ChainUnrolling
@@ -695,6 +711,11 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         lu = u if opts.steps == "single" else Unrolling(enc, make_solver(), inv=inv)
         return _lassos(system, enc, lu, runner, opts, run, reached)
     return Verdict(SAFE, depth=reached, bounded=True), u, reached
+
+
+def _undecided(why: str) -> Verdict:
+    """The certificate-only answer where the certificate does not decide."""
+    return Verdict(UNKNOWN, reason=why, depth=0)
 
 
 def _lassos(system: System, enc: Encoding, lu: Unrolling, runner: ConcreteRunner,

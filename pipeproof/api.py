@@ -87,7 +87,9 @@ class CheckResult:
                         + (f"; no starvation lasso of up to {v.depth} steps"
                            if v.status == "SAFE" else "")
                         + ("; no fair cycle of the certified state graph starves a warp"
-                           if st.extra.get("starvation_free") else ""))
+                           if st.extra.get("starvation_free") else "")
+                        + (f"; a starvation lasso of {v.depth} steps"
+                           if v.prop == "starvation" else ""))
                 lines.append(f"  engine bmc (certificate): {what}, {st.seconds:.2f} s{inv}")
             elif st.extra.get("counterexample_from") == "certificate":
                 lines.append(f"  engine bmc (certificate): shortest counterexample of "
@@ -95,6 +97,10 @@ class CheckResult:
                              f"steps over the certified states, {st.seconds:.2f} s{inv}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
+        for t in st.extra.get("auto", ()):
+            # --engine auto: what the earlier stages answered
+            lines.append(f"  (auto: {t['stage']} undecided after {t['seconds']:.1f} s: "
+                         f"{t['reason']})")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             if st.extra.get("shortest") is False and st.engine == "bmc":
@@ -138,7 +144,7 @@ def compile_file(path: str | Path, params: Optional[dict[str, Any]] = None) -> C
 
 
 def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
-                 engine: str = "explicit", depth: Optional[int] = None,
+                 engine: str = "auto", depth: Optional[int] = None,
                  timeout: float = 600.0, max_states: int = 3_000_000,
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  file: str = "", reduce: bool = True, por: Optional[bool] = None,
@@ -146,7 +152,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  confirm_timeout: Optional[float] = None,
                  memory_model: str = "cutlass", bmc_steps: str = "auto",
                  bmc_certificate: bool = True) -> CheckResult:
-    """``confirm_timeout``: seconds for the search that confirms a counterexample found
+    """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
+    BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
+    certificate), ``bmc`` or ``explicit``.  ``confirm_timeout``: seconds for the search that confirms a counterexample found
     with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
     shortest one (default 20).  ``memory_model="strict"`` adds the
     ``insufficient-scope`` check of release scopes (``model.system.System``).
@@ -165,14 +173,22 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled, memory_model)
-    if engine == "explicit":
+    if engine == "auto" and smt2 is None and bmc_certificate:
+        from .checker.bmc import DEFAULT_DEPTH
+        from .checker.portfolio import check_auto
+
+        verdict = check_auto(system, DEFAULT_DEPTH if depth is None else depth,
+                             timeout=timeout, max_states=max_states, progress=progress,
+                             reduce=reduce, por=por, bmc_steps=bmc_steps,
+                             confirm_timeout=confirm_timeout)
+    elif engine == "explicit":
         from .checker.explicit import check_explicit
 
         verdict = check_explicit(system, max_states=max_states, timeout=timeout,
                                  progress=progress, reduce=reduce, por=por,
                                  **({} if confirm_timeout is None
                                     else {"confirm_timeout": confirm_timeout}))
-    elif engine == "bmc":
+    elif engine in ("bmc", "auto"):  # auto with --smt2 or without the certificate: BMC
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 
         verdict = check_bmc(system, depth=DEFAULT_DEPTH if depth is None else depth,

@@ -1,6 +1,6 @@
 """The ``pipeproof`` command.
 
-    pipeproof check FILE [--param NAME=VALUE ...] [--engine explicit|bmc] [--depth N]
+    pipeproof check FILE [--param NAME=VALUE ...] [--engine auto|bmc|explicit] [--depth N]
                     [--timeout S] [--smt2 FILE] [--json]
                          [--format timeline|steps] [--explain]
                          [--perfetto FILE] [--html FILE] [--progress auto|always|never]
@@ -156,10 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file", help="the .pipe file")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable)")
-    c.add_argument("--engine", choices=("explicit", "bmc"), default="explicit",
-                   help="verification engine: explicit (exhaustive breadth-first search) "
-                        "or bmc (z3 bounded model checking, starvation lassos); "
-                        "default: explicit")
+    c.add_argument("--engine", choices=("auto", "bmc", "explicit"), default="auto",
+                   help="verification engine: bmc (z3 bounded model checking with a "
+                        "certified enumeration, starvation lassos), explicit (exhaustive "
+                        "breadth-first search with reductions) or auto (default): BMC's "
+                        "certificate where it decides, else the explicit engine, else "
+                        "BMC's unrolling with the time left (plain bmc with --smt2)")
     c.add_argument("--depth", type=int, default=None,
                    help="bmc: bound on the levels unrolled (default 60); a level is one "
                         "step with --bmc-steps single, a chain of steps otherwise, so depth "

@@ -10,4 +10,5 @@ from pipeproof.api import CheckResult, check_source
 def check(src: str, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:
     kw.setdefault("max_states", 500_000)
     kw.setdefault("timeout", 120.0)
+    kw.setdefault("engine", "explicit")
     return check_source(src, params, filename="<test>", **kw)

@@ -83,7 +83,7 @@ def case_params() -> list:
 
 @functools.lru_cache(maxsize=None)
 def result_of(case: str) -> CheckResult:
-    kw: dict[str, Any] = {"max_states": 3_000_000, "timeout": 900.0}
+    kw: dict[str, Any] = {"max_states": 3_000_000, "timeout": 900.0, "engine": "explicit"}
     if case in MUTANTS:
         return check_source(MUTANTS[case][0], filename=f"<{case}>", **kw)
     return check_file(ROOT / "examples" / case, **kw)

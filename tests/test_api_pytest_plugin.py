@@ -36,7 +36,7 @@ def test_known_bug_is_caught(pipeproof_check):
 def test_assert_safe_fails_on_a_bug(pipeproof_check):
     assert_safe(pipeproof_check(EX + "/bugs/p1-bug.pipe"))
 
-@pytest.mark.pipeproof(max_states=5)
+@pytest.mark.pipeproof(max_states=5, engine="explicit")
 def test_unknown_is_not_safe(pipeproof_check):
     assert_safe(pipeproof_check(EX + "/textbook/pipeline_tma_async.pipe"))
 

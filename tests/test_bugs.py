@@ -112,7 +112,7 @@ def test_headers_agree_with_readme() -> None:
 def test_bug_example(path: Path) -> None:
     h = parse_header(path)
     r = check_file(path, h.quick, max_states=MAX_STATES, timeout=TIMEOUT,
-                   memory_model=h.memory_model)
+                   memory_model=h.memory_model, engine="explicit")
     v = r.verdict
     if h.status == "VIOLATED":
         assert v.status == "VIOLATED", f"{path.name}: {v.headline()} ({v.reason})"

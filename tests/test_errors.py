@@ -85,7 +85,8 @@ def test_violated_is_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture) -> No
 
 
 def test_unknown_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    rc, out, _ = run(tmp_path, ASYNC, "--max-states", "5", capsys=capsys)
+    rc, out, _ = run(tmp_path, ASYNC, "--max-states", "5", "--engine", "explicit",
+                      capsys=capsys)
     assert rc == 3 and "UNKNOWN" in out
 
 

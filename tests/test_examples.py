@@ -52,7 +52,7 @@ def _kv(text: str) -> dict:
 
 
 def _assert_ok(path: Path, params: dict, **kw: object) -> None:
-    r = check_file(path, params, **kw)
+    r = check_file(path, params, **{"engine": "explicit", **kw})
     v = r.verdict
     assert v.status in ("SAFE", "PROVEN"), \
         f"{path.name} {params}: {v.headline()} {v.reason}"
@@ -70,7 +70,7 @@ def _smoke(path: Path, max_states: int) -> None:
 
 def _smoke_params(path: Path, params: dict, max_states: int) -> None:
     """No violation within ``max_states`` states; UNKNOWN only at the state limit."""
-    r = check_file(path, params, max_states=max_states, timeout=TIMEOUT)
+    r = check_file(path, params, max_states=max_states, timeout=TIMEOUT, engine="explicit")
     v = r.verdict
     assert v.status != "VIOLATED", f"{path.name}: {v.headline()} {v.reason}"
     if v.status == "UNKNOWN":
@@ -140,11 +140,12 @@ def test_k5_as_in_the_cutlass_source_exits_with_a_tma_store_in_flight() -> None:
     tail = ("        if warp_idx == 4 or warp_idx == 8:\n"
             "            tma_store_pipeline.producer_tail()\n")
     assert text.count(tail) == 1
-    v = check_source(text.replace(tail, ""), {}, str(k5), timeout=60.0).verdict
+    v = check_source(text.replace(tail, ""), {}, str(k5), timeout=60.0, engine="explicit").verdict
     assert (v.status, v.prop) == ("VIOLATED", "dangling-arrive-at-exit"), v.headline()
     assert "bulk store" in v.reason and "after its CTA exited" in v.reason, v.reason
     # with one store stage producer_acquire drains every group: nothing is in flight
-    w = check_source(text.replace(tail, ""), {"epi_stage": 1}, timeout=120.0).verdict
+    w = check_source(text.replace(tail, ""), {"epi_stage": 1}, timeout=120.0,
+                     engine="explicit").verdict
     assert w.status == "PROVEN", w.headline()
 
 
@@ -156,7 +157,8 @@ def test_k3_with_an_unbounded_grid_is_cyclic_and_clean_on_a_prefix() -> None:
     how far it goes."""
     f = EXAMPLES / "kernels" / "k3_blackwell_persistent_gemm_clc.pipe"
     _smoke_params(f, {"grid_clusters": 0}, 20_000)
-    v = check_file(f, {"grid_clusters": 0}, max_states=20_000, timeout=TIMEOUT).verdict
+    v = check_file(f, {"grid_clusters": 0}, max_states=20_000, timeout=TIMEOUT,
+                   engine="explicit").verdict
     m = re.search(r"no violation or deadlock in any run of up to (\d+) steps", v.reason)
     assert m and 1 <= int(m.group(1)) < v.stats.depth, v.reason
 
@@ -164,6 +166,6 @@ def test_k3_with_an_unbounded_grid_is_cyclic_and_clean_on_a_prefix() -> None:
 def test_a_reduced_unfinished_search_claims_no_bound() -> None:
     """With partial-order reduction runs may be lengthened: no bounded claim."""
     v = check_file(EXAMPLES / "kernels" / "k1_hopper_persistent_gemm.pipe",
-                   max_states=300, timeout=TIMEOUT).verdict
+                   max_states=300, timeout=TIMEOUT, engine="explicit").verdict
     assert v.status == "UNKNOWN" and "state limit" in v.reason
     assert "no violation or deadlock" not in v.reason

@@ -65,7 +65,7 @@ def test_unconfirmed_reduced_counterexample_is_valid_and_says_so() -> None:
     from pipeproof.model.system import System
 
     f = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p9-bug.pipe"
-    r = check_file(f, confirm_timeout=0.0)
+    r = check_file(f, confirm_timeout=0.0, engine="explicit")
     v = r.verdict
     assert r.status == "VIOLATED" and r.prop == "read-before-full"
     assert v.stats.extra["shortest"] is False
@@ -76,7 +76,7 @@ def test_unconfirmed_reduced_counterexample_is_valid_and_says_so() -> None:
     assert _is_counterexample(System(r.compiled), v.trace.steps, v.prop)
     # a confirmed one is not flagged
     small = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p3-bug.pipe"
-    r3 = check_file(small, por=True)
+    r3 = check_file(small, por=True, engine="explicit")
     assert r3.status == "VIOLATED"
     assert r3.verdict.stats.extra.get("shortest", True) is not False
     assert "shorter counterexample may exist" not in r3.render_text()

@@ -78,7 +78,7 @@ def test_p10_is_reported_where_the_producer_calls_consumer_wait() -> None:
                          and "misuse" in lines[i - 1])
     acquire_line = 1 + next(i for i, t in enumerate(lines)
                             if "mainloop.producer_acquire(state)" in t)
-    r = check_file(path, P10_QUICK)
+    r = check_file(path, P10_QUICK, engine="explicit")
     detail = assert_role_misuse(r)
     last = r.verdict.trace.events[-1]
     assert last.actor == "cta0.w0" and last.role == "producer" and last.violation

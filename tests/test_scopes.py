@@ -118,16 +118,17 @@ def test_only_the_peer_needs_cluster_scope(stages: int, iters: int, scope0: int,
     from pipeproof.api import check_source
 
     params = {"stages": stages, "iters": iters, "scope0": scope0, "scope1": scope1}
-    strict = check_source(PAIR, params, memory_model="strict", timeout=120)
+    strict = check_source(PAIR, params, memory_model="strict", timeout=120, engine="explicit")
     if scope1 == 0:
         assert strict.status == "VIOLATED" and strict.prop == "insufficient-scope", \
             strict.verdict.headline()
         assert "@cta1" in strict.verdict.reason
     else:
         assert strict.status == "PROVEN", strict.verdict.headline()
-    assert check_source(PAIR, params, timeout=120).status == "PROVEN"
+    assert check_source(PAIR, params, timeout=120, engine="explicit").status == "PROVEN"
     if stages * iters <= 2:
-        full = check_source(PAIR, params, memory_model="strict", timeout=120, reduce=False)
+        full = check_source(PAIR, params, memory_model="strict", timeout=120, reduce=False,
+                            engine="explicit")
         assert (full.status, full.prop) == (strict.status, strict.prop)
         if full.status == "VIOLATED":
             assert len(full.verdict.trace) == len(strict.verdict.trace)
@@ -211,9 +212,10 @@ def test_tma_data_forwarded_by_a_thread_needs_cluster_scope(relay_cluster: int) 
     from pipeproof.api import check_source
 
     params = {"relay_cluster": relay_cluster}
-    full = check_source(FORWARD, params, memory_model="strict", reduce=False, timeout=120)
-    red = check_source(FORWARD, params, memory_model="strict", timeout=120)
-    assert check_source(FORWARD, params, timeout=120).status == "PROVEN"
+    full = check_source(FORWARD, params, memory_model="strict", reduce=False, timeout=120,
+                        engine="explicit")
+    red = check_source(FORWARD, params, memory_model="strict", timeout=120, engine="explicit")
+    assert check_source(FORWARD, params, timeout=120, engine="explicit").status == "PROVEN"
     if relay_cluster:
         assert full.status == red.status == "PROVEN"
     else:
@@ -231,13 +233,16 @@ def test_p9_second_cause_in_strict_mode() -> None:
     from pipeproof.api import check_file
 
     f = BUGS / "p9-fixed.pipe"
-    cta = check_file(f, {"relay_scope_cluster": 0}, memory_model="strict", timeout=120)
+    cta = check_file(f, {"relay_scope_cluster": 0}, memory_model="strict", timeout=120,
+                     engine="explicit")
     assert (cta.status, cta.prop) == ("VIOLATED", "insufficient-scope"), cta.verdict.headline()
     assert "sfb.buf[0]@cta1" in cta.verdict.reason
-    clu = check_file(f, {"relay_scope_cluster": 1}, memory_model="strict", timeout=120)
+    clu = check_file(f, {"relay_scope_cluster": 1}, memory_model="strict", timeout=120,
+                     engine="explicit")
     assert clu.status == "PROVEN", clu.verdict.headline()
     for v in (0, 1):
-        assert check_file(f, {"relay_scope_cluster": v}, timeout=120).status == "PROVEN"
+        assert check_file(f, {"relay_scope_cluster": v}, timeout=120,
+                          engine="explicit").status == "PROVEN"
 
 
 FORWARD_LOOP = """
@@ -318,9 +323,9 @@ def test_strict_scopes_reduced_search_agrees_with_full_interleaving(params: dict
     from pipeproof.api import check_source
 
     full = check_source(FORWARD_LOOP, params, memory_model="strict", reduce=False,
-                        timeout=120, max_states=400_000)
+                        timeout=120, max_states=400_000, engine="explicit")
     red = check_source(FORWARD_LOOP, params, memory_model="strict", timeout=120,
-                       confirm_timeout=120)
+                       confirm_timeout=120, engine="explicit")
     assert full.status != "UNKNOWN", full.verdict.reason
     assert (red.status, red.prop) == (full.status, full.prop), (params, full.verdict.headline(),
                                                                 red.verdict.headline())

@@ -1,0 +1,94 @@
+"""The default engine, ``auto`` (checker/portfolio.py): BMC's certificate where it
+decides, the explicit engine where it does not, BMC's unrolling where neither has --
+and the answer is always the one the engine that decided gives on its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from pipeproof.api import check_file
+from pipeproof.checker.explicit import check_explicit
+from pipeproof.checker.portfolio import check_auto
+from pipeproof.cli import main
+from pipeproof.model.errors import ConfigError
+
+import generators as G
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_certificate_decides_first() -> None:
+    r = check_file(EX / "textbook/pipeline_async.pipe")
+    v = r.verdict
+    assert r.engine == "auto" and v.status == "PROVEN" and not v.bounded
+    assert v.stats.engine == "bmc" and v.stats.extra["auto"] == []
+    assert v.stats.extra["certificate"]["problem_free"] is True
+    text = r.render_text()
+    assert "engine bmc (certificate)" in text and "(auto:" not in text
+
+
+def test_explicit_engine_where_the_certificate_does_not_decide() -> None:
+    """Multicast over a 2x2 cluster: the unreduced enumeration behind the certificate
+    does not finish; the explicit engine (with its reductions) decides."""
+    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", timeout=120)
+    v = r.verdict
+    assert v.status == "PROVEN" and v.stats.engine == "explicit"
+    (stage,) = v.stats.extra["auto"]
+    assert stage["stage"] == "bmc certificate" and stage["status"] == "UNKNOWN"
+    assert "no certificate" in stage["reason"]
+    assert "(auto: bmc certificate undecided after" in r.render_text()
+
+
+def test_unrolling_gets_the_time_the_explicit_engine_left() -> None:
+    """--max-states bounds both enumerations (the certificate's and the explicit
+    engine's); the unrolling, which enumerates nothing, then proves it."""
+    r = check_file(EX / "textbook/pipeline_async.pipe", max_states=5, timeout=120)
+    v = r.verdict
+    assert v.status == "PROVEN" and v.stats.engine == "bmc"
+    assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate", "explicit"]
+    assert "state limit" in v.stats.extra["auto"][1]["reason"]
+
+
+def test_unknown_when_no_stage_decides(tmp_path: Path, capsys: Any) -> None:
+    f = str(EX / "textbook/pipeline_async.pipe")
+    rc = main(["check", f, "--max-states", "5", "--timeout", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 3 and out["status"] == "UNKNOWN" and out["engine"] == "auto"
+
+
+def test_cli_default_is_auto(capsys: Any) -> None:
+    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["engine"] == "auto" and out["property"] == "read-before-full"
+    assert out["stats"]["engine"] == "bmc"
+    assert out["stats"]["counterexample_from"] == "certificate"
+
+
+SETTINGS = dict(deadline=None, print_blob=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_auto_agrees_with_the_explicit_engine(prog: G.Program) -> None:
+    """Whichever stage decides, the verdict, property and counterexample length are the
+    explicit engine's (its unreduced search; ties between properties of one length are
+    broken by the catalogue in both)."""
+    try:
+        system = G.build_system(prog.source)
+    except ConfigError:
+        return
+    e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
+    if e.status == "UNKNOWN":
+        return
+    a = check_auto(G.build_system(prog.source), depth=60, timeout=240,
+                   confirm_timeout=120)
+    msg = f"{prog.describe()}\n explicit {e.headline()}\n auto {a.headline()} {a.reason}"
+    assert a.status == e.status, msg
+    assert a.prop == e.prop, msg
+    if e.status == "VIOLATED" and e.prop != "starvation":
+        assert len(a.trace) == len(e.trace), msg
