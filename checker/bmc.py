@@ -35,7 +35,11 @@ the enumeration of the reachable states (unreduced but for warp symmetry) finish
 the invariant, certified closed under the encoding's good steps
 (``checker/certificate.py``); when no state of it violates or deadlocks, that is the
 proof (PROVEN, or for warps that loop for ever, safety at every depth before the
-starvation search) and nothing is unrolled.  Otherwise the invariant comes from
+starvation search) and nothing is unrolled.  When some state of it has a problem, a
+breadth-first search of the encoding's own steps (compiled terms, ``checker/evalgraph.py``)
+from the initial state gives the shortest counterexample -- every reachable state is in
+the certified set, so no shorter one exists -- and again nothing is unrolled (it is
+replayed through the concrete model like every other).  Otherwise the invariant comes from
 ``checker/invariants.py`` (candidates from sampled states, kept only if z3 shows them
 inductive).  Either holds in every state the unrolling can reach, so it removes no run;
 it spares the solver the unreachable ones.
@@ -498,13 +502,19 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
     runner = ConcreteRunner(system)
-    if certificate:
+    if opts.certificate:
         exact = min(ENUMERATE_SECONDS, 0.2 * timeout)
         from .certificate import MAX_STATES
 
         cap = MAX_STATES if max_states is None else min(MAX_STATES, max_states)
-        sample = sample_ranges(system, max_states=cap, seconds=exact + 1.2,
+        # the reduced sampling after an unfinished enumeration is for the unrolling
+        sample = sample_ranges(system, max_states=cap,
+                               seconds=exact if certificate_only else exact + 1.2,
                                exact_seconds=exact)
+        if certificate_only and sample.reachable is None:
+            v = _undecided(f"no certificate: the unreduced enumeration did not finish "
+                           f"(in {exact:.0f} s, within {cap:,} states)")
+            return _finish(v, run, None)
     else:
         sample = sample_ranges(system)
     run.extra["sampled_states"] = sample.states
@@ -593,14 +603,15 @@ def _confirm(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptio
     return v
 
 
-def _finish(v: Verdict, run: _Run, enc: Encoding) -> Verdict:
+def _finish(v: Verdict, run: _Run, enc: Optional[Encoding]) -> Verdict:
     st = Stats(engine="bmc")
     st.depth = v.depth
     st.seconds = time.perf_counter() - run.t0
     st.extra.update(v.stats.extra)
-    st.extra.update({"transitions_templates": len(enc.transitions), "state_keys": enc.nkeys,
-                     "state_bits": sum(enc.width), "solver_checks": run.checks,
-                     "restarts": run.restarts, **run.extra})
+    if enc is not None:
+        st.extra.update({"transitions_templates": len(enc.transitions),
+                         "state_keys": enc.nkeys, "state_bits": sum(enc.width)})
+    st.extra.update({"solver_checks": run.checks, "restarts": run.restarts, **run.extra})
     v.stats = st
     return v
 

@@ -21,9 +21,10 @@ relation:
 1 and 2 make ``R`` hold in every state reachable by good steps, whoever enumerated it:
 a state the enumeration missed (a bug in either interpreter) makes the closure query
 sat and there is no certificate.  With 3 as well, no run of any length violates or
-deadlocks: PROVEN without unrolling.  Without 3 the certificate still holds and is
-asserted of every level as an invariant (a counterexample exists; BMC finds a shortest
-one among far fewer states).
+deadlocks: PROVEN without unrolling.  Without 3 a counterexample exists, and the
+breadth-first search of ``checker/evalgraph.py`` over the encoding's compiled steps
+finds a shortest one (``Certificate.search``); the set is also the invariant of every
+level when the unrolling runs after all (a step that only leaves the encoding).
 
 So the *search* for the invariant is enumerative and the *proof* is over the relation
 obtained by running the model's transition functions over z3 terms (z3 decides the

@@ -2,12 +2,13 @@
 certificate does not decide, BMC's unrolling where neither has.
 
 Why this order (``bench/results/bmc.md``, 47 runs of 30 s): BMC's certificate
-(``checker/certificate.py``) decides 41 of them -- PROVEN without unrolling, or the
+(``checker/certificate.py``) decides 39 of them -- PROVEN without unrolling, or the
 shortest counterexample from the certified states -- and it is a proof over the z3
 encoding that does not trust the explicit engine's reductions.  Where the unreduced
 enumeration behind it does not finish (multicast clusters, the kernel skeletons K1-K5,
-p9) the unrolling did not decide either, in 30 s, while the explicit engine, with its
-symmetry and partial-order reductions, decides every one of them within 30 s.  And where
+p9) the unrolling decided one (p9-bug, not confirmed shortest) in 30 s, while the
+explicit engine, with its symmetry and partial-order reductions, decides every one of
+them (K3 in 29-45 s, the others in under 25 s).  And where
 the explicit engine gives up (``--max-states``, ``--timeout``) on a state space too
 large to enumerate, the unrolling may still find a shallow counterexample, so it gets
 the time that is left.

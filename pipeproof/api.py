@@ -74,6 +74,7 @@ class CheckResult:
             n_inv = st.extra.get("invariants", {}).get("proven", 0)
             inv = f", {n_inv} proven invariants" if n_inv else ""
             n_cert = st.extra.get("certificate", {}).get("states", 0)
+            up_to = ""
             if n_cert:
                 cert = st.extra["certificate"]
                 up_to = (" up to interchangeable warps "
@@ -93,8 +94,9 @@ class CheckResult:
                 lines.append(f"  engine bmc (certificate): {what}, {st.seconds:.2f} s{inv}")
             elif st.extra.get("counterexample_from") == "certificate":
                 lines.append(f"  engine bmc (certificate): shortest counterexample of "
-                             f"{v.depth} steps, by breadth-first search of the encoding's "
-                             f"steps over the certified states, {st.seconds:.2f} s{inv}")
+                             f"{v.depth} steps, {st.seconds:.2f} s, by breadth-first search "
+                             f"of the encoding's steps over the {n_cert:,} certified "
+                             f"reachable states{up_to}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
         for t in st.extra.get("auto", ()):
