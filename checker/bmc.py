@@ -654,6 +654,10 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         if free is None and opts.certificate_only:
             return _undecided("safety certified at every depth; starvation is not decided "
                               "on a certificate reduced by warp symmetry"), None, 0
+        if opts.certificate_only:
+            # the graph has a starving cycle; the lasso search shows one, but a long one
+            # may take long: the explicit engine (checker/portfolio.py) gets the rest
+            run.deadline = min(run.deadline, time.perf_counter() + 0.25 * opts.timeout)
         u0 = Unrolling(enc, solver, inv=cert.term)
         return _lassos(system, enc, u0, runner, opts, run, opts.depth, safe_unbounded=True)
     if cert is not None and cert.search is not None:
@@ -747,7 +751,8 @@ def _lassos(system: System, enc: Encoding, lu: Unrolling, runner: ConcreteRunner
         k = done[-1] if done else 0
         if safe_unbounded:
             reached = k
-        return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s: {what}; "
+        secs = time.perf_counter() - run.t0
+        return Verdict(UNKNOWN, reason=f"timeout after {secs:.0f} s: {what}; "
                        f"no starvation lasso of up to {k} steps, search unfinished",
                        depth=reached), lu, reached
     if lv is not None:

@@ -92,3 +92,28 @@ def test_auto_agrees_with_the_explicit_engine(prog: G.Program) -> None:
     assert a.prop == e.prop, msg
     if e.status == "VIOLATED" and e.prop != "starvation":
         assert len(a.trace) == len(e.trace), msg
+
+
+def test_a_long_lasso_search_leaves_time_to_the_explicit_engine(monkeypatch: Any) -> None:
+    """A certified graph with a starving cycle: BMC's lasso search shows it, but within
+    a quarter of the time; past that the explicit engine decides (here the lasso search
+    is made endless)."""
+    import time
+
+    from pipeproof.api import compile_file
+    from pipeproof.checker import liveness
+    from pipeproof.model.system import System
+
+    def endless(system: Any, lu: Any, runner: Any, depth: int, check: Any, done: Any) -> Any:
+        while True:
+            check()  # raises once past the deadline
+            time.sleep(0.05)
+
+    monkeypatch.setattr(liveness, "find_lasso", endless)
+    t0 = time.perf_counter()
+    f = EX / "liveness/persistent_consumer_stops_releasing.pipe"
+    v = check_auto(System(compile_file(f)), depth=60, timeout=40)
+    assert v.status == "VIOLATED" and v.prop == "starvation" and v.stats.engine == "explicit"
+    (stage,) = v.stats.extra["auto"]
+    assert stage["stage"] == "bmc certificate" and "no starvation lasso" in stage["reason"]
+    assert time.perf_counter() - t0 < 25
