@@ -184,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "certificate's queries when a certificate decided safety)")
     c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
     c.add_argument("--max-states", type=int, default=3_000_000,
-                   help="explicit engine: states before UNKNOWN (default 3,000,000)")
+                   help="explicit engine: states before UNKNOWN (default 3,000,000); "
+                        "auto: also bounds the enumeration behind BMC's certificate")
     c.add_argument("--por", choices=("auto", "on", "off"), default="auto",
                    help="explicit engine: stubborn-set partial-order reduction (fewer "
                         "states, each costlier to expand); auto: on for clusters of more "
