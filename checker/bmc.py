@@ -651,6 +651,15 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             run.extra["starvation_free"] = free
         if free:
             return Verdict(PROVEN, depth=0, bounded=False), Unrolling(enc, solver), 0
+        if free is False:
+            # the graph's starving cycle, as a lasso of any length (no depth bound)
+            lasso = cert.starving_lasso(enc)
+            if lasso is not None:
+                from .liveness import _report
+
+                v = _report(system, runner, *lasso)
+                run.extra["counterexample_from"] = "certificate"
+                return v, Unrolling(enc, solver), v.depth
         if free is None and opts.certificate_only:
             return _undecided("safety certified at every depth; starvation is not decided "
                               "on a certificate reduced by warp symmetry"), None, 0

@@ -77,7 +77,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import z3
 
-from .evalgraph import CompiledSteps, Problem, shortest_problems
+from .evalgraph import CompiledSteps, Problem, graph_lasso, shortest_problems
 from .termeval import Unsupported
 from .symbolic import Encoding, Substitution
 
@@ -108,6 +108,10 @@ class Certificate:
     #: compiled steps (``checker/evalgraph.py``), given a deadline; None without
     search: Optional[Callable[[float], Optional[list[Problem]]]] = field(
         default=None, repr=False, compare=False)
+    #: the compiled steps and the initial row, to name the graph's edges as steps
+    compiled: Optional[CompiledSteps] = field(default=None, repr=False, compare=False)
+    init_row: Optional[tuple] = field(default=None, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def starvation_free(self, enc: Encoding) -> Optional[bool]:
         """No fair cycle of the graph starves a warp (``explicit.starving_component``:
@@ -117,6 +121,25 @@ class Certificate:
         of the encoding would be a fair cycle here."""
         if self.graph is None:
             return None
+        return self._starving(enc) is None
+
+    def starving_lasso(self, enc: Encoding) -> Optional[tuple[list[tuple], int]]:
+        """Where the graph has a starving fair cycle: a lasso through it as step ids
+        and the index of the loop's first step (``evalgraph.graph_lasso``), of any
+        length -- no depth bound; None without a graph or a starving cycle."""
+        if self.graph is None or self.compiled is None or self.init_row is None:
+            return None
+        best = self._starving(enc)
+        if best is None:
+            return None
+        rows, succ = self.graph
+        return graph_lasso(self.compiled, list(rows), list(succ), rows.index(self.init_row),
+                           best, len(enc.sys.agents))
+
+    def _starving(self, enc: Encoding) -> Optional[tuple]:
+        """``explicit.starving_component`` on the graph (computed once)."""
+        if "starving" in self._memo:
+            return self._memo["starving"]
         from .explicit import starving_component
         from .liveness import poll_pcs
 
@@ -133,7 +156,9 @@ class Certificate:
 
         enabled = [{a for _t, a in edges} for edges in succ]
         polls = [set(poll_pcs(sysm, a)) for a in range(nag)]
-        return starving_component(nag, pc, polls, list(succ), enabled) is None
+        best = starving_component(nag, pc, polls, list(succ), enabled)
+        self._memo["starving"] = best
+        return best
 
     @cached_property
     def _built(self) -> tuple[Any, tuple]:
@@ -466,7 +491,8 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
 
     return Certificate(len(rows), pf, {"symmetry": [list(g) for g in sym.groups] if sym
                                        else [], "closure": how}, build,
-                       tuple(graph) if graph else None, None if pf else search), ""
+                       tuple(graph) if graph else None, None if pf else search,
+                       cs if search is not None else None, init_raw), ""
 
 
 def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any, Any, Any]:

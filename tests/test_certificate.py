@@ -402,8 +402,8 @@ def test_evaluation_and_z3_closure_query_agree(monkeypatch: Any) -> None:
 def test_starvation_on_the_certified_graph_agrees_with_the_explicit_engine(name: str) -> None:
     """Kernels that loop for ever: the starvation decision on the certified state graph
     (the encoding's own steps) gives the explicit engine's verdict -- PROVEN at any depth
-    where it finds no starving fair cycle, and where it finds one, the lasso search
-    shows it."""
+    where it finds no starving fair cycle, and where it finds one, a lasso through it
+    (replayed through the concrete model, its fairness checked there)."""
     system = System(compile_file(EX / f"{name}.pipe"))
     e = check_explicit(System(compile_file(EX / f"{name}.pipe")))
     v = check_bmc(system, timeout=120)
@@ -413,3 +413,24 @@ def test_starvation_on_the_certified_graph_agrees_with_the_explicit_engine(name:
         assert v.stats.extra["starvation_free"] == (e.status == "PROVEN")
     if v.status == "PROVEN":
         assert not v.bounded
+    if v.prop == "starvation":
+        assert v.stats.extra["counterexample_from"] == "certificate"
+        assert v.trace.loop_start is not None
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_starvation_lasso_from_the_graph_needs_no_lasso_search(stages: int,
+                                                               monkeypatch: Any) -> None:
+    """The graph's starving cycle becomes a lasso of any length without the bounded
+    lasso search (made to fail here), and the explicit engine agrees."""
+    from pipeproof.checker import liveness
+
+    def no_search(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the lasso search ran")
+
+    monkeypatch.setattr(liveness, "find_lasso", no_search)
+    f = EX / "liveness/persistent_consumer_stops_releasing.pipe"
+    v = check_bmc(System(compile_file(f, {"stages": stages})), timeout=120)
+    e = check_explicit(System(compile_file(f, {"stages": stages})))
+    assert (v.status, v.prop) == (e.status, e.prop) == ("VIOLATED", "starvation")
+    assert v.stats.extra["loop_steps"] >= 1
