@@ -251,6 +251,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 3
+    except RuntimeError as e:
+        from .checker.bmc import InternalError
+
+        if not isinstance(e, InternalError):
+            raise
+        # an engine disagreed with the concrete model: a bug in pipeproof, never a verdict
+        msg = {"status": "UNKNOWN", "reason": f"internal error: {e}"}
+        if getattr(args, "json", False):
+            print(json.dumps(msg, indent=2))
+        else:
+            print(f"UNKNOWN internal error, no verdict: {e}")
+        print("pipeproof: internal error (a bug in pipeproof, not a verdict on the kernel); "
+              "please report it with the .pipe file", file=sys.stderr)
+        return 3
     except BrokenPipeError:  # output piped into a command that stopped reading (head)
         try:
             sys.stdout = open(os.devnull, "w")

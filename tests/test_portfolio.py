@@ -121,3 +121,16 @@ def test_a_long_lasso_search_leaves_time_to_the_explicit_engine(monkeypatch: Any
     (stage,) = v.stats.extra["auto"]
     assert stage["stage"] == "bmc certificate" and "no starvation lasso" in stage["reason"]
     assert time.perf_counter() - t0 < 25
+
+
+def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any) -> None:
+    """A counterexample the concrete model does not confirm is an internal error: exit
+    3 with a message, never a verdict and never a traceback."""
+    from pipeproof.checker import evalgraph
+
+    monkeypatch.setattr(evalgraph.CompiledSteps, "first_check",
+                        lambda self, c, row: "overwrite-before-release")
+    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "-q"])
+    cap = capsys.readouterr()
+    assert rc == 3 and cap.out.startswith("UNKNOWN internal error, no verdict:")
+    assert "a bug in pipeproof" in cap.err and "Traceback" not in cap.err
