@@ -173,47 +173,15 @@ def shortest_problems(cs: CompiledSteps, init: tuple,
 def graph_lasso(cs: CompiledSteps, rows: list[tuple], succ: list[list[tuple[int, tuple]]],
                 init: int, comp: tuple, nag: int) -> tuple[list[tuple], int]:
     """A starvation lasso on the encoding's state graph (``rows``, ``succ`` as
-    ``certificate.check_by_evaluation`` builds it) from ``comp``, the fair component
+    ``certificate.check_by_evaluation`` builds it) through ``comp``, the fair component
     ``explicit.starving_component`` found: a shortest path from ``init`` to the
-    component's entry, then a closed walk from the entry inside the component, without
-    a move of the starving warp ``w`` except polls, that takes one step of every actor
-    moving inside it and visits, for every warp that does not, a state where that warp
-    is disabled -- so the cycle is fair (the explicit engine's construction,
-    ``explicit._find_starvation``).  Returns the step ids and the index of the loop's
+    component's entry, then the explicit engine's fair cycle (``explicit.fair_cycle``).
+    Returns the step ids (named from the compiled steps) and the index of the loop's
     first step."""
-    entry, w, cset, internal, wpoll = comp
+    from .explicit import fair_cycle, graph_path
+
+    entry = comp[0]
     enabled = [{a for _t, a in edges} for edges in succ]
-
-    def anywhere(u: int, t: int, a: tuple) -> bool:
-        return True
-
-    def inside(u: int, t: int, a: tuple) -> bool:
-        return t in cset and (a != ("a", w) or u in wpoll)
-
-    def walk(src: int, goal: Callable[[int, int, tuple], bool],
-             allowed: Callable[[int, int, tuple], bool]) -> tuple[list[tuple], int]:
-        """Shortest edge path from ``src`` whose last edge satisfies ``goal``."""
-        prev: dict[int, tuple[int, int, tuple]] = {}
-        frontier, seen = [src], {src}
-        while frontier:
-            nxt_frontier = []
-            for u in frontier:
-                for t, a in succ[u]:
-                    if not allowed(u, t, a):
-                        continue
-                    if goal(u, t, a):
-                        path = [(u, t, a)]
-                        v = u
-                        while v != src:
-                            path.append(prev[v])
-                            v = prev[v][0]
-                        return path[::-1], t
-                    if t not in seen:
-                        seen.add(t)
-                        prev[t] = (u, t, a)
-                        nxt_frontier.append(t)
-            frontier = nxt_frontier
-        raise AssertionError("the lasso construction found no path")  # pragma: no cover
 
     def step_id(u: int, t: int, a: tuple) -> tuple:
         for c, nxt in cs.successors(rows[u]):
@@ -221,25 +189,7 @@ def graph_lasso(cs: CompiledSteps, rows: list[tuple], succ: list[list[tuple[int,
                 return c.step
         raise AssertionError("a graph edge no compiled step takes")  # pragma: no cover
 
-    prefix: list[tuple] = []
-    if init != entry:
-        prefix, _ = walk(init, lambda u, t, a: t == entry, anywhere)
-    cycle: list[tuple] = []
-    cur = entry
-    targets = [("edge", a) for a in sorted(internal, key=repr)]
-    targets += [("off", a) for a in range(nag) if ("a", a) not in internal]
-    for kind, what in targets + [("home", None)]:
-        if kind == "off" and ("a", what) not in enabled[cur]:
-            continue  # already somewhere the warp is disabled
-        if kind == "home" and cur == entry and cycle:
-            break
-        if kind == "edge":
-            goal = (lambda what: lambda u, t, a: a == what)(what)
-        elif kind == "off":
-            goal = (lambda what: lambda u, t, a: ("a", what) not in enabled[t])(what)
-        else:
-            goal = lambda u, t, a: t == entry  # noqa: E731
-        path, cur = walk(cur, goal, inside)
-        cycle += path
-    steps = [step_id(*e) for e in prefix + cycle]
-    return steps, len(prefix)
+    prefix = [] if init == entry else graph_path(
+        succ, init, lambda u, t, a: t == entry, lambda u, t, a: True)[0]
+    cycle = fair_cycle(succ, enabled, comp, nag)
+    return [step_id(*e) for e in prefix + cycle], len(prefix)

@@ -631,26 +631,14 @@ def _find_starvation(ex: Explorer, states: list[tuple],
     if best is None:
         return None
     entry, w, cset, internal, wpoll = best
-    # a closed walk from the entry, inside the component and without w's moves, that
-    # takes one move of every actor that moves inside and visits, for every warp that
-    # does not, a state where it is disabled: the cycle is then fair
-    targets: list[tuple[str, Any]] = [("edge", a) for a in sorted(internal, key=repr)]
-    for a in range(nag):
-        if ("a", a) not in internal:
-            targets.append(("off", a))
-    steps: list = []
-    cur = entry
-    for kind, what in targets + [("home", None)]:
-        def goal(v: int, step: Any, t: int) -> bool:
-            if kind == "edge":
-                return _actor(step) == what
-            if kind == "off":
-                return ("a", what) not in enabled[t]
-            return t == entry
-        path, cur2 = _walk(ex, states, cset, w, wpoll, cur, goal,
-                           zero_ok=(kind == "off" and ("a", what) not in enabled[cur]))
-        steps += path
-        cur = cur2
+
+    def step_of(u: int, t: int, actor: tuple) -> tuple:
+        for step, nxt, viol in ex.successors(states[u]):
+            if viol is None and nxt == states[t] and _actor(step) == actor:
+                return step
+        raise AssertionError("a graph edge the explorer does not take")  # pragma: no cover
+
+    steps = [step_of(*e) for e in fair_cycle(succ, enabled, best, nag)]
     flat = ex.packer.unpack(states[entry])
     starving = [f"{ex.sys.agents[a].name} ({ex.sys.agents[a].role})" for a in range(nag)
                 if (a == w or ("a", a) not in internal) and flat[ex.sys.agents[a].pc] != DONE]
@@ -661,37 +649,64 @@ def _actor(step: tuple) -> tuple:
     return ("a", step[1]) if step[0] == "a" else ("e", step[1])
 
 
-def _walk(ex: Explorer, states: list[tuple], cset: set[int], w: int, wpoll: set[int],
-          src: int,
-          goal: Callable[[int, Any, int], bool], zero_ok: bool = False) -> tuple[list, int]:
-    """Shortest path inside ``cset`` (no move of warp ``w``) from ``src`` whose last move
-    satisfies ``goal(source, step, target)``; returns (steps, end state)."""
-    if zero_ok:
-        return [], src
-    where = {states[v]: v for v in cset}
-    prev: dict[int, tuple[int, Any]] = {}
-    frontier = [src]
-    seen = {src}
+Edge = tuple[int, int, tuple]  # (source, target, actor) of a state graph
+
+
+def graph_path(succ: list[list[tuple[int, Any]]], src: int,
+               goal: Callable[[int, int, tuple], bool],
+               allowed: Callable[[int, int, tuple], bool]) -> tuple[list[Edge], int]:
+    """Shortest edge path from ``src`` over ``allowed`` edges whose last edge satisfies
+    ``goal(source, target, actor)`` (edges tried in ``succ`` order); returns (edges, end
+    state)."""
+    prev: dict[int, Edge] = {}
+    frontier, seen = [src], {src}
     while frontier:
         nxt_frontier = []
-        for v in frontier:
-            for step, nxt, viol in ex.successors(states[v]):
-                t = where.get(nxt)
-                if viol is not None or t is None or (_actor(step) == ("a", w)
-                                                     and v not in wpoll):
+        for u in frontier:
+            for t, a in succ[u]:
+                if not allowed(u, t, a):
                     continue
-                if goal(v, step, t):
-                    path = [step]
-                    u = v
-                    while u != src:
-                        p, st = prev[u]
-                        path.append(st)
-                        u = p
-                    path.reverse()
-                    return path, t
+                if goal(u, t, a):
+                    path = [(u, t, a)]
+                    v = u
+                    while v != src:
+                        path.append(prev[v])
+                        v = prev[v][0]
+                    return path[::-1], t
                 if t not in seen:
                     seen.add(t)
-                    prev[t] = (v, step)
+                    prev[t] = (u, t, a)
                     nxt_frontier.append(t)
         frontier = nxt_frontier
-    raise AssertionError("fair cycle construction left its component")  # pragma: no cover
+    raise AssertionError("no path in the graph")  # pragma: no cover
+
+
+def fair_cycle(succ: list[list[tuple[int, Any]]], enabled: list[set], comp: tuple,
+               nag: int) -> list[Edge]:
+    """The closed walk through ``comp`` (``starving_component``'s answer) that shows the
+    starvation: from the entry, inside the component and without a move of the starving
+    warp ``w`` except polls, one move of every actor that moves inside, then, for every
+    warp that does not, a state where it is disabled, then back to the entry -- a fair
+    cycle.  Both engines build their lasso with it (the explicit engine on its graph,
+    BMC on the certified one, ``evalgraph.graph_lasso``)."""
+    entry, w, cset, internal, wpoll = comp
+
+    def inside(u: int, t: int, a: tuple) -> bool:
+        return t in cset and (a != ("a", w) or u in wpoll)
+
+    targets: list[tuple[str, Any]] = [("edge", a) for a in sorted(internal, key=repr)]
+    targets += [("off", a) for a in range(nag) if ("a", a) not in internal]
+    edges: list[Edge] = []
+    cur = entry
+    for kind, what in targets + [("home", None)]:
+        if kind == "off" and ("a", what) not in enabled[cur]:
+            continue  # already where the warp is disabled
+        if kind == "edge":
+            goal = (lambda what: lambda u, t, a: a == what)(what)
+        elif kind == "off":
+            goal = (lambda what: lambda u, t, a: ("a", what) not in enabled[t])(what)
+        else:
+            goal = lambda u, t, a: t == entry  # noqa: E731
+        path, cur = graph_path(succ, cur, goal, inside)
+        edges += path
+    return edges
