@@ -894,12 +894,7 @@ def _certified_counterexample(system: System, enc: Encoding, cert: Any,
     if best.prop == DEADLOCK:
         v = _deadlock_steps(system, runner, steps)
     else:
-        states, viol = runner.run(steps)
-        if viol is None or viol[0] != best.prop:
-            raise InternalError(f"step {len(steps)} ({steps[-1]}) should violate "
-                                f"{best.prop}; the concrete model says "
-                                f"{viol[0] if viol else 'nothing'}")
-        v = _violation_steps(system, steps, viol)
+        v = _violation_steps(system, runner, steps, best.prop)
     run.extra["shortest"] = True
     run.extra["counterexample_from"] = "certificate"
     return v
@@ -947,16 +942,17 @@ def _deadlock_steps(system: System, runner: ConcreteRunner, steps: list[tuple]) 
 
 def _violation(system: System, enc: Encoding, u: Unrolling, runner: ConcreteRunner,
                m: z3.ModelRef, L: int, prop: str) -> Verdict:
-    steps = u.steps_from_model(m, L, bad_last=True)
+    return _violation_steps(system, runner, u.steps_from_model(m, L, bad_last=True), prop)
+
+
+def _violation_steps(system: System, runner: ConcreteRunner, steps: list[tuple],
+                     prop: str) -> Verdict:
+    """The verdict of ``steps`` whose last step should violate ``prop``, replayed
+    through the concrete model (anything else is an internal error)."""
     states, viol = runner.run(steps)
     if viol is None or viol[0] != prop:
-        raise InternalError(f"BMC step {L} ({steps[-1]}) should violate {prop}; the "
-                            f"concrete model says {viol[0] if viol else 'nothing'}")
-    return _violation_steps(system, steps, viol)
-
-
-def _violation_steps(system: System, steps: list[tuple], viol: tuple) -> Verdict:
-    """The verdict of ``steps`` whose last step violates ``viol`` (already replayed)."""
+        raise InternalError(f"BMC step {len(steps)} ({steps[-1]}) should violate {prop}; "
+                            f"the concrete model says {viol[0] if viol else 'nothing'}")
     trace = build_trace(system, steps, viol)
     v = Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace, depth=len(steps))
     v.stats.extra["steps"] = steps

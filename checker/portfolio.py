@@ -48,7 +48,7 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
         return timeout - (time.perf_counter() - t0)
 
     def note(stage: str, v: Verdict) -> None:
-        tried.append({"stage": stage, "status": v.status, "reason": v.reason,
+        tried.append({"stage": stage, "status": v.status, "reason": v.reason or v.headline(),
                       "seconds": round(v.stats.seconds, 2)})
 
     def done(v: Verdict) -> Verdict:
