@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .checker.trace import render_text
 from .checker.verdict import SAFE, UNKNOWN, Verdict
@@ -153,7 +154,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  smt2: Optional[str] = None,
                  confirm_timeout: Optional[float] = None,
                  memory_model: str = "cutlass", bmc_steps: str = "auto",
-                 bmc_certificate: bool = True) -> CheckResult:
+                 bmc_certificate: bool = True, jobs: Optional[int] = None) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc`` or ``explicit``.  ``confirm_timeout``: seconds for the search that confirms a counterexample found
@@ -163,7 +164,10 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     ``bmc_steps``: ``chain`` (a BMC level is a chain of steps in normal form,
     ``checker/chain.py``), ``single`` (one step per level) or ``auto`` (chains unless
     some warp loops for ever).  ``bmc_certificate``: let BMC prove by a certified
-    enumeration of the reachable states where that finishes (``checker/certificate.py``)."""
+    enumeration of the reachable states where that finishes (``checker/certificate.py``).
+    ``jobs``: auto only; 1 runs its stages one after another, 2 races the explicit engine
+    against BMC's certificate in a forked process (default: 2 where two CPUs are usable;
+    the verdict is the same either way, ``checker/portfolio.py``)."""
     params = dict(params or {})
     if any(isinstance(v, range) for v in params.values()):
         return _check_param_ranges(kernel, params, engine=engine, depth=depth,
@@ -171,7 +175,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                                    file=file, reduce=reduce, por=por, smt2=smt2,
                                    confirm_timeout=confirm_timeout,
                                    memory_model=memory_model, bmc_steps=bmc_steps,
-                                   bmc_certificate=bmc_certificate)
+                                   bmc_certificate=bmc_certificate, jobs=jobs)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
     system = System(compiled, memory_model)
@@ -182,7 +186,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         verdict = check_auto(system, DEFAULT_DEPTH if depth is None else depth,
                              timeout=timeout, max_states=max_states, progress=progress,
                              reduce=reduce, por=por, bmc_steps=bmc_steps,
-                             confirm_timeout=confirm_timeout)
+                             confirm_timeout=confirm_timeout, jobs=jobs)
     elif engine == "explicit":
         from .checker.explicit import check_explicit
 
@@ -208,31 +212,37 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
 def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> CheckResult:
     """``--param K=LO..HI``: check every value of every range (their product), sharing
     the time budget.  Trip counts and stage counts are compiled by unrolling, so each
-    value is its own transition system; the first violation found is reported with its
-    values, an UNKNOWN for any value makes the whole answer UNKNOWN, and SAFE holds to the
-    smallest depth reached."""
+    value is its own transition system; the first violation in the order of the values
+    is reported with its values, an UNKNOWN for any value makes the whole answer
+    UNKNOWN, and SAFE holds to the smallest depth reached.  With ``jobs`` of 2 or more
+    (default: ``portfolio.default_jobs()``) the values are checked by that many forked
+    processes, each running its value's check alone; the answer is the one the
+    one-by-one order gives."""
     import itertools
 
+    from .checker.portfolio import default_jobs
     from .checker.verdict import PROVEN, SAFE, VIOLATED
 
     names = [k for k, v in params.items() if isinstance(v, range)]
     t_end = time.perf_counter() + kw["timeout"]
+    combos = [dict(params, **dict(zip(names, values)))
+              for values in itertools.product(*[params[k] for k in names])]
+    jobs = default_jobs() if kw.get("jobs") is None else kw["jobs"]
     results: list[CheckResult] = []
-    for values in itertools.product(*[params[k] for k in names]):
-        left = t_end - time.perf_counter()
-        one = dict(params, **dict(zip(names, values)))
-        if left <= 0:
-            v = Verdict(UNKNOWN, reason="timeout before " + ", ".join(
-                f"{k}={x}" for k, x in zip(names, values)) + " was checked")
-            r = results[-1] if results else None
-            if r is None:
-                raise ConfigError("--timeout too small for a parameter range")
-            return CheckResult(v, r.kernel, r.file, one, r.cluster, r.warps, r.engine,
-                               memory_model=r.memory_model)
-        r = check_kernel(kernel, one, **dict(kw, timeout=left))
-        results.append(r)
-        if r.status == VIOLATED:
-            return r
+    with contextlib.closing(_value_results(kernel, combos, kw, t_end, jobs)) as each:
+        for r in each:
+            if r is None:  # out of time before this value
+                one = combos[len(results)]
+                v = Verdict(UNKNOWN, reason="timeout before " + ", ".join(
+                    f"{k}={one[k]}" for k in names) + " was checked")
+                last = results[-1] if results else None
+                if last is None:
+                    raise ConfigError("--timeout too small for a parameter range")
+                return CheckResult(v, last.kernel, last.file, one, last.cluster,
+                                   last.warps, last.engine, memory_model=last.memory_model)
+            results.append(r)
+            if r.status == VIOLATED:
+                return r
     last = results[-1]
     shown = dict(last.params)
     shown.update({k: f"{params[k].start}..{params[k].stop - 1}" for k in names})
@@ -249,8 +259,50 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     v.stats.engine = last.verdict.stats.engine
     v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
     v.stats.extra["parameter_values_checked"] = len(results)
+    v.stats.extra["parameter_jobs"] = min(jobs, len(combos))
     return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
                        memory_model=last.memory_model)
+
+
+#: what the forked workers of ``_value_results`` check (set before the fork)
+_RANGE_JOB: Optional[tuple] = None
+
+
+def _check_value(i: int) -> Optional[CheckResult]:
+    kernel, combos, kw, t_end = _RANGE_JOB  # type: ignore[misc]
+    left = t_end - time.perf_counter()
+    if left <= 0:
+        return None
+    r = check_kernel(kernel, combos[i], **dict(kw, timeout=left))
+    return replace(r, compiled=None)  # the parent compiles the one it shows
+
+
+def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
+                   jobs: int) -> Iterator[Optional[CheckResult]]:
+    """The check of every parameter combination, in order (None: no time left for it),
+    by ``jobs`` forked processes when that is more than 1; the caller stops reading at
+    the first violation, which ends the workers."""
+    global _RANGE_JOB
+    one_kw = dict(kw, jobs=1)
+    if jobs < 2 or len(combos) < 2:
+        for c in combos:
+            left = t_end - time.perf_counter()
+            yield None if left <= 0 else check_kernel(kernel, c, **dict(kw, timeout=left))
+        return
+    import multiprocessing
+
+    one_kw.pop("progress", None)  # several searches at once: no single progress line
+    _RANGE_JOB = (kernel, combos, one_kw, t_end)
+    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(combos)))
+    try:
+        for i, r in enumerate(pool.imap(_check_value, range(len(combos)))):
+            if r is not None:
+                r = replace(r, compiled=compile_kernel(kernel, combos[i]))
+            yield r
+    finally:
+        pool.terminate()
+        pool.join()
+        _RANGE_JOB = None
 
 
 def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:

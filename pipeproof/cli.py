@@ -91,6 +91,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .api import check_file
 
     params = _parse_params(args.param or [])
+    if args.jobs is not None and args.jobs < 1:
+        print(f"pipeproof: --jobs must be at least 1, not {args.jobs}", file=sys.stderr)
+        return 2
     show_progress = want_progress(args.progress, sys.stderr, args.quiet, args.json)
     progress = _progress_printer(sys.stderr) if show_progress else None
     try:
@@ -102,6 +105,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             memory_model=args.memory_model,
                             bmc_steps=args.bmc_steps,
                             bmc_certificate=args.bmc_certificate == "on",
+                            jobs=args.jobs,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -202,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "reduction (explicit: partial-order reduction; bmc: chained steps) "
                         "is a shortest one (default 20; the output says when it was not "
                         "confirmed)")
+    c.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes (default: 2 where two CPUs are usable, else 1).  "
+                        "auto engine: with 2, the explicit engine starts at once beside "
+                        "BMC's certificate and is used if the certificate does not "
+                        "decide; --param ranges: N values are checked at a time.  The "
+                        "answer is the one --jobs 1 gives")
     c.add_argument("--json", action="store_true", help="machine-readable verdict")
     c.add_argument("--explain", action="store_true", help="add a paragraph in words")
     c.add_argument("--quiet", "-q", action="store_true", help="no progress output")

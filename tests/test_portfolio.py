@@ -134,3 +134,110 @@ def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any
     cap = capsys.readouterr()
     assert rc == 3 and cap.out.startswith("UNKNOWN internal error, no verdict:")
     assert "a bug in pipeproof" in cap.err and "Traceback" not in cap.err
+
+
+# ------------------------------------------------------------------ racing (--jobs 2)
+
+
+def _undecided_certificate(monkeypatch: Any, seconds: float) -> None:
+    """BMC's certificate stage, replaced by one that takes ``seconds`` and decides nothing
+    (the explicit engine's race is what these tests look at)."""
+    import time
+
+    from pipeproof.checker import bmc
+    from pipeproof.checker.verdict import UNKNOWN, Verdict
+
+    def slow(system: Any, **kw: Any) -> Verdict:
+        assert kw.get("certificate_only") or not kw.get("certificate", True)
+        if kw.get("certificate_only"):
+            time.sleep(seconds)
+            v = Verdict(UNKNOWN, reason="no certificate: (test)")
+            v.stats.extra["ended_at"] = time.time()
+            return v
+        return real(system, **kw)
+
+    real = bmc.check_bmc
+    monkeypatch.setattr(bmc, "check_bmc", slow)
+
+
+def test_racing_gives_the_sequential_answer() -> None:
+    """jobs=2 starts the explicit engine at once; where the certificate does not decide
+    its answer is the one the sequential order gives, stage for stage."""
+    from pipeproof.api import compile_file
+    from pipeproof.model.system import System
+
+    f = EX / "textbook/pipeline_tma_async_multicast.pipe"
+    got = {}
+    for jobs in (1, 2):
+        v = check_auto(System(compile_file(f)), depth=60, timeout=200, jobs=jobs)
+        got[jobs] = v
+        assert v.stats.extra["auto_jobs"] == jobs
+    one, two = got[1], got[2]
+    assert (one.status, one.depth, one.stats.states) == (two.status, two.depth,
+                                                         two.stats.states)
+    assert one.stats.engine == two.stats.engine == "explicit"
+    assert [s["stage"] for s in one.stats.extra["auto"]] == \
+        [s["stage"] for s in two.stats.extra["auto"]] == ["bmc certificate"]
+
+
+def test_racing_explicit_engine_starts_before_the_certificate_gives_up(
+        monkeypatch: Any) -> None:
+    import time
+
+    from pipeproof.checker import explicit
+    from pipeproof.checker.verdict import Verdict
+
+    _undecided_certificate(monkeypatch, 2.0)
+    real = explicit.check_explicit
+
+    def stamped(system: Any, **kw: Any) -> Verdict:
+        t = time.time()
+        v = real(system, **kw)
+        v.stats.extra["started_at"] = t
+        return v
+
+    monkeypatch.setattr(explicit, "check_explicit", stamped)
+    t0 = time.time()
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
+    assert v.status == "PROVEN" and v.stats.engine == "explicit"
+    assert v.stats.extra["started_at"] < t0 + 1.5  # not after the 2 s certificate stage
+    v1 = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=1)
+    assert v1.status == "PROVEN" and v1.stats.extra["started_at"] > time.time() - 30
+
+
+_SMALL = (EX / "textbook/pipeline_async.pipe").read_text()
+
+
+def test_racing_explicit_process_that_dies_is_unknown_not_a_hang(monkeypatch: Any) -> None:
+    """The explicit engine's process ends without an answer (killed for memory, say):
+    that stage is UNKNOWN and says so, and the unrolling still gets its turn."""
+    import os
+
+    from pipeproof.checker import explicit
+
+    _undecided_certificate(monkeypatch, 0.0)
+    monkeypatch.setattr(explicit, "check_explicit", lambda system, **kw: os._exit(7))
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=120, jobs=2)
+    assert v.status == "PROVEN" and v.stats.engine == "bmc"
+    stages = v.stats.extra["auto"]
+    assert [s["stage"] for s in stages] == ["bmc certificate", "explicit"]
+    assert "ended without an answer (exit code 7" in stages[1]["reason"]
+
+
+def test_racing_explicit_errors_reach_the_caller(monkeypatch: Any) -> None:
+    import pytest
+
+    from pipeproof.checker import explicit
+
+    def bad(system: Any, **kw: Any) -> Any:
+        raise ConfigError("a configuration error raised by the explicit engine")
+
+    _undecided_certificate(monkeypatch, 0.0)
+    monkeypatch.setattr(explicit, "check_explicit", bad)
+    with pytest.raises(ConfigError, match="raised by the explicit engine"):
+        check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
+
+
+def test_cli_jobs_must_be_positive(capsys: Any) -> None:
+    rc = main(["check", str(EX / "textbook/pipeline_async.pipe"), "--jobs", "0"])
+    assert rc == 2 and "--jobs must be at least 1" in capsys.readouterr().err
