@@ -80,6 +80,10 @@ def main() -> int:
             "machine": platform.machine(), "cpus": os.cpu_count(),
             "timeout_s": args.timeout, "depth": args.depth, "bmc_steps": args.bmc_steps,
             "bmc_certificate": args.bmc_certificate, "engine": args.engine}
+    if args.engine == "auto":
+        from pipeproof.checker.portfolio import default_jobs
+
+        meta["jobs"] = default_jobs()  # 2: the explicit engine races the certificate
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.merge and Path(args.out + ".json").exists():
         old = json.loads(Path(args.out + ".json").read_text())
@@ -145,7 +149,10 @@ def render() -> None:
                       "warp loops for ever)", umeta),
                      ("single steps (unrolling only)", smeta)):
         if mt:
-            lines.append(f"* {name}: run {mt['date']}" +
+            jobs = (f" with --jobs {mt['jobs']}" + (" (the explicit engine racing the "
+                                                     "certificate)" if mt["jobs"] > 1 else "")
+                    if mt.get("jobs") else "")
+            lines.append(f"* {name}: run {mt['date']}{jobs}" +
                          (f"; {mt['note']}" if mt.get("note") else ""))
     lines += ["",
               "`depth` is the bound asked for, in levels; `reached` is the deepest level "
@@ -168,7 +175,8 @@ def render() -> None:
               "`auto`: the default engine's verdict, time and which stage decided "
               "(`bmc certificate`: PROVEN from the certificate or the shortest "
               "counterexample from the certified states; `explicit`: the explicit "
-              "engine after the certificate did not decide).",
+              "engine, whose answer is taken when the certificate did not decide; with "
+              "--jobs 2 it runs beside the certificate from the start).",
               "",
               "| example | depth | auto verdict | time (s) | decided by | bmc verdict | "
               "reached | time (s) | cert | unrolling-only "

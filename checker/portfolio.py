@@ -55,6 +55,19 @@ def default_jobs() -> int:
     return 2 if cpus >= 2 else 1
 
 
+def die_with_parent() -> None:
+    """Linux: end this process when its parent dies (a killed ``pipeproof check`` leaves
+    no search running for the rest of its timeout).  Best effort elsewhere."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
 class _ExplicitRace:
     """``check_explicit`` in a forked process, started before the certificate stage.
 
@@ -74,6 +87,8 @@ class _ExplicitRace:
 
     def _child(self, send: Any, system: System, kwargs: dict[str, Any]) -> None:
         from .explicit import check_explicit
+
+        die_with_parent()
 
         progress = kwargs.pop("progress", None)
         shown = self._shown

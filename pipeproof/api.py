@@ -293,7 +293,10 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
 
     one_kw.pop("progress", None)  # several searches at once: no single progress line
     _RANGE_JOB = (kernel, combos, one_kw, t_end)
-    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(combos)))
+    from .checker.portfolio import die_with_parent
+
+    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(combos)),
+                                                    initializer=die_with_parent)
     try:
         for i, r in enumerate(pool.imap(_check_value, range(len(combos)))):
             if r is not None:
