@@ -712,6 +712,10 @@ class _Ctx:
         self._walk_cache: dict = {}
         self._env_future: dict = {}
         self._block_need: dict = {}
+        self._waits_cache: dict = {}
+        self._cf_size = -1
+        self._cf_value = False
+        self._frozen_true: set = set()
         self._settle_blocked: set = set()
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
@@ -974,21 +978,26 @@ class _Ctx:
     def _blocked_frozen(self, a: int, pc: int, T: set) -> bool:
         """Does warp ``a``'s blocking instruction at ``pc`` stay blocked while T is frozen?"""
         key = (a, pc)
-        need = self._block_need.get(key, 0)
-        if need == 0:
-            need = self._block_requirement(a, pc)
-            self._block_need[key] = need
+        got = self._block_need.get(key)
+        if got is None:
+            ins = self.sys.code(a)[pc]
+            got = (self._block_requirement(a, pc), ins.bar if isinstance(ins, Wait) else None)
+            self._block_need[key] = got
+        need, bar = got
         if need is None:
             return False
-        ins = self.sys.code(a)[pc]
-        if isinstance(ins, Wait) and ins.bar in self._settle_blocked:
+        if bar is not None and bar in self._settle_blocked:
+            return True
+        if key in self._frozen_true:
             return True
         if need == "cluster":
-            return self._cluster_frozen(T)
-        kind, sets = need
-        if kind == "any":
-            return any(x <= T for x in sets)
-        return False
+            r = self._cluster_frozen(T)
+        else:
+            kind, sets = need
+            r = kind == "any" and any(x <= T for x in sets)
+        if r:  # both tests only grow with T, which only grows within a stubborn call
+            self._frozen_true.add(key)
+        return r
 
     def _block_requirement(self, a: int, pc: int) -> Any:
         """What T must contain for the instruction to stay blocked: None (it can proceed
@@ -1193,7 +1202,16 @@ class _Ctx:
 
     def _cluster_frozen(self, T: set) -> bool:
         """Can no cluster-barrier generation complete while T is frozen?  True when a warp
-        of T is live and has not arrived (its arrival is needed)."""
+        of T is live and has not arrived (its arrival is needed).  Cached for T's size:
+        within one ``stubborn`` call T only grows (the cache is reset there)."""
+        n = len(T)
+        if self._cf_size == n:
+            return self._cf_value
+        r = self._cluster_frozen_uncached(T)
+        self._cf_size, self._cf_value = n, r
+        return r
+
+    def _cluster_frozen_uncached(self, T: set) -> bool:
         for u in T:
             if u[0] == "a":
                 b = u[1]
@@ -1218,6 +1236,21 @@ class _Ctx:
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
         return set()
 
+    def _closed_waits(self, a: int) -> frozenset:
+        """Barriers of the mbarrier waits ahead of warp ``a`` that cannot pass in this
+        state (a property of the state alone: cached for every stubborn set of it)."""
+        r = self._waits_cache.get(a)
+        if r is None:
+            out = set()
+            if self.pcs[a] != DONE:
+                g = _Getter(self.get)
+                for pc in self.fp.waits_from.get((a, self.pcs[a]), ()):
+                    ins = self.sys.code(a)[pc]
+                    if ins.bar in self.sys.bar and not self.sys._concrete_enabled(g, a, ins):
+                        out.add(ins.bar)
+            r = self._waits_cache[a] = frozenset(out)
+        return r
+
     def _settle_futures(self, others: list, T: set) -> tuple[dict, dict, set]:
         """Futures of the units outside T, with the waits that stay blocked before T moves.
 
@@ -1231,14 +1264,9 @@ class _Ctx:
         so none passes.  (A least fixpoint from the empty set would miss the case where
         a release needed by one blocked wait sits behind another one.)"""
         cands: set = set()
-        g = _Getter(self.get)
         for v in others:
-            if v[0] != "a" or self.pcs[v[1]] == DONE:
-                continue
-            for pc in self.fp.waits_from.get((v[1], self.pcs[v[1]]), ()):
-                ins = self.sys.code(v[1])[pc]
-                if ins.bar in self.sys.bar and not self.sys._concrete_enabled(g, v[1], ins):
-                    cands.add(ins.bar)
+            if v[0] == "a":
+                cands |= self._closed_waits(v[1])
         blocked = cands
         while True:
             self._settle_blocked = blocked
@@ -1264,6 +1292,8 @@ class _Ctx:
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
         T = {seed}
+        self._cf_size = -1  # a new T: _cluster_frozen's cache is for the last one
+        self._frozen_true: set = set()  # and _blocked_frozen's
         changed = True
         while changed:
             changed = False
