@@ -18,11 +18,16 @@ decides (VIOLATED or PROVEN; a bounded SAFE of the unrolling too, at the end), w
 ``stats.extra["auto"]`` saying what each earlier stage answered and how long it took.
 
 With ``jobs >= 2`` (the default where the process may use two CPUs and can fork) the
-explicit engine does not wait for the certificate: it starts at once in a forked
-process, and its answer is used only if the certificate does not decide -- so the
-verdict, the trace and the deciding stage are those of the sequential order, while on
-kernels the certificate cannot decide the 6-7 s its unfinished enumeration costs are no
-longer added to the explicit engine's time.
+two first stages race, each in a forked process: BMC's certificate gets a head start of
+``HEAD_START`` seconds -- an explicit verdict that comes sooner waits for it, so where
+the certificate decides that fast (most textbook and bug examples) the answer is the
+sequential one -- and after it the first of the two to decide wins; the certificate
+stage is then stopped and its line says so.  Measured (``bench/results/bmc.md``): the
+examples whose certificate takes 5-13 s (p4, p5, p10-fixed, pipeline_umma_async) and
+those it cannot decide (multicast, K1, K2, K5, p9-fixed) answer in 2-4 s.  Which stage
+decides can then depend on the machine's speed; the verdict, the property and the
+counterexample length do not (``tests/test_portfolio.py``).  ``jobs=1`` keeps the
+sequential order, one answer for every run.
 """
 
 from __future__ import annotations
@@ -38,8 +43,11 @@ from .verdict import PROVEN, UNKNOWN, VIOLATED, Verdict
 
 #: the unrolling runs after an undecided explicit search only with this much time left
 MIN_UNROLL_SECONDS = 5.0
-#: seconds past its own timeout that a racing explicit search gets to send its answer
+#: seconds past its own timeout that a racing stage gets to send its answer
 RACE_GRACE = 5.0
+#: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
+#: verdict that comes sooner waits for them -- before the first of the two to decide wins
+HEAD_START = 2.0
 
 
 def default_jobs() -> int:
@@ -68,68 +76,110 @@ def die_with_parent() -> None:
         pass
 
 
-class _ExplicitRace:
-    """``check_explicit`` in a forked process, started before the certificate stage.
+class _Forked:
+    """``fn()`` in a forked process; its result (or exception) comes back pickled.
 
-    Its progress line stays silent until ``take()`` (the certificate has not decided),
-    so two engines never write it at once; ``cancel()`` ends it."""
+    ``gate``: an event the child may consult (the explicit engine's progress line stays
+    silent until the parent sets it, so two engines never write it at once)."""
 
-    def __init__(self, system: System, kwargs: dict[str, Any]):
+    def __init__(self, fn: Callable[[Any], Any], name: str):
         import multiprocessing
 
         ctx = multiprocessing.get_context("fork")
-        self._recv, send = ctx.Pipe(duplex=False)
-        self._shown = ctx.Event()
-        self._proc = ctx.Process(target=self._child, args=(send, system, kwargs),
-                                 daemon=True, name="pipeproof-explicit")
+        self.name = name
+        self.gate = ctx.Event()
+        self.conn, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=self._child, args=(send, fn), daemon=True,
+                                 name=f"pipeproof-{name}")
         self._proc.start()
         send.close()
+        self.result: Optional[Verdict] = None
 
-    def _child(self, send: Any, system: System, kwargs: dict[str, Any]) -> None:
-        from .explicit import check_explicit
-
+    def _child(self, send: Any, fn: Callable[[Any], Any]) -> None:
         die_with_parent()
-
-        progress = kwargs.pop("progress", None)
-        shown = self._shown
-        if progress is not None:
-            kwargs["progress"] = lambda *a: progress(*a) if shown.is_set() else None
         try:
-            msg: tuple = ("verdict", check_explicit(system, **kwargs))
+            msg: tuple = ("verdict", fn(self.gate))
         except BaseException as e:  # noqa: BLE001 - handed to the parent to raise
             try:
                 pickle.loads(pickle.dumps(e))
             except Exception:  # an exception that does not survive pickling
-                e = RuntimeError(f"the explicit engine failed: {e!r}")
+                e = RuntimeError(f"the {self.name} failed: {e!r}")
             msg = ("error", e, traceback.format_exc())
-        if shown.is_set() and hasattr(progress, "close"):
-            progress.close()  # this process's copy of the line is the one on screen
         send.send(msg)
         send.close()
 
-    def take(self, seconds: float) -> Verdict:
-        """The explicit engine's verdict, waiting at most ``seconds`` (plus a grace)."""
-        self._shown.set()
+    def receive(self) -> Verdict:
+        """The answer, once ``conn`` is ready; an exception of the child is raised here."""
         try:
-            if not self._recv.poll(max(seconds, 0.0) + RACE_GRACE):
-                return Verdict(UNKNOWN, reason="timeout: the explicit engine did not "
-                               "answer in time")
-            msg = self._recv.recv()
+            msg = self.conn.recv()
         except EOFError:
             self._proc.join(1.0)
-            return Verdict(UNKNOWN, reason="the explicit engine's process ended without "
-                           f"an answer (exit code {self._proc.exitcode}; out of memory?)")
-        finally:
-            self.cancel()
+            msg = ("verdict", Verdict(UNKNOWN, reason=f"the {self.name}'s process ended "
+                                      f"without an answer (exit code {self._proc.exitcode}; "
+                                      "out of memory?)"))
+        self.cancel()
         if msg[0] == "error":
             raise msg[1]
+        self.result = msg[1]
         return msg[1]
 
     def cancel(self) -> None:
         if self._proc.is_alive():
             self._proc.kill()
         self._proc.join()
-        self._recv.close()
+        self.conn.close()
+
+
+def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any], Verdict]:
+    def run(gate: Any) -> Verdict:
+        from .explicit import check_explicit
+
+        progress = kwargs.pop("progress", None)
+        if progress is not None:
+            kwargs["progress"] = lambda *a: progress(*a) if gate.is_set() else None
+        try:
+            return check_explicit(system, **kwargs)
+        finally:
+            if gate.is_set() and hasattr(progress, "close"):
+                progress.close()  # this process's copy of the line is the one on screen
+    return run
+
+
+def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float
+          ) -> tuple[Verdict, Optional[Verdict]]:
+    """Wait for the two racing stages: the certificate's answer, and the explicit
+    engine's when it decided first after ``HEAD_START`` (else None: the caller waits for
+    it).  A certificate stopped that way answers UNKNOWN, saying so."""
+    from multiprocessing.connection import wait
+
+    decided = (VIOLATED, PROVEN)
+    head_end = t0 + HEAD_START
+    while True:
+        now = time.perf_counter()
+        if now >= head_end:
+            expl.gate.set()  # the explicit engine may show its progress from now on
+        pending = [c.conn for c in (cert, expl) if c.result is None]
+        limit = t0 + timeout + RACE_GRACE - now
+        if now < head_end:  # wake at its end: the gate, and an explicit verdict waiting
+            limit = min(limit, head_end - now)
+        ready = wait(pending, timeout=max(limit, 0.0))
+        if cert.conn in ready:
+            v = cert.receive()
+            e = expl.result
+            return v, (e if v.status not in decided and e is not None
+                       and e.status in decided else None)
+        if expl.conn in ready:
+            expl.receive()
+        now = time.perf_counter()
+        if expl.result is not None and expl.result.status in decided and now >= head_end:
+            cert.cancel()
+            v = Verdict(UNKNOWN, reason="stopped when the explicit engine decided first")
+            v.stats.seconds = now - t0
+            return v, expl.result
+        if not ready and now >= t0 + timeout + RACE_GRACE:
+            cert.cancel()
+            return Verdict(UNKNOWN, reason="timeout: BMC's certificate did not answer in "
+                           "time"), None
 
 
 def check_auto(system: System, depth: int, timeout: float = 600.0,
@@ -158,32 +208,48 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
 
     def done(v: Verdict) -> Verdict:
         v.stats.extra["auto"] = tried
-        v.stats.extra["auto_jobs"] = 1 if race is None else 2
+        v.stats.extra["auto_jobs"] = 2 if racing else 1
         v.stats.extra["auto_seconds"] = round(time.perf_counter() - t0, 2)
         return v
 
     explicit_kw = dict(max_states=max_states, progress=progress, reduce=reduce, por=por,
                        **conf)
-    race: Optional[_ExplicitRace] = None
-    if (default_jobs() if jobs is None else jobs) >= 2:
-        race = _ExplicitRace(system, dict(explicit_kw, timeout=timeout))
-    try:
-        v = check_bmc(system, depth=depth, timeout=timeout, steps=bmc_steps,
-                      certificate_only=True, max_states=max_states, **conf)
-    except BaseException:
-        if race is not None:
-            race.cancel()
-        raise
-    if v.status in (VIOLATED, PROVEN):
-        if race is not None:
-            race.cancel()
-        return done(v)
-    note("bmc certificate", v)
-    if race is not None:
-        e = race.take(left())
-    elif left() <= 0:
-        return done(v)
+
+    def certificate(gate: Any = None) -> Verdict:
+        return check_bmc(system, depth=depth, timeout=timeout, steps=bmc_steps,
+                         certificate_only=True, max_states=max_states, **conf)
+
+    racing = (default_jobs() if jobs is None else jobs) >= 2
+    e: Optional[Verdict] = None
+    if racing:
+        expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=timeout)),
+                       "explicit engine")
+        try:
+            cert = _Forked(certificate, "BMC certificate")
+            try:
+                v, e = _race(cert, expl, t0, timeout)
+            finally:
+                cert.cancel()
+            if v.status in (VIOLATED, PROVEN):
+                return done(v)
+            note("bmc certificate", v)
+            if e is None:
+                expl.gate.set()
+                if expl.result is None:
+                    ready = expl.conn.poll(max(left(), 0.0) + RACE_GRACE)
+                    e = expl.receive() if ready else Verdict(
+                        UNKNOWN, reason="timeout: the explicit engine did not answer in time")
+                else:
+                    e = expl.result
+        finally:
+            expl.cancel()
     else:
+        v = certificate()
+        if v.status in (VIOLATED, PROVEN):
+            return done(v)
+        note("bmc certificate", v)
+        if left() <= 0:
+            return done(v)
         e = check_explicit(system, timeout=left(), **explicit_kw)
     if e.status != UNKNOWN:
         return done(e)

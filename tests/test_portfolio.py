@@ -34,7 +34,7 @@ def test_certificate_decides_first() -> None:
 def test_explicit_engine_where_the_certificate_does_not_decide() -> None:
     """Multicast over a 2x2 cluster: the unreduced enumeration behind the certificate
     does not finish; the explicit engine (with its reductions) decides."""
-    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", timeout=120)
+    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", timeout=120, jobs=1)
     v = r.verdict
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     (stage,) = v.stats.extra["auto"]
@@ -116,11 +116,16 @@ def test_a_long_lasso_search_leaves_time_to_the_explicit_engine(monkeypatch: Any
     monkeypatch.setattr(liveness, "find_lasso", endless)
     t0 = time.perf_counter()
     f = EX / "liveness/persistent_consumer_stops_releasing.pipe"
-    v = check_auto(System(compile_file(f)), depth=60, timeout=40)
+    v = check_auto(System(compile_file(f)), depth=60, timeout=40, jobs=1)
     assert v.status == "VIOLATED" and v.prop == "starvation" and v.stats.engine == "explicit"
     (stage,) = v.stats.extra["auto"]
     assert stage["stage"] == "bmc certificate" and "no starvation lasso" in stage["reason"]
     assert time.perf_counter() - t0 < 25
+    # racing, the explicit engine's lasso is taken once the certificate's head start is over
+    t0 = time.perf_counter()
+    v = check_auto(System(compile_file(f)), depth=60, timeout=40, jobs=2)
+    assert v.status == "VIOLATED" and v.prop == "starvation" and v.stats.engine == "explicit"
+    assert time.perf_counter() - t0 < 8
 
 
 def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any) -> None:
@@ -162,7 +167,7 @@ def _undecided_certificate(monkeypatch: Any, seconds: float) -> None:
 
 def test_racing_gives_the_sequential_answer() -> None:
     """jobs=2 starts the explicit engine at once; where the certificate does not decide
-    its answer is the one the sequential order gives, stage for stage."""
+    its answer is the one the sequential order gives."""
     from pipeproof.api import compile_file
     from pipeproof.model.system import System
 
@@ -241,3 +246,88 @@ def test_racing_explicit_errors_reach_the_caller(monkeypatch: Any) -> None:
 def test_cli_jobs_must_be_positive(capsys: Any) -> None:
     rc = main(["check", str(EX / "textbook/pipeline_async.pipe"), "--jobs", "0"])
     assert rc == 2 and "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_racing_certificate_keeps_its_head_start() -> None:
+    """An explicit verdict that comes within the certificate's head start waits for it:
+    where the certificate decides that fast, the answer is the sequential order's."""
+    from pipeproof.checker.portfolio import HEAD_START
+
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
+    assert v.status == "PROVEN" and v.stats.engine == "bmc" and v.stats.extra["auto"] == []
+    assert v.stats.extra["auto_seconds"] < HEAD_START
+
+
+def test_racing_explicit_verdict_wins_after_the_head_start(monkeypatch: Any) -> None:
+    """A certificate stage still busy after the head start is stopped as soon as the
+    explicit engine has decided; the stage says so."""
+    import time
+
+    from pipeproof.checker.portfolio import HEAD_START
+
+    _undecided_certificate(monkeypatch, 60.0)
+    t0 = time.perf_counter()
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=120, jobs=2)
+    took = time.perf_counter() - t0
+    assert v.status == "PROVEN" and v.stats.engine == "explicit"
+    (stage,) = v.stats.extra["auto"]
+    assert stage["stage"] == "bmc certificate" and stage["status"] == "UNKNOWN"
+    assert stage["reason"] == "stopped when the explicit engine decided first"
+    assert HEAD_START <= took < HEAD_START + 5
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def test_racing_processes_end_with_a_killed_check() -> None:
+    """kill -9 of a racing ``pipeproof check`` leaves no search running (the children
+    ask the kernel for SIGKILL when their parent dies)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    from pipeproof.checker.portfolio import default_jobs
+
+    if not Path("/proc/self/stat").exists() or default_jobs() < 2:
+        pytest.skip("needs Linux /proc and two usable CPUs")
+    f = str(EX / "kernels/k3_blackwell_persistent_gemm_clc.pipe")
+    p = subprocess.Popen([sys.executable, "-c",
+                          "import sys; from pipeproof.cli import main; sys.exit(main())",
+                          "check", f, "-q", "--timeout", "120"], stdout=subprocess.DEVNULL)
+    try:
+        kids: list[int] = []
+        t_end = time.time() + 30
+        while len(kids) < 2 and time.time() < t_end:
+            time.sleep(0.2)
+            kids = _children(p.pid)
+        assert len(kids) >= 2, "the two racing stages did not start"
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    t_end = time.time() + 10
+    while any(_running(k) for k in kids) and time.time() < t_end:
+        time.sleep(0.2)
+    alive = [k for k in kids if _running(k)]
+    assert not alive, f"racing processes {alive} outlived their parent"
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
