@@ -175,8 +175,9 @@ def render() -> None:
               "`auto`: the default engine's verdict, time and which stage decided "
               "(`bmc certificate`: PROVEN from the certificate or the shortest "
               "counterexample from the certified states; `explicit`: the explicit "
-              "engine, whose answer is taken when the certificate did not decide; with "
-              "--jobs 2 it runs beside the certificate from the start).",
+              "engine -- with --jobs 1 after the certificate did not decide; with --jobs 2 "
+              "it races the certificate from the start and wins when it decides first "
+              "after the certificate's 2 s head start).",
               "",
               "| example | depth | auto verdict | time (s) | decided by | bmc verdict | "
               "reached | time (s) | cert | unrolling-only "
