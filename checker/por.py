@@ -716,6 +716,7 @@ class _Ctx:
         self._cf_size = -1
         self._cf_value = False
         self._frozen_true: set = set()
+        self._walk_tree: dict = {}
         self._settle_blocked: set = set()
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
@@ -1068,10 +1069,18 @@ class _Ctx:
         if start == DONE:
             return frozenset(), {}, ()
         frozen_cl = self._cluster_frozen(T)
+        # the walk depends on T only through the answers to "is this blocking instruction
+        # blocked?", asked in an order fixed by the earlier answers: a decision tree of
+        # them per warp (and this state) gives the walk's result without walking again
+        node = self._walk_tree.get((a, frozen_cl))
+        while node is not None and node[0] == "ask":
+            node = node[2].get(self._blocked_frozen(a, node[1], T))
+        if node is not None:
+            return node[1]
         segs = self.fp.seg_fp_nc[a] if frozen_cl else self.fp.seg_fp[a]
         blocking = self.fp.blocking[a]
-        # the walk depends on T only through which blocking instructions are blocked
         visited: list[int] = []
+        asked: list[tuple[int, bool]] = []
         seen = set()
         work = [start]
         looped = False
@@ -1081,10 +1090,35 @@ class _Ctx:
                 looped = looped or not self.fp.acyclic[a]  # else: branches that rejoin
                 continue
             seen.add(pc)
-            if blocking[pc] and self._blocked_frozen(a, pc, T):
-                continue
+            if blocking[pc]:
+                blocked = self._blocked_frozen(a, pc, T)
+                if self._block_need[(a, pc)][0] is not None:  # else never blocked here
+                    asked.append((pc, blocked))
+                if blocked:
+                    continue
             visited.append(pc)
             work.extend(self.fp.seg_next[a][pc])
+        r = self._walk_result(a, frozen_cl, segs, visited, looped)
+        self._remember_walk((a, frozen_cl), asked, r)
+        return r
+
+    def _remember_walk(self, key: tuple, asked: list[tuple[int, bool]], r: tuple) -> None:
+        """Add a walk to its decision tree: nodes ("ask", pc, {answer: child}) along the
+        questions it asked, then ("result", r)."""
+        if not asked:
+            self._walk_tree[key] = ("result", r)
+            return
+        holder, slot = self._walk_tree, key
+        for pc, blocked in asked:
+            node = holder.get(slot)
+            if node is None:
+                node = holder[slot] = ("ask", pc, {})
+            assert node[0] == "ask" and node[1] == pc, "the walk is not deterministic"
+            holder, slot = node[2], blocked
+        holder[slot] = ("result", r)
+
+    def _walk_result(self, a: int, frozen_cl: bool, segs: Any, visited: list[int],
+                     looped: bool) -> tuple[frozenset, dict, Optional[tuple]]:
         key = (a, frozen_cl, tuple(sorted(visited)), looped)
         r = self._walk_cache.get(key)
         if r is None:
