@@ -51,10 +51,13 @@ HEAD_START = 2.0
 
 
 def default_jobs() -> int:
-    """2 where this process may run on two CPUs and fork (Linux), else 1."""
+    """2 where this process may run on two CPUs and fork (Linux), else 1 -- also when
+    it runs other threads: a forked child gets only the forking thread, and a lock
+    another thread held (the allocator's, logging's) would stay held in it for ever."""
     import multiprocessing
+    import threading
 
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return 1
     try:
         cpus = len(os.sched_getaffinity(0))

@@ -331,3 +331,20 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_no_racing_by_default_beside_other_threads() -> None:
+    import threading
+
+    from pipeproof.checker.portfolio import default_jobs
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert default_jobs() == 1
+        v = check_auto(G.build_system(_SMALL), depth=60, timeout=60)
+        assert v.status == "PROVEN" and v.stats.extra["auto_jobs"] == 1
+    finally:
+        stop.set()
+        t.join()
