@@ -193,8 +193,8 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
                jobs: Optional[int] = None) -> Verdict:
     """BMC's certificate, then the explicit engine, then BMC's unrolling, sharing
     ``timeout`` (module docstring).  ``jobs``: 1 runs the stages one after another;
-    2 or more also races the explicit engine against the certificate (None:
-    ``default_jobs()``)."""
+    2 or more races the first two in forked processes, the certificate with a head
+    start of ``HEAD_START`` seconds (None: ``default_jobs()``)."""
     from .bmc import check_bmc
     from .explicit import check_explicit
 
