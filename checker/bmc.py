@@ -655,9 +655,9 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             # the graph's starving cycle, as a lasso of any length (no depth bound)
             lasso = cert.starving_lasso(enc)
             if lasso is not None:
-                from .liveness import _report
+                from .liveness import report_lasso
 
-                v = _report(system, runner, *lasso)
+                v = report_lasso(system, runner, *lasso)
                 run.extra["counterexample_from"] = "certificate"
                 return v, Unrolling(enc, solver), v.depth
         if free is None and opts.certificate_only:

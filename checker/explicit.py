@@ -498,18 +498,15 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
     if succ_lists is not None:
         lasso = _find_starvation(ex, states, succ_lists)
         if lasso is not None:
-            entry, cycle_steps, starving = lasso
+            from .bmc import ConcreteRunner
+            from .liveness import report_lasso
+
+            entry, cycle_steps = lasso
             steps = path_to(entry)
-            trace = ex.replay(steps + cycle_steps, None)
-            trace.loop_start = len(steps) + 1
-            trace.violated = "starvation"
-            trace.detail = (f"{', '.join(starving)} wait for ever: from step {len(steps) + 1} "
-                            "the run repeats for ever; in the loop every asynchronous "
-                            "operation completes and every warp that can always run does "
-                            "run, but these warps never get past their waits (polls that fail do "
-                            "not count)")
-            return finish(Verdict(VIOLATED, "starvation", trace.detail, trace,
-                                  depth=len(steps) + len(cycle_steps)))
+            # checked on the concrete model and worded as BMC's lassos are
+            v = report_lasso(ex.sys, ConcreteRunner(ex.sys), steps + cycle_steps, len(steps))
+            stats.extra.update(v.stats.extra)
+            return finish(v)
     return finish(Verdict(PROVEN, depth=max_depth, bounded=False))
 
 
@@ -620,7 +617,7 @@ def _find_starvation(ex: Explorer, states: list[tuple],
     without ``w``'s moves, refined the Emerson-Lei way (drop the states where a strongly
     fair actor is enabled but never acts inside; drop a component where a warp is
     enabled everywhere but never moves).  Returns (entry state, steps of a fair cycle
-    through it, starving warps) or None.  ``succ[v]`` lists (target, actor) pairs, actor
+    through it) or None; ``liveness.report_lasso`` names the starving warps.  ``succ[v]`` lists (target, actor) pairs, actor
     = ("a", warp) or ("e", item); the explorer must not permute warps (no symmetry)."""
     from .liveness import poll_pcs
 
@@ -630,7 +627,7 @@ def _find_starvation(ex: Explorer, states: list[tuple],
                               [set(poll_pcs(ex.sys, a)) for a in range(nag)], succ, enabled)
     if best is None:
         return None
-    entry, w, cset, internal, wpoll = best
+    entry = best[0]
 
     def step_of(u: int, t: int, actor: tuple) -> tuple:
         for step, nxt, viol in ex.successors(states[u]):
@@ -638,11 +635,7 @@ def _find_starvation(ex: Explorer, states: list[tuple],
                 return step
         raise AssertionError("a graph edge the explorer does not take")  # pragma: no cover
 
-    steps = [step_of(*e) for e in fair_cycle(succ, enabled, best, nag)]
-    flat = ex.packer.unpack(states[entry])
-    starving = [f"{ex.sys.agents[a].name} ({ex.sys.agents[a].role})" for a in range(nag)
-                if (a == w or ("a", a) not in internal) and flat[ex.sys.agents[a].pc] != DONE]
-    return entry, steps, starving
+    return entry, [step_of(*e) for e in fair_cycle(succ, enabled, best, nag)]
 
 
 def _actor(step: tuple) -> tuple:

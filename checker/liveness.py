@@ -124,14 +124,17 @@ def find_lasso(system: System, u: Any, runner: Any, depth: int,
             m = solver.model()
             ell = m.eval(Lv, model_completion=True).as_long()
             steps = u.steps_from_model(m, k)
-            return _report(system, runner, steps, ell)
+            return report_lasso(system, runner, steps, ell)
         if done is not None:
             done.append(k)
     return None
 
 
-def _report(system: System, runner: Any, steps: list[tuple], ell: int) -> Verdict:
-    """Validate a lasso on the concrete model and build its trace."""
+def report_lasso(system: System, runner: Any, steps: list[tuple], ell: int) -> Verdict:
+    """Validate a lasso (``steps``, the loop from state ``ell`` back to it) on the
+    concrete model -- it closes, its schedule is fair, some warp never gets past its
+    wait in it -- and build the starvation verdict; every engine reports its lassos
+    through here, so they name the starving warps alike."""
     from .bmc import InternalError, build_trace
 
     states, viol = runner.run(steps)

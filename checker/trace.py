@@ -240,7 +240,9 @@ def render_text(trace: Trace, max_width: int = 110) -> str:
             lines.append(f"{pad}   {c.render()}")
     if trace.blocked:
         lines.append("")
-        lines.append("Stuck for ever:")
+        lines.append("Stuck for ever:" if trace.loop_start is None else
+                     f"Where the starving warps wait (step {trace.loop_start}, where the "
+                     "loop starts):")
         for b in trace.blocked:
             lines.append(f"  {b}")
     return "\n".join(lines)

@@ -433,3 +433,91 @@ def test_starvation_lasso_from_the_graph_needs_no_lasso_search(stages: int,
     e = check_explicit(System(compile_file(f, {"stages": stages})))
     assert (v.status, v.prop) == (e.status, e.prop) == ("VIOLATED", "starvation")
     assert v.stats.extra["loop_steps"] >= 1
+
+
+# ---------------------------------------------- looping warps that are interchangeable
+
+TWO_CONSUMERS = """\
+@cute.kernel
+def two_consumers(stages: int = 2):
+    launch(block=96, cluster=(1, 1, 1))
+
+    pipe = PipelineAsync.create(
+        num_stages=stages,
+        producer_group=CooperativeGroup(Agent.Thread, 32),
+        consumer_group=CooperativeGroup(Agent.Thread, 64),
+    )
+
+    with role("producer", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, stages)
+        while True:
+            pipe.producer_acquire(state)
+            write(pipe, state)
+            pipe.producer_commit(state)
+            state.advance()
+
+    with role("consumer", warps=[1, 2]):
+        state = make_pipeline_state(PipelineUserType.Consumer, stages)
+        while True:
+            ready = pipe.consumer_try_wait(state)
+            if ready:
+                pipe.consumer_wait(state, ready)
+                read(pipe, state)
+                pipe.consumer_release(state)
+                state.advance()
+"""
+
+#: the consumers release only the first stage, then poll for ever
+TWO_CONSUMERS_STOP = """\
+@cute.kernel
+def two_consumers_stop(stages: int = 2):
+    launch(block=96, cluster=(1, 1, 1))
+
+    pipe = PipelineAsync.create(
+        num_stages=stages,
+        producer_group=CooperativeGroup(Agent.Thread, 32),
+        consumer_group=CooperativeGroup(Agent.Thread, 64),
+    )
+
+    with role("producer", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, stages)
+        while True:
+            pipe.producer_acquire(state)
+            write(pipe, state)
+            pipe.producer_commit(state)
+            state.advance()
+
+    with role("consumer", warps=[1, 2]):
+        state = make_pipeline_state(PipelineUserType.Consumer, stages)
+        pipe.consumer_wait(state)
+        read(pipe, state)
+        pipe.consumer_release(state)
+        state.advance()
+        while True:
+            ready = pipe.consumer_try_wait(state)
+            if ready:
+                pipe.consumer_wait(state, ready)
+                read(pipe, state)
+                state.advance()
+"""
+
+
+@pytest.mark.parametrize("src,status", [(TWO_CONSUMERS, "PROVEN"),
+                                        (TWO_CONSUMERS_STOP, "VIOLATED")])
+def test_looping_interchangeable_warps_get_the_certified_graph(src: str, status: str) -> None:
+    """Warps that loop for ever keep their identities in the certificate (no symmetry
+    reduction, as in the explicit engine), so its state graph decides starvation: no
+    bounded lasso search (which ran 60 s without an answer on TWO_CONSUMERS), and both
+    engines name the same starving warps."""
+    from pipeproof.api import check_source
+
+    b = check_source(src, engine="bmc", timeout=120).verdict
+    e = check_source(src, engine="explicit", timeout=120).verdict
+    assert b.status == e.status == status
+    assert b.stats.extra["certificate"]["symmetry"] == []
+    assert b.stats.seconds < 20
+    if status == "VIOLATED":
+        assert b.prop == e.prop == "starvation"
+        assert b.reason == e.reason and "cta0.w1 (consumer), cta0.w2 (consumer)" in b.reason
+    else:
+        assert not b.bounded and b.stats.extra["starvation_free"] is True

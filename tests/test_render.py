@@ -97,6 +97,7 @@ def test_timeline_marks_violation_or_stuck(case: str) -> None:
     elif tr.loop_start is not None:
         assert re.search(rf"^\s*@{tr.loop_start} \|", text, re.M)
         assert f"{r.verdict.prop}: " in text
+        assert "STUCK" not in text and "never complete" not in text  # steps stay enabled
     else:
         marked = [ln for ln in text.splitlines() if ln.lstrip().startswith(">>")]
         last = tr.events[-1].step

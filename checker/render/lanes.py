@@ -153,7 +153,9 @@ def build(trace: Trace) -> Timeline:
             for ev in trace.events]
     blocked = []
     for agent, text in blocked_raw:
-        if agent in index:
+        # a lasso's starving warps are not stuck (steps stay enabled): no STUCK column;
+        # the verdict's detail names them
+        if agent in index and trace.loop_start is None:
             ln = lanes[index[agent]]
             cell = blocked_cell(text, ln.cta, next(iter(pipes)) if len(pipes) == 1 else "")
             blocked.append(Blocked(index[agent], agent, cell, text))
