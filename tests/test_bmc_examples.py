@@ -37,6 +37,8 @@ DECIDED = [
     "bugs/p4-bug", "bugs/p5-bug", "bugs/p7-bug", "bugs/p8-bug", "bugs/p10-bug",
     "bugs/p3-fixed", "textbook/pipeline_clc_fetch_async",
     "liveness/persistent_consumer_releases", "liveness/persistent_consumer_stops_releasing",
+    "liveness/interchangeable_consumers_release",
+    "liveness/interchangeable_consumers_stop_releasing",
 ]
 OTHERS = sorted(str(p.relative_to(EX))[:-5] for d in ("textbook", "bugs", "liveness")
                 for p in (EX / d).glob("*.pipe")

@@ -437,82 +437,19 @@ def test_starvation_lasso_from_the_graph_needs_no_lasso_search(stages: int,
 
 # ---------------------------------------------- looping warps that are interchangeable
 
-TWO_CONSUMERS = """\
-@cute.kernel
-def two_consumers(stages: int = 2):
-    launch(block=96, cluster=(1, 1, 1))
-
-    pipe = PipelineAsync.create(
-        num_stages=stages,
-        producer_group=CooperativeGroup(Agent.Thread, 32),
-        consumer_group=CooperativeGroup(Agent.Thread, 64),
-    )
-
-    with role("producer", warps=[0]):
-        state = make_pipeline_state(PipelineUserType.Producer, stages)
-        while True:
-            pipe.producer_acquire(state)
-            write(pipe, state)
-            pipe.producer_commit(state)
-            state.advance()
-
-    with role("consumer", warps=[1, 2]):
-        state = make_pipeline_state(PipelineUserType.Consumer, stages)
-        while True:
-            ready = pipe.consumer_try_wait(state)
-            if ready:
-                pipe.consumer_wait(state, ready)
-                read(pipe, state)
-                pipe.consumer_release(state)
-                state.advance()
-"""
-
-#: the consumers release only the first stage, then poll for ever
-TWO_CONSUMERS_STOP = """\
-@cute.kernel
-def two_consumers_stop(stages: int = 2):
-    launch(block=96, cluster=(1, 1, 1))
-
-    pipe = PipelineAsync.create(
-        num_stages=stages,
-        producer_group=CooperativeGroup(Agent.Thread, 32),
-        consumer_group=CooperativeGroup(Agent.Thread, 64),
-    )
-
-    with role("producer", warps=[0]):
-        state = make_pipeline_state(PipelineUserType.Producer, stages)
-        while True:
-            pipe.producer_acquire(state)
-            write(pipe, state)
-            pipe.producer_commit(state)
-            state.advance()
-
-    with role("consumer", warps=[1, 2]):
-        state = make_pipeline_state(PipelineUserType.Consumer, stages)
-        pipe.consumer_wait(state)
-        read(pipe, state)
-        pipe.consumer_release(state)
-        state.advance()
-        while True:
-            ready = pipe.consumer_try_wait(state)
-            if ready:
-                pipe.consumer_wait(state, ready)
-                read(pipe, state)
-                state.advance()
-"""
-
-
-@pytest.mark.parametrize("src,status", [(TWO_CONSUMERS, "PROVEN"),
-                                        (TWO_CONSUMERS_STOP, "VIOLATED")])
-def test_looping_interchangeable_warps_get_the_certified_graph(src: str, status: str) -> None:
+@pytest.mark.parametrize("name,status", [("interchangeable_consumers_release", "PROVEN"),
+                                         ("interchangeable_consumers_stop_releasing",
+                                          "VIOLATED")])
+def test_looping_interchangeable_warps_get_the_certified_graph(name: str, status: str) -> None:
     """Warps that loop for ever keep their identities in the certificate (no symmetry
     reduction, as in the explicit engine), so its state graph decides starvation: no
-    bounded lasso search (which ran 60 s without an answer on TWO_CONSUMERS), and both
+    bounded lasso search (which ran 60 s without an answer on the first), and both
     engines name the same starving warps."""
-    from pipeproof.api import check_source
+    from pipeproof.api import check_file
 
-    b = check_source(src, engine="bmc", timeout=120).verdict
-    e = check_source(src, engine="explicit", timeout=120).verdict
+    f = EX / f"liveness/{name}.pipe"
+    b = check_file(f, engine="bmc", timeout=120).verdict
+    e = check_file(f, engine="explicit", timeout=120).verdict
     assert b.status == e.status == status
     assert b.stats.extra["certificate"]["symmetry"] == []
     assert b.stats.seconds < 20
