@@ -80,7 +80,7 @@ def die_with_parent() -> None:
 
 
 class _Forked:
-    """``fn()`` in a forked process; its result (or exception) comes back pickled.
+    """``fn(gate)`` in a forked process; its result (or exception) comes back pickled.
 
     ``gate``: an event the child may consult (the explicit engine's progress line stays
     silent until the parent sets it, so two engines never write it at once)."""
