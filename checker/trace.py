@@ -71,7 +71,9 @@ class Trace:
     violated: Optional[str] = None
     detail: str = ""
     loop_start: Optional[int] = None     # lasso traces (starvation): index of the loop's start
-    blocked: list[str] = field(default_factory=list)  # deadlock: who waits on what
+    #: deadlock: who waits on what; starvation (``loop_start`` set): where the starving
+    #: warps wait when the loop starts -- not stuck, so timelines draw no STUCK row
+    blocked: list[str] = field(default_factory=list)
     #: the steps in the explicit engine's ids, naming the real warps (no symmetry
     #: permutation): ``Explorer(system, symmetry=False).replay(steps, ...)`` re-runs them
     steps: list[tuple] = field(default_factory=list, repr=False, compare=False)

@@ -268,13 +268,18 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
 _RANGE_JOB: Optional[tuple] = None
 
 
-def _check_value(i: int) -> Optional[CheckResult]:
-    kernel, combos, kw, t_end = _RANGE_JOB  # type: ignore[misc]
+def _check_combo(kernel: Kernel, combo: dict, kw: dict, t_end: float
+                 ) -> Optional[CheckResult]:
+    """One parameter combination with the time left before ``t_end`` (None: none)."""
     left = t_end - time.perf_counter()
-    if left <= 0:
-        return None
-    r = check_kernel(kernel, combos[i], **dict(kw, timeout=left))
-    return replace(r, compiled=None)  # the parent compiles the one it shows
+    return None if left <= 0 else check_kernel(kernel, combo, **dict(kw, timeout=left))
+
+
+def _check_value(i: int) -> Optional[CheckResult]:
+    """A forked worker's check of combination ``i`` of ``_RANGE_JOB``."""
+    kernel, combos, kw, t_end = _RANGE_JOB  # type: ignore[misc]
+    r = _check_combo(kernel, combos[i], kw, t_end)
+    return None if r is None else replace(r, compiled=None)  # the parent compiles it
 
 
 def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
@@ -283,14 +288,13 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
     by ``jobs`` forked processes when that is more than 1; the caller stops reading at
     the first violation, which ends the workers."""
     global _RANGE_JOB
-    one_kw = dict(kw, jobs=1)
     if jobs < 2 or len(combos) < 2:
         for c in combos:
-            left = t_end - time.perf_counter()
-            yield None if left <= 0 else check_kernel(kernel, c, **dict(kw, timeout=left))
+            yield _check_combo(kernel, c, kw, t_end)
         return
     import multiprocessing
 
+    one_kw = dict(kw, jobs=1)
     one_kw.pop("progress", None)  # several searches at once: no single progress line
     _RANGE_JOB = (kernel, combos, one_kw, t_end)
     from .checker.portfolio import die_with_parent
