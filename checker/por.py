@@ -40,7 +40,8 @@ from typing import Any, Iterable, Optional
 from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              ClusterArrive, ClusterWait, CompleteTx, CpAsync, CpAsyncArrive,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
-                             NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
+                             NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
+                             TmaStore,
                              TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
@@ -323,6 +324,10 @@ class Footprints:
             if getattr(ins.value, "op", "") == "response":
                 fp.add((("buf", ins.value.args[0]), "RD"))
                 fp.add((("clc", cta), "F"))
+        elif t is ParamSplit:
+            # reads and narrows the set of parameter values still possible: two splits
+            # conflict (one may decide the other's condition)
+            fp.add((("param",), "PS"))
         elif t in (Fail, Nop, Jump, Branch):
             pass
         return fp

@@ -24,6 +24,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from .emit import EmitOptions, emit_file
 
     params = _parse_params(args.param or [])
+    for k, v in params.items():
+        if isinstance(v, range):
+            from ..model.errors import ConfigError
+
+            raise ConfigError(f"--param {k}={v.start}..{v.stop - 1}: PTX is emitted for one "
+                              f"value; pass --param {k}=VALUE")
     em = emit_file(args.file, params, EmitOptions(args.arch, trace=not args.no_trace,
                                                   jitter=not args.no_jitter))
     if args.output and args.output != "-":

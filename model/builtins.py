@@ -25,7 +25,7 @@ from .pipelines.base import (PipelineBase, elected, release_effects, write_begin
 from .pipelines.pipeline_async import BarrierPtr
 from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWait,
                       CompleteTx, CpAsync, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
-                      Nop, TmaLoad, TmaStore, Wait)
+                      Nop, TmaLoad, TmaStore, Wait, DynExpr, dyn_locals)
 from .properties import Prop
 
 #: the fill tag of reads/writes named by a bare stage index (which fill is unknown)
@@ -319,6 +319,13 @@ def _pyfn(name: str, f: Callable[..., Any]) -> Builtin:
     def fn(cx: Any, args: tuple, kw: dict) -> Any:
         if kw:
             cx.error(f"{name}() takes no keyword arguments")
+        if name in ("min", "max") and len(args) == 2 and \
+                any(isinstance(a, DynExpr) for a in args) and \
+                all(isinstance(a, (int, DynExpr)) and not isinstance(a, bool) for a in args) \
+                and not any(dyn_locals(a) for a in args):
+            # min/max of a symbolic parameter: folded into parameter splits by the compiler
+            wrap = [a if isinstance(a, DynExpr) else DynExpr("const", (a,)) for a in args]
+            return DynExpr(name, tuple(wrap))
         if any(not isinstance(a, (int, bool, tuple)) for a in args):
             cx.unsupported(f"{name}() of a run-time value")
         try:

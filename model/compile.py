@@ -16,6 +16,7 @@ that every instruction carries the ghost effects the data-race properties need.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -30,8 +31,10 @@ from .pipelines.base import Ghost, PipelineBase, PipelineDecl, write_end_effects
 from .pipelines.named_barrier import NamedBarrier
 from .pipelines.tma_store_fence import TmaStoreFence
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
+                      ParamSplit, dyn_locals, dyn_params, eval_dyn,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
 from .properties import Prop
+from .values import CONCRETE
 from .roles import RoleUse, method_side, misuse_message
 
 MAX_BLOCK_THREADS = 1024
@@ -69,6 +72,10 @@ class CompiledKernel:
     pipelines: tuple[PipelineDecl, ...]
     named_barrier_ids: tuple[int, ...]
     source_file: str = ""
+    #: symbolic parameters (``compile_kernel(symbolic=...)``) and their domain: the
+    #: product of their ranges, one point per value combination
+    param_names: tuple[str, ...] = ()
+    param_points: tuple[tuple[int, ...], ...] = ()
 
     def program(self, cta: int, warp: int) -> AgentProgram:
         for p in self.programs:
@@ -499,6 +506,7 @@ class _StaticCx:
 _LANES = "__lanes__"
 _ROLE = "__role__"
 _GHOST = "__ghost__"
+_PARAMS = "__params__"  # symbolic parameter points this warp's branches leave possible
 
 
 def _freeze(env: dict) -> tuple:
@@ -870,6 +878,8 @@ class _Compiler:
         self.named_ids: set[int] = set()
         self.current_target: Optional[str] = None
         self.track_count = _reads_count(kernel)
+        self.param_names: tuple[str, ...] = ()
+        self.param_points: tuple[tuple[int, ...], ...] = ()
         self._check_roles()
 
     def _check_roles(self) -> None:
@@ -897,6 +907,35 @@ class _Compiler:
                             raise ConfigError(
                                 f"role {s.name!r} names CTA {c}, but the cluster has "
                                 f"{self.info.cluster_size} CTAs", s.loc)
+
+    def _split_on_params(self, a: "_Agent", cond: DynExpr, loc: ir.Loc, env: dict
+                         ) -> tuple[Any, tuple[dict, dict]]:
+        """A condition on symbolic parameters, with the environments of its two sides.
+
+        The environment carries the parameter points the warp's own branches so far
+        leave possible (``_PARAMS``).  Where all of them decide the condition alike it is
+        folded to True or False (at run time the run's points are a subset of them,
+        narrowed further by other warps' splits).  Otherwise the warp takes a
+        ``ParamSplit`` step and the branch after it tests the side taken
+        (``DynExpr("within", mask)``, ``model.program.ParamSplit``)."""
+        if dyn_locals(cond):
+            raise Unsupported("unsupported: a condition that mixes a symbolic parameter ("
+                              + ", ".join(sorted(dyn_params(cond))) + ") with run-time data",
+                              loc)
+        names = self.param_names
+        mask = tuple(bool(eval_dyn(CONCRETE, cond, lambda n, pt=pt: pt[names.index(n)]))
+                     for pt in self.param_points)
+        cur = env.get(_PARAMS, frozenset(range(len(mask))))
+        yes = frozenset(i for i in cur if mask[i])
+        if yes == cur:
+            return True, (env, env)
+        if not yes:
+            return False, (env, env)
+        text = str(cond)
+        with a.at(loc, text):
+            a.emit(ParamSplit(mask=mask, text=text, loc=loc, label=f"if {text}"))
+        return DynExpr("within", (mask,)), (dict(env, **{_PARAMS: yes}),
+                                            dict(env, **{_PARAMS: cur - yes}))
 
     def register(self, decl: PipelineDecl, loc: ir.Loc) -> PipelineDecl:
         old = self.decls.get(decl.var)
@@ -1023,21 +1062,25 @@ class _Compiler:
                     f: ir.For = n.cond[1]
                     step = a.ev.eval_static(f.step, env)
                     stop = a.ev.eval(f.stop, env)
-                    if isinstance(stop, DynExpr):
+                    if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)):
                         raise Unsupported("unsupported: a for loop whose bound depends on "
                                           "run-time data", f.loc)
                     if not isinstance(step, int) or step == 0:
                         raise ConfigError("range() step must be a non-zero int", f.loc)
                     i = env[f.var]
-                    cond = i < stop if step > 0 else i > stop
+                    # a symbolic trip count gives a parameter split per iteration
+                    cond = a.ev.compare("<" if step > 0 else ">", i, stop, f.loc)
                 else:
                     with a.at(n.loc, "condition"):
                         cond = a.ev.eval(n.cond, env)
+                sides = (env, env)
+                if isinstance(cond, DynExpr) and dyn_params(cond):
+                    cond, sides = self._split_on_params(a, cond, n.loc, env)
                 if isinstance(cond, DynExpr):
                     p = a.emit(Branch(cond=cond, then=-1, orelse=-1, loc=n.loc,
                                       label=f"if {cond}"))
-                    a.worklist.append((p, "orelse", n.orelse, dict(env)))
-                    a.worklist.append((p, "then", n.then, dict(env)))
+                    a.worklist.append((p, "orelse", n.orelse, dict(sides[1])))
+                    a.worklist.append((p, "then", n.then, dict(sides[0])))
                     return
                 node = n.then if cond else n.orelse
                 continue
@@ -1115,14 +1158,54 @@ def _reads_count(kernel: ir.Kernel) -> bool:
     return False
 
 
-def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None) -> CompiledKernel:
-    """Specialise ``kernel`` for every warp of every CTA of one cluster."""
-    info = _static_eval_launch(kernel, overrides or {})
+#: most points of a symbolic parameter domain (one state bit each)
+MAX_PARAM_POINTS = 256
+
+
+def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None,
+                   symbolic: Optional[dict[str, range]] = None) -> CompiledKernel:
+    """Specialise ``kernel`` for every warp of every CTA of one cluster.
+
+    ``symbolic``: parameters left symbolic over a range of values (``--param K=LO..HI``):
+    conditions on them (trip counts, ``k == K - 1``) become ``ParamSplit`` steps, and one
+    transition system covers every value.  A parameter used where a value must be known
+    when the kernel is compiled (a stage count, a thread count, a launch shape) raises
+    ``ConfigError``/``Unsupported``; the caller then checks it value by value."""
+    symbolic = dict(symbolic or {})
+    overrides = dict(overrides or {})
+    for k in symbolic:
+        overrides[k] = DynExpr("param", (k,))
+    points = tuple(itertools.product(*symbolic.values())) if symbolic else ()
+    if len(points) > MAX_PARAM_POINTS:
+        raise Unsupported(f"unsupported: {len(points)} symbolic parameter values (at most "
+                          f"{MAX_PARAM_POINTS})", kernel.loc)
+    info = _static_eval_launch(kernel, overrides)
     comp = _Compiler(kernel, info)
+    comp.param_names = tuple(symbolic)
+    comp.param_points = points
     progs = []
     for cta in range(info.cluster_size):
         for warp in range(info.num_warps):
             progs.append(comp.compile_agent(cta, warp))
+    for prog in progs:
+        for ins in prog.code:
+            left = _params_in(ins) if symbolic else set()
+            if left:
+                raise Unsupported(f"unsupported: symbolic parameter {', '.join(sorted(left))} "
+                                  f"reaches {type(ins).__name__} {ins.label!r}, not only "
+                                  "conditions", ins.loc)
     decls = tuple(d for d, _ in comp.decls.values())
     return CompiledKernel(info, tuple(progs), decls, tuple(sorted(comp.named_ids)),
-                          kernel.loc.file)
+                          kernel.loc.file, tuple(symbolic), points)
+
+
+def _params_in(x: Any) -> set[str]:
+    """Symbolic parameters left anywhere in an instruction's fields (a compiled program
+    may hold them only as ``ParamSplit`` masks)."""
+    if isinstance(x, DynExpr):
+        return dyn_params(x)
+    if isinstance(x, (tuple, list)):
+        return set().union(*[_params_in(y) for y in x]) if x else set()
+    if hasattr(x, "__dataclass_fields__"):
+        return set().union(*[_params_in(getattr(x, f)) for f in x.__dataclass_fields__])
+    return set()

@@ -359,16 +359,47 @@ class Exit(Instr):
     """The warp leaves the kernel."""
 
 
+@dataclass(frozen=True)
+class ParamSplit(Instr):
+    """A branch on symbolic parameters (``--param K=LO..HI`` left symbolic): one step of
+    the warp that splits the set of parameter values still possible.
+
+    ``mask[i]`` says whether the condition ``text`` holds at point ``i`` of the parameter
+    domain (``CompiledKernel.param_points``).  The state keeps one bit per point: is that
+    value still consistent with the run so far (all set initially).  Choice 0 takes the
+    condition's side when some possible value satisfies it, choice 1 the other side when
+    some possible value falsifies it; a side with no possible value falls back to the
+    other one, so the step is always enabled and the two choices coincide where the
+    condition is already decided.  The ``Branch`` the compiler puts right after it
+    follows the side taken (``DynExpr("within", (mask,))``).
+
+    Exactness: a state with bit set S stands for the concrete states of every value in S
+    (the values that took the same branches); for a concrete value the compiler would
+    fold the condition statically, so every run of a value is a run here with the
+    values' sides chosen, and every run here is a run of each value still in S."""
+
+    mask: tuple[bool, ...] = ()
+    text: str = ""
+
+
 # --------------------------------------------------------------------------- dynamic values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DynExpr:
     """An expression over the warp's dynamic locals (``op`` in local/const/not/and/or/eq/ne/
-    lt/le/add/sub).  Static parts were folded by the compiler."""
+    lt/le/add/sub).  Static parts were folded by the compiler.  ``param`` (a symbolic
+    parameter, compile time only: the compiler folds it into ``ParamSplit`` masks) and
+    ``within`` (are all parameter values still possible inside ``args[0]``, a mask over
+    the parameter domain) come from symbolic parameters."""
 
     op: str
     args: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        if self.op == "param":
+            return f"the symbolic parameter {self.args[0]}"
+        return f"a value known only at run time ({self})"
 
     def __str__(self) -> str:
         if self.op == "local":
@@ -377,11 +408,49 @@ class DynExpr:
             return repr(self.args[0])
         if self.op == "not":
             return f"not {self.args[0]}"
+        if self.op == "param":
+            return str(self.args[0])
+        if self.op == "within":
+            return "parameter split taken"
+        _sym = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "add": "+", "sub": "-"}
+        if self.op in ("min", "max"):
+            return f"{self.op}({self.args[0]}, {self.args[1]})"
+        if self.op in _sym and any(_has_param(x) for x in self.args):
+            return f"{self.args[0]} {_sym[self.op]} {self.args[1]}"
         return f"({f' {self.op} '.join(str(a) for a in self.args)})"
 
 
 def dyn_local(name: str) -> DynExpr:
     return DynExpr("local", (name,))
+
+
+def _has_param(x: Any) -> bool:
+    return isinstance(x, DynExpr) and (x.op == "param" or any(_has_param(y) for y in x.args))
+
+
+def dyn_params(e: Any) -> set[str]:
+    """The symbolic parameters an expression mentions."""
+    if not isinstance(e, DynExpr):
+        return set()
+    if e.op == "param":
+        return {e.args[0]}
+    return set().union(*[dyn_params(x) for x in e.args]) if e.args else set()
+
+
+def dyn_locals(e: Any) -> set[str]:
+    """The run-time locals an expression reads."""
+    if not isinstance(e, DynExpr):
+        return set()
+    if e.op == "local":
+        return {e.args[0]}
+    if e.op in ("const", "param", "within"):
+        return set()
+    return set().union(*[dyn_locals(x) for x in e.args]) if e.args else set()
+
+
+#: ``get`` key of parameter point ``i``'s bit (``eval_dyn`` of ``within``)
+def param_bit(i: int) -> tuple[str, int]:
+    return ("$param", i)
 
 
 def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
@@ -391,6 +460,11 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
         return get(a[0])
     if op == "const":
         return a[0]
+    if op == "within":
+        outside = [V.eq(get(param_bit(i)), 1) for i, m in enumerate(a[0]) if not m]
+        return V.not_(V.or_(*outside)) if outside else True
+    if op == "param":
+        return get(a[0])
     vals = [eval_dyn(V, x, get) for x in a]
     if op == "not":
         return V.not_(V.ne(vals[0], 0)) if not isinstance(vals[0], bool) else V.not_(vals[0])
@@ -410,6 +484,10 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
         return vals[0] + vals[1]
     if op == "sub":
         return vals[0] - vals[1]
+    if op == "min":
+        return V.ite(V.lt(vals[1], vals[0]), vals[1], vals[0])
+    if op == "max":
+        return V.ite(V.lt(vals[0], vals[1]), vals[1], vals[0])
     if op == "truth":
         return V.ne(vals[0], 0)
     raise ValueError(f"unknown dynamic operator {op}")
@@ -418,7 +496,7 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
 SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
                   CpAsyncArrive, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
-                  FenceMbarInit, Fail, Exit]
+                  FenceMbarInit, Fail, Exit, ParamSplit]
 
 
 def control_successors(code: tuple[Instr, ...] | list, pc: int) -> list[int]:

@@ -30,6 +30,7 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait, CompleteTx,
                       CpAsync, CpAsyncArrive, ExpectTx, Exit, Fail, FenceMbarInit,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
+                      ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
@@ -173,11 +174,14 @@ _BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead)
 class System:
     """The transition system of one cluster of a compiled kernel."""
 
-    def __init__(self, compiled: CompiledKernel, memory_model: str = "cutlass"):
+    def __init__(self, compiled: CompiledKernel, memory_model: str = "cutlass",
+                 param_init: Optional[Iterable[int]] = None):
         """``memory_model``: ``"cutlass"`` (default) treats every release as reaching the
         threads that acquire it, as CUTLASS's default-scope (.cta) remote arrives assume;
         ``"strict"`` also tracks the scope of the release that published each stage's
-        generic writes and reports ``insufficient-scope`` (``ghost``)."""
+        generic writes and reports ``insufficient-scope`` (``ghost``).
+        ``param_init``: the points of the symbolic parameter domain the initial state
+        allows (default: all of them)."""
         if memory_model not in MEMORY_MODELS:
             raise ConfigError(f"unknown memory model {memory_model!r} (expected one of "
                               f"{', '.join(MEMORY_MODELS)})")
@@ -283,6 +287,15 @@ class System:
         self.pool = L.alloc("in_flight", ())
         self.clc_failed = {c: L.alloc(f"cta{c}.clc_failed_seen", 0)
                            for c in range(self.info.cluster_size)}
+        # symbolic parameters: one bit per value combination, "still possible"
+        self.param_names = compiled.param_names
+        self.param_points = compiled.param_points
+        allowed = set(range(len(self.param_points)) if param_init is None else param_init)
+        if self.param_points and not allowed:
+            raise ValueError("no symbolic parameter value left to check")
+        self.param_bits = [L.alloc("param[" + ",".join(
+            f"{k}={v}" for k, v in zip(self.param_names, pt)) + "]", int(i in allowed))
+            for i, pt in enumerate(self.param_points)]
         self.n = len(L)
 
     # ---------------------------------------------------------------- basics
@@ -573,6 +586,7 @@ class System:
             self._acquire(V, S, a, ins)
         enabled: Any = True
         nxt = pc + 1
+        label = ins.label or type(ins).__name__
         if t is Wait:
             if ins.bar.cta != ag.cta:
                 checks.append(Check(True, Prop.REMOTE_WAIT,
@@ -673,6 +687,8 @@ class System:
             pass
         elif t is Exit:
             nxt = DONE
+        elif t is ParamSplit:
+            label = self._param_split(V, S, ins, choice)
         elif t is SetLocal:  # only reached as the first instruction of a program
             pass
         else:  # pragma: no cover
@@ -684,7 +700,28 @@ class System:
             self._after_exit(V, S, ag.cta, checks)
         else:
             self.run_local(V, S, a, checks)
-        return Outcome(enabled, checks, ins.label or type(ins).__name__)
+        return Outcome(enabled, checks, label)
+
+    def _param_split(self, V: Any, S: Any, ins: ParamSplit, choice: int) -> str:
+        """``ParamSplit``: keep the parameter values on the side chosen (choice 0: where
+        ``ins.text`` holds, 1: where it fails; the other side when no possible value is
+        on the chosen one).  Returns the step's label (concretely: the side taken and the
+        values left)."""
+        bits = [S.get(b) for b in self.param_bits]
+        inside = V.or_(*[V.eq(x, 1) for x, m in zip(bits, ins.mask) if m])
+        outside = V.or_(*[V.eq(x, 1) for x, m in zip(bits, ins.mask) if not m])
+        holds = inside if choice == 0 else V.not_(outside)
+        for slot, x, m in zip(self.param_bits, bits, ins.mask):
+            S.set(slot, V.ite(holds, x if m else 0, 0 if m else x))
+        if V.symbolic:
+            return ins.label
+        left = [pt for pt, b in zip(self.param_points, self.param_bits) if S.get(b) == 1]
+        return (f"{ins.text}: {'yes' if holds else 'no'} (for "
+                f"{describe_points(self.param_names, left)})")
+
+    def param_values(self, state: tuple) -> list[tuple[int, ...]]:
+        """The parameter points still possible in a (flat) state."""
+        return [pt for pt, b in zip(self.param_points, self.param_bits) if state[b] == 1]
 
     def arrays_inited_by(self, a: int) -> list[str]:
         """The barrier arrays of its CTA that warp ``a`` initialises."""
@@ -729,7 +766,7 @@ class System:
             if t is Jump:
                 pc = ins.target
             elif t is Branch:
-                c = eval_dyn(V, ins.cond, lambda n: S.get(ag.locals[n]))
+                c = eval_dyn(V, ins.cond, self._getter(S, ag))
                 if V.symbolic and not isinstance(c, (bool, int)):
                     S.set(ag.pc, pc)
                     self._fork_local(V, S, a, c, ins, checks)
@@ -746,7 +783,7 @@ class System:
                     S.set(ag.locals[ins.dest], val)
                 else:
                     S.set(ag.locals[ins.dest],
-                          eval_dyn(V, ins.value, lambda n: S.get(ag.locals[n])))
+                          eval_dyn(V, ins.value, self._getter(S, ag)))
                 pc += 1
             else:
                 break
@@ -754,6 +791,15 @@ class System:
             if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
                 raise RuntimeError("local loop without synchronisation")
         S.set(ag.pc, pc)
+
+    def _getter(self, S: Any, ag: AgentInfo) -> Callable[[Any], Any]:
+        """Reads of a warp's dynamic expressions: its locals, and parameter bits
+        (``model.program.param_bit``)."""
+        def get(n: Any) -> Any:
+            if isinstance(n, tuple):
+                return S.get(self.param_bits[n[1]])
+            return S.get(ag.locals[n])
+        return get
 
     def _fork_local(self, V: Any, S: Any, a: int, c: Any, ins: Branch,
                     checks: list[Check]) -> None:
@@ -1127,3 +1173,22 @@ def _tag_differs(V: Any, stamp: Any, tag: int) -> Any:
 
 def _text(x: Any) -> str:
     return x() if callable(x) else x
+
+
+def describe_points(names: tuple[str, ...], points: list[tuple[int, ...]]) -> str:
+    """Parameter values in words: ``k_tiles=3..16`` for a run of one parameter's values,
+    else the combinations."""
+    if not points:
+        return "no value"
+    if len(names) == 1:
+        vals = sorted(p[0] for p in points)
+        runs: list[list[int]] = []
+        for v in vals:
+            if runs and v == runs[-1][1] + 1:
+                runs[-1][1] = v
+            else:
+                runs.append([v, v])
+        return f"{names[0]}=" + ",".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+    shown = [", ".join(f"{k}={v}" for k, v in zip(names, p)) for p in points[:6]]
+    more = f" and {len(points) - 6} more" if len(points) > 6 else ""
+    return "; ".join(shown) + more

@@ -100,6 +100,7 @@ class CheckResult:
                              f"reachable states{up_to}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
+        lines.extend(_parameter_lines(st.extra))
         for t in st.extra.get("auto", ()):
             # --engine auto: what the earlier stages answered
             lines.append(f"  (auto: {t['stage']} undecided after {t['seconds']:.1f} s: "
@@ -142,6 +143,34 @@ class CheckResult:
         return "\n".join(lines)
 
 
+def _parameter_lines(extra: dict[str, Any]) -> list[str]:
+    """How a parameter range was checked: symbolic (the values each run's verdict
+    covers) and value by value (why)."""
+    out = []
+    groups = extra.get("parameter_groups")
+    if groups:
+        sym = ", ".join(extra.get("symbolic_parameters", ()))
+        runs = extra.get("symbolic_runs", 1)
+        n = extra.get("parameter_values_checked", 0)
+        out.append(f"  symbolic parameter{'s' if ',' in sym else ''} {sym}: "
+                   f"{n} value{'s' if n != 1 else ''} in "
+                   + ("one run" if runs == 1 else f"{runs} runs"))
+        if len(groups) > 1:
+            w = max(len(g["values"]) for g in groups)
+            for g in groups:
+                note = ""
+                if g["status"] == "VIOLATED":
+                    note = f" ({g['steps']} steps" + (", shown below)" if g["shown"] else ")")
+                out.append(f"    {g['values']:<{w}}  {g['headline']}{note}")
+    elif extra.get("symbolic_parameters"):
+        sym = extra["symbolic_parameters"]
+        out.append(f"  symbolic parameter{'s' if len(sym) > 1 else ''} {', '.join(sym)}: "
+                   "every value in each check")
+    for k, why in extra.get("parameters_by_value", {}).items():
+        out.append(f"  {k} checked value by value: {why}")
+    return out
+
+
 def compile_file(path: str | Path, params: Optional[dict[str, Any]] = None) -> CompiledKernel:
     return compile_kernel(parse_file(path), params or {})
 
@@ -154,7 +183,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  smt2: Optional[str] = None,
                  confirm_timeout: Optional[float] = None,
                  memory_model: str = "cutlass", bmc_steps: str = "auto",
-                 bmc_certificate: bool = True, jobs: Optional[int] = None) -> CheckResult:
+                 bmc_certificate: bool = True, jobs: Optional[int] = None,
+                 symbolic_params: bool = True) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc`` or ``explicit``.  ``confirm_timeout``: seconds for the search that confirms a counterexample found
@@ -167,18 +197,31 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     enumeration of the reachable states where that finishes (``checker/certificate.py``).
     ``jobs``: auto only; 1 runs its stages one after another, 2 races the explicit engine
     against BMC's certificate in a forked process (default: 2 where two CPUs are usable;
-    the verdict is the same either way, ``checker/portfolio.py``)."""
+    the verdict is the same either way, ``checker/portfolio.py``).
+    ``symbolic_params``: a parameter given as a range (``--param K=LO..HI``) is left
+    symbolic where the kernel only branches on it (``_check_symbolic``); False checks
+    every value on its own."""
     params = dict(params or {})
+    kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
+              progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
+              confirm_timeout=confirm_timeout, memory_model=memory_model,
+              bmc_steps=bmc_steps, bmc_certificate=bmc_certificate, jobs=jobs,
+              symbolic_params=symbolic_params)
     if any(isinstance(v, range) for v in params.values()):
-        return _check_param_ranges(kernel, params, engine=engine, depth=depth,
-                                   timeout=timeout, max_states=max_states, progress=progress,
-                                   file=file, reduce=reduce, por=por, smt2=smt2,
-                                   confirm_timeout=confirm_timeout,
-                                   memory_model=memory_model, bmc_steps=bmc_steps,
-                                   bmc_certificate=bmc_certificate, jobs=jobs)
+        return _check_param_ranges(kernel, params, **kw)
     compiled = compile_kernel(kernel, params)
     info = compiled.info
-    system = System(compiled, memory_model)
+    verdict = _run_engine(System(compiled, memory_model), **kw)
+    return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
+                       info.cluster_shape, info.num_warps, engine, compiled, memory_model)
+
+
+def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: float,
+                max_states: int, progress: Optional[Callable[[int, int, float], None]],
+                reduce: bool, por: Optional[bool], smt2: Optional[str],
+                confirm_timeout: Optional[float], bmc_steps: str, bmc_certificate: bool,
+                jobs: Optional[int], **_: Any) -> Verdict:
+    """The verdict of ``engine`` on ``system`` (``check_kernel``'s options)."""
     if engine == "auto" and smt2 is None and bmc_certificate:
         from .checker.bmc import DEFAULT_DEPTH
         from .checker.portfolio import check_auto
@@ -205,8 +248,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                             progress=(lambda d, n, t: progress(0, d, t)) if progress else None)
     else:
         raise ConfigError(f"unknown engine {engine!r}")
-    return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
-                       info.cluster_shape, info.num_warps, engine, compiled, memory_model)
+    return verdict
 
 
 def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> CheckResult:
@@ -224,6 +266,11 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     from .checker.verdict import PROVEN, SAFE, VIOLATED
 
     names = [k for k, v in params.items() if isinstance(v, range)]
+    sym, by_value = _symbolic_names(kernel, params, names) if kw["symbolic_params"] \
+        else ([], {})
+    if sym and len(sym) == len(names):
+        return _check_symbolic(kernel, params, sym, **kw)
+    names = [k for k in names if k not in sym]  # the others stay ranges: symbolic
     t_end = time.perf_counter() + kw["timeout"]
     combos = [dict(params, **dict(zip(names, values)))
               for values in itertools.product(*[params[k] for k in names])]
@@ -242,10 +289,12 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
                                    last.warps, last.engine, memory_model=last.memory_model)
             results.append(r)
             if r.status == VIOLATED:
+                if by_value:
+                    r.verdict.stats.extra["parameters_by_value"] = by_value
                 return r
     last = results[-1]
     shown = dict(last.params)
-    shown.update({k: f"{params[k].start}..{params[k].stop - 1}" for k in names})
+    shown.update({k: _range_text(params[k]) for k in names + sym})
     unknown = [r for r in results if r.status == UNKNOWN]
     if unknown:
         u = unknown[0]
@@ -260,8 +309,169 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
     v.stats.extra["parameter_values_checked"] = len(results)
     v.stats.extra["parameter_jobs"] = min(jobs, len(combos))
+    if by_value:
+        v.stats.extra["parameters_by_value"] = by_value
+    if sym:
+        v.stats.extra["symbolic_parameters"] = sym
     return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
                        memory_model=last.memory_model)
+
+
+def _range_text(r: range) -> str:
+    return f"{r.start}..{r.stop - 1}"
+
+
+def _symbolic_names(kernel: Kernel, params: dict[str, Any], names: list[str]
+                    ) -> tuple[list[str], dict[str, str]]:
+    """Which range parameters can stay symbolic: those the kernel only branches on
+    (``compile_kernel(symbolic=...)`` accepts them, tried one more at a time), and why
+    each other one is checked value by value."""
+    sym: list[str] = []
+    by_value: dict[str, str] = {}
+    for k in names:
+        trial = sym + [k]
+        fixed = {n: (v.start if isinstance(v, range) else v)
+                 for n, v in params.items() if n not in trial}
+        try:
+            compile_kernel(kernel, fixed, symbolic={n: params[n] for n in trial})
+        except (ConfigError, Unsupported) as e:
+            by_value[k] = str(e)
+            continue
+        sym.append(k)
+    return sym, by_value
+
+
+def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
+                    **kw: Any) -> CheckResult:
+    """``--param K=LO..HI`` with ``K`` symbolic: one transition system covers every value
+    (``model.program.ParamSplit``).  A counterexample holds for the values still possible
+    at its end; those values are replayed on the kernel compiled for them (a mismatch is
+    an internal error), taken out, and the rest checked again, until no violation is
+    left or the time is up.  So the answer says which values violate what, and that
+    the others are safe."""
+    from .checker.verdict import VIOLATED
+    from .model.system import describe_points
+
+    t_end = time.perf_counter() + kw["timeout"]
+    fixed = {k: v for k, v in params.items() if k not in sym}
+    compiled = compile_kernel(kernel, fixed, symbolic={k: params[k] for k in sym})
+    info = compiled.info
+    names, points = compiled.param_names, compiled.param_points
+    left = set(range(len(points)))
+    groups: list[tuple[list[int], Verdict]] = []
+    one = dict(kw)
+    while left:
+        budget = t_end - time.perf_counter()
+        if budget <= 0:
+            groups.append((sorted(left), Verdict(UNKNOWN, reason="timeout before these "
+                                                 "values were checked")))
+            break
+        system = System(compiled, kw["memory_model"], param_init=left)
+        v = _run_engine(system, **dict(one, timeout=budget))
+        one["smt2"] = None  # the exported query is the first one: every value
+        if v.status != VIOLATED or v.trace is None:
+            groups.append((sorted(left), v))
+            break
+        got = _violating_points(kernel, fixed, system, v, kw["memory_model"])
+        groups.append((got, v))
+        left -= set(got)
+    first = next((v for _, v in groups if v.status == VIOLATED), groups[0][1])
+    text = lambda pts: describe_points(names, [points[i] for i in pts])  # noqa: E731
+    first.stats.extra["symbolic_parameters"] = list(sym)
+    first.stats.extra["parameter_values_checked"] = sum(
+        len(p) for p, v in groups if not (v.status == UNKNOWN and "before these" in v.reason))
+    first.stats.extra["symbolic_runs"] = sum(1 for _, v in groups
+                                             if "before these" not in v.reason)
+    first.stats.extra["parameter_groups"] = [
+        {"values": text(p), "status": v.status, "property": v.prop,
+         "steps": len(v.trace) if v.status == VIOLATED and v.trace is not None else None,
+         "headline": v.headline(), "shown": v is first and v.status == VIOLATED}
+        for p, v in groups]
+    if first.status != VIOLATED and len(groups) > 1:  # pragma: no cover - defensive
+        raise AssertionError("symbolic parameter groups without a violation")
+    shown = dict(info.params)
+    shown.update({k: _range_text(params[k]) for k in sym})
+    return CheckResult(first, info.name, kw["file"] or kernel.loc.file, shown,
+                       info.cluster_shape, info.num_warps, kw["engine"], compiled,
+                       kw["memory_model"])
+
+
+def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: Verdict,
+                      memory_model: str) -> list[int]:
+    """The parameter points a symbolic counterexample holds for (those still possible
+    at its end), after replaying it on the kernel compiled for the smallest, the largest
+    and a middle one of them, without its ``ParamSplit`` steps: every step enabled, the
+    same violation at the end (a deadlock, or a fair lasso that starves a warp)."""
+    from .checker.bmc import ConcreteRunner, InternalError
+    from .checker.liveness import report_lasso
+    from .model.program import ParamSplit
+
+    trace = v.trace
+    assert trace is not None
+    states, _ = ConcreteRunner(system).run(trace.steps)
+    got = [i for i, b in enumerate(system.param_bits) if states[-1][b] == 1]
+    if not got:
+        raise InternalError("a symbolic counterexample holds for no parameter value")
+    kept = [i for i, st in enumerate(trace.steps)
+            if not (st[0] == "a" and isinstance(
+                system.code(st[1])[states[i][system.agents[st[1]].pc]], ParamSplit))]
+    names = system.param_names
+    for i in sorted({got[0], got[len(got) // 2], got[-1]}):
+        values = dict(fixed, **dict(zip(names, system.param_points[i])))
+        csys = System(compile_kernel(kernel, values), memory_model)
+        run = ConcreteRunner(csys)
+        where = ", ".join(f"{k}={values[k]}" for k in names)
+        try:
+            steps = _concrete_steps(system, csys, run, [trace.steps[j] for j in kept])
+            if trace.loop_start is not None:
+                ell = sum(1 for j in kept if j < trace.loop_start - 1)
+                report_lasso(csys, run, steps, ell)
+                continue
+            cstates, viol = run.run(steps)
+        except InternalError as e:
+            raise InternalError(f"the symbolic counterexample does not replay for {where}: "
+                                f"{e}") from e
+        if v.prop == "deadlock":
+            ok = viol is None and not csys.all_done(cstates[-1]) and \
+                not any(True for _ in run.successors(cstates[-1]))
+        else:
+            ok = viol is not None and viol[0] == v.prop
+        if not ok:
+            raise InternalError(f"the symbolic counterexample does not end in {v.prop} "
+                                f"for {where}")
+    return got
+
+
+def _concrete_steps(system: System, csys: System, run: Any, steps: list[tuple]
+                    ) -> list[tuple]:
+    """The step ids of ``steps`` (of the symbolic system, without its parameter splits)
+    in the system compiled for one value.  Warps keep their index; an environment step
+    names the pc of the instruction that started it, which differs between the two
+    programs: a TMA delivery is matched by its warp, delivery, outcome and instruction,
+    a queue's head by its warp.  Raises ``InternalError`` where a step is not enabled."""
+    from .checker.bmc import InternalError
+
+    cur = run.initial
+    out = []
+    for n, st in enumerate(steps, 1):
+        if st[0] == "e":
+            item = st[1]
+            if item[0] == "tma":
+                ins = system.code(item[1])[item[2]]
+                cands = [it for it in csys.env_items(cur) if it[0] == "tma"
+                         and it[1] == item[1] and it[3:] == item[3:]
+                         and csys.code(it[1])[it[2]] == ins]
+            else:
+                cands = [it for it in csys.env_items(cur) if it[:2] == item[:2]]
+            if not cands:
+                raise InternalError(f"step {n} ({st}) has no counterpart")
+            st = ("e", cands[0])
+        r = run.step(cur, st)
+        if r is None:
+            raise InternalError(f"step {n} ({st}) is not enabled")
+        cur = r[0]
+        out.append(st)
+    return out
 
 
 #: what the forked workers of ``_value_results`` check (set before the fork)
@@ -304,7 +514,10 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
     try:
         for i, r in enumerate(pool.imap(_check_value, range(len(combos)))):
             if r is not None:
-                r = replace(r, compiled=compile_kernel(kernel, combos[i]))
+                c = combos[i]
+                r = replace(r, compiled=compile_kernel(
+                    kernel, {k: v for k, v in c.items() if not isinstance(v, range)},
+                    symbolic={k: v for k, v in c.items() if isinstance(v, range)}))
             yield r
     finally:
         pool.terminate()

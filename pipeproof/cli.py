@@ -105,7 +105,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             memory_model=args.memory_model,
                             bmc_steps=args.bmc_steps,
                             bmc_certificate=args.bmc_certificate == "on",
-                            jobs=args.jobs,
+                            jobs=args.jobs, symbolic_params=not args.param_values,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -159,7 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="check a .pipe kernel skeleton for safety and deadlock")
     c.add_argument("file", help="the .pipe file")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
-                   help="override a kernel parameter (repeatable)")
+                   help="override a kernel parameter (repeatable); NAME=LO..HI checks "
+                        "every value: symbolically (one transition system for the whole "
+                        "range) where the kernel only branches on it, as trip counts, "
+                        "else value by value")
+    c.add_argument("--param-values", action="store_true",
+                   help="check every value of a --param range on its own, never "
+                        "symbolically")
     c.add_argument("--engine", choices=("auto", "bmc", "explicit"), default="auto",
                    help="verification engine: bmc (z3 bounded model checking with a "
                         "certified enumeration, starvation lassos), explicit (exhaustive "

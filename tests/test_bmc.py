@@ -292,11 +292,13 @@ def test_no_starvation_when_every_warp_progresses() -> None:
 
 
 def test_param_range_checks_every_value() -> None:
-    r = check_file(EX / "textbook/pipeline_async.pipe", {"k_tiles": range(1, 4)},
-                   engine="bmc", depth=60, timeout=120)
-    assert r.status == "PROVEN"
-    assert r.params["k_tiles"] == "1..3"
-    assert r.verdict.stats.extra["parameter_values_checked"] == 3
+    for sym in (True, False):
+        r = check_file(EX / "textbook/pipeline_async.pipe", {"k_tiles": range(1, 4)},
+                       engine="bmc", depth=60, timeout=120, symbolic_params=sym)
+        assert r.status == "PROVEN"
+        assert r.params["k_tiles"] == "1..3"
+        assert r.verdict.stats.extra["parameter_values_checked"] == 3
+        assert r.verdict.stats.extra.get("symbolic_runs") == (1 if sym else None)
 
 
 def test_smt2_export_is_a_faithful_query(tmp_path: Path) -> None:
@@ -364,12 +366,13 @@ def test_param_range_in_parallel_gives_the_one_by_one_answer() -> None:
     """--jobs 2 checks the values of a range in two processes; the answer (the first
     violating value in order, its counterexample) is the one-by-one order's."""
     f = EX / "bugs/p6-bug.pipe"
-    got = [check_file(f, {"k_iters": range(1, 7)}, timeout=120, jobs=j) for j in (1, 2)]
+    got = [check_file(f, {"k_iters": range(1, 7)}, timeout=120, jobs=j,
+                      symbolic_params=False) for j in (1, 2)]
     assert [(r.status, r.prop, r.params["k_iters"], len(r.verdict.trace)) for r in got] \
         == [(got[0].status, got[0].prop, 2, len(got[0].verdict.trace))] * 2
     assert got[0].status == "VIOLATED" and got[1].compiled is not None
     r = check_file(EX / "textbook/pipeline_async.pipe", {"k_tiles": range(1, 5)},
-                   timeout=120, jobs=2)
+                   timeout=120, jobs=2, symbolic_params=False)
     assert r.status == "PROVEN" and r.params["k_tiles"] == "1..4"
     assert r.verdict.stats.extra["parameter_values_checked"] == 4
     assert r.verdict.stats.extra["parameter_jobs"] == 2

@@ -1,0 +1,186 @@
+"""Symbolic parameters (``--param K=LO..HI`` left symbolic, ``model.program.ParamSplit``).
+
+The property that matters: a symbolic check says, for every value of the range, what
+the check of that value alone says -- VIOLATED exactly for the values whose own check
+is VIOLATED, and SAFE/PROVEN for the rest.  It is tested on generated configurations and
+mutants of every class (tests/generators.py; their trip count ``k_tiles`` is the
+range), with both engines, against the explicit engine run value by value; and on the
+bundled bug examples.  Partial-order reduction and the unreduced graph must agree on the
+symbolic systems, whose split steps are new transitions for the reduction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import generators as G
+from pipeproof.api import check_file, check_source
+from pipeproof.checker.explicit import check_explicit
+from pipeproof.model.compile import compile_kernel
+from pipeproof.model.errors import ConfigError, Unsupported
+from pipeproof.model.lang.parser import parse, parse_file
+from pipeproof.model.program import ParamSplit
+from pipeproof.model.system import System
+from test_bmc_hypothesis import SETTINGS
+
+EXAMPLES = "examples"
+
+
+def _by_value(source: str, name: str, values: range) -> dict[int, str]:
+    """Each value's own verdict (explicit engine, no reduction)."""
+    out = {}
+    for x in values:
+        r = check_source(source, {name: x}, engine="explicit", reduce=False, timeout=60)
+        out[x] = r.status
+    return out
+
+
+def _symbolic_statuses(r: Any, name: str, values: range) -> dict[int, str]:
+    """The status the symbolic answer gives each value (from its groups)."""
+    groups = r.verdict.stats.extra["parameter_groups"]
+    out: dict[int, str] = {}
+    for g in groups:
+        text = g["values"]
+        assert text.startswith(f"{name}=")
+        for part in text[len(name) + 1:].split(","):
+            lo, _, hi = part.partition("..")
+            for x in range(int(lo), int(hi or lo) + 1):
+                assert x not in out, f"value {x} in two groups"
+                out[x] = g["status"]
+    assert set(out) == set(values), (out, values)
+    return out
+
+
+def _same_as_by_value(source: str, engine: str, hi: int, what: str) -> None:
+    values = range(1, hi + 1)
+    try:
+        r = check_source(source, {"k_tiles": values}, engine=engine, timeout=120, jobs=1)
+    except ConfigError:
+        return
+    if "parameter_groups" not in r.verdict.stats.extra:
+        # k_tiles is used where a value must be static: checked value by value
+        assert "k_tiles" in r.verdict.stats.extra.get("parameters_by_value", {}) or \
+            r.status == "VIOLATED", what
+        return
+    sym = _symbolic_statuses(r, "k_tiles", values)
+    ref = _by_value(source, "k_tiles", values)
+    norm = lambda s: "ok" if s in ("SAFE", "PROVEN") else s  # noqa: E731
+    assert "UNKNOWN" not in sym.values(), (what, sym)
+    assert {x: norm(s) for x, s in sym.items()} == {x: norm(s) for x, s in ref.items()}, \
+        f"{what}\nsymbolic {sym}\nby value {ref}\n--- source ---\n{source}"
+
+
+@settings(max_examples=12, **SETTINGS)
+@given(G.programs(), st.sampled_from(["explicit", "bmc"]), st.integers(2, 4))
+def test_symbolic_range_matches_each_value_on_valid_programs(prog: G.Program, engine: str,
+                                                             hi: int) -> None:
+    _same_as_by_value(prog.source, engine, hi, prog.describe())
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(G.mutants(), st.sampled_from(["explicit", "bmc"]), st.integers(2, 4))
+def test_symbolic_range_matches_each_value_on_mutants(prog: G.Program, engine: str,
+                                                      hi: int) -> None:
+    _same_as_by_value(prog.source, engine, hi, prog.describe())
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(st.one_of(G.programs(), G.mutants()), st.integers(2, 4))
+def test_partial_order_reduction_on_symbolic_systems(prog: G.Program, hi: int) -> None:
+    """The split steps conflict with one another in the reduction's footprints; a
+    reduction that ignored them would miss values (a different verdict or length)."""
+    try:
+        c = compile_kernel(parse(prog.source), symbolic={"k_tiles": range(1, hi + 1)})
+    except (ConfigError, Unsupported):
+        return
+    full = check_explicit(System(c), reduce=False, timeout=120)
+    red = check_explicit(System(c), reduce=True, por=True, timeout=120)
+    assert (red.status, red.prop) == (full.status, full.prop) or \
+        "starvation" in (red.prop, full.prop), prog.describe()
+    if full.status == "VIOLATED" and full.prop != "starvation":
+        assert len(red.trace) == len(full.trace), prog.describe()
+
+
+def test_trip_count_is_one_system_with_splits() -> None:
+    k = parse_file(f"{EXAMPLES}/textbook/pipeline_async.pipe")
+    c = compile_kernel(k, symbolic={"k_tiles": range(1, 65)})
+    splits = [ins for p in c.programs for ins in p.code if isinstance(ins, ParamSplit)]
+    # one split per loop iteration that some value leaves: k < k_tiles for k = 1..63
+    assert len(splits) == 2 * 63
+    assert len(c.param_points) == 64
+    r = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe", {"k_tiles": range(1, 65)},
+                   engine="explicit", jobs=1)
+    assert r.status == "PROVEN"
+    assert r.params["k_tiles"] == "1..64"
+    extra = r.verdict.stats.extra
+    assert extra["symbolic_runs"] == 1 and extra["parameter_values_checked"] == 64
+    # one state space for all 64 values, smaller than the largest value's alone is not
+    # expected, but far smaller than their sum
+    one = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe", {"k_tiles": 64},
+                     engine="explicit", jobs=1)
+    assert r.verdict.stats.states < 4 * one.verdict.stats.states
+
+
+def test_bug_example_groups_each_value() -> None:
+    """p6: k_iters=1 is safe, every larger value deadlocks; the answer names them."""
+    path = f"{EXAMPLES}/bugs/p6-bug.pipe"
+    r = check_file(path, {"k_iters": range(1, 9)}, jobs=1)
+    assert r.status == "VIOLATED" and r.prop == "deadlock"
+    sym = _symbolic_statuses(r, "k_iters", range(1, 9))
+    ref = {x: check_file(path, {"k_iters": x}, jobs=1).status for x in range(1, 9)}
+    assert sym == ref
+    text = r.render_text()
+    assert "symbolic parameter k_iters: 8 values in" in text
+    assert "shown below" in text
+    # the trace shows the splits with the values each side keeps
+    assert any("k_iters: yes (for k_iters=" in e.what for e in r.verdict.trace.events)
+
+
+def test_static_use_falls_back_to_values_with_a_reason() -> None:
+    r = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe",
+                   {"stages": range(1, 3), "k_tiles": range(1, 5)}, jobs=1)
+    assert r.status == "PROVEN"
+    extra = r.verdict.stats.extra
+    assert extra["symbolic_parameters"] == ["k_tiles"]
+    assert "num_stages must be a static int" in extra["parameters_by_value"]["stages"]
+    assert "the symbolic parameter stages" in r.render_text()
+    # --param-values (symbolic_params=False): every value on its own, same answer
+    r2 = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe",
+                    {"stages": range(1, 3), "k_tiles": range(1, 5)}, jobs=1,
+                    symbolic_params=False)
+    assert r2.status == "PROVEN" and r2.verdict.stats.extra["parameter_values_checked"] == 8
+
+
+def test_a_condition_mixing_a_parameter_with_run_time_data_is_refused() -> None:
+    src = """
+@cute.kernel
+def k(k_tiles: int = 2):
+    launch(block=64, cluster=(1, 1, 1))
+    pipe = PipelineAsync.create(num_stages=2,
+        producer_group=CooperativeGroup(Agent.Thread, 32),
+        consumer_group=CooperativeGroup(Agent.Thread, 32))
+    with role("producer", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, 2)
+        for k in range(k_tiles):
+            pipe.producer_acquire(state)
+            pipe.producer_commit(state)
+            state.advance()
+        pipe.producer_tail(state)
+    with role("consumer", warps=[1]):
+        state = make_pipeline_state(PipelineUserType.Consumer, 2)
+        for k in range(k_tiles):
+            token = pipe.consumer_try_wait(state)
+            if token and k < k_tiles - 1:
+                pass
+            pipe.consumer_wait(state, token)
+            pipe.consumer_release(state)
+            state.advance()
+"""
+    with pytest.raises(Unsupported, match="mixes a symbolic parameter"):
+        compile_kernel(parse(src), symbolic={"k_tiles": range(1, 4)})
+    r = check_source(src, {"k_tiles": range(1, 4)}, jobs=1)
+    assert r.status == "PROVEN"
+    assert "mixes a symbolic parameter" in r.verdict.stats.extra["parameters_by_value"]["k_tiles"]
