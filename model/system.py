@@ -566,6 +566,8 @@ class System:
         ins = self.code(a)[pc]
         if isinstance(ins, TmaLoad):
             return ins.outcomes
+        if isinstance(ins, ParamSplit):
+            return 2  # the condition's side and the other (model.program.ParamSplit)
         return 1
 
     def exec_agent(self, V: Any, S: Any, a: int, pc: int, choice: int = 0) -> Outcome:
@@ -718,10 +720,6 @@ class System:
         left = [pt for pt, b in zip(self.param_points, self.param_bits) if S.get(b) == 1]
         return (f"{ins.text}: {'yes' if holds else 'no'} (for "
                 f"{describe_points(self.param_names, left)})")
-
-    def param_values(self, state: tuple) -> list[tuple[int, ...]]:
-        """The parameter points still possible in a (flat) state."""
-        return [pt for pt, b in zip(self.param_points, self.param_bits) if state[b] == 1]
 
     def arrays_inited_by(self, a: int) -> list[str]:
         """The barrier arrays of its CTA that warp ``a`` initialises."""
