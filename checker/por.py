@@ -98,6 +98,8 @@ _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
                "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR"}
 
 Footprint = frozenset  # of (object, mode)
+#: a parameter split's footprint: reads and narrows the parameter values still possible
+PARAM_FP = (("param",), "PS")
 INF = 1 << 40
 
 
@@ -327,7 +329,7 @@ class Footprints:
         elif t is ParamSplit:
             # reads and narrows the set of parameter values still possible: two splits
             # conflict (one may decide the other's condition)
-            fp.add((("param",), "PS"))
+            fp.add(PARAM_FP)
         elif t in (Fail, Nop, Jump, Branch):
             pass
         return fp
@@ -626,9 +628,22 @@ class Reducer:
                 fp = nc
             else:
                 fp = self.fp.step[a][pc]
+            if PARAM_FP in fp and self._uniform_split(get, a, pc):
+                fp = fp - {PARAM_FP}
             if self._safe(a, fp):
                 return [x for x in enabled if x[0][0] == "a" and x[0][1] == a]
         return None
+
+    def _uniform_split(self, get: Any, a: int, pc: int) -> bool:
+        """A parameter split whose condition every value still possible decides alike:
+        it leaves the parameter bits as they are (only the warp's pc moves), and other
+        splits only remove values, which keeps it decided.  So it conflicts with no other
+        unit's step, now or later (``model.program.ParamSplit``)."""
+        ins = self.sys.code(a)[pc]
+        if not isinstance(ins, ParamSplit):
+            return False
+        live = [m for b, m in zip(self.sys.param_bits, ins.mask) if get(b) == 1]
+        return all(live) or not any(live)
 
     def _completes_now(self, get: Any, a: int) -> bool:
         for b, ag in enumerate(self.sys.agents):
