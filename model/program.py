@@ -415,17 +415,13 @@ class DynExpr:
         _sym = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "add": "+", "sub": "-"}
         if self.op in ("min", "max"):
             return f"{self.op}({self.args[0]}, {self.args[1]})"
-        if self.op in _sym and any(_has_param(x) for x in self.args):
+        if self.op in _sym and any(dyn_params(x) for x in self.args):
             return f"{self.args[0]} {_sym[self.op]} {self.args[1]}"
         return f"({f' {self.op} '.join(str(a) for a in self.args)})"
 
 
 def dyn_local(name: str) -> DynExpr:
     return DynExpr("local", (name,))
-
-
-def _has_param(x: Any) -> bool:
-    return isinstance(x, DynExpr) and (x.op == "param" or any(_has_param(y) for y in x.args))
 
 
 def dyn_params(e: Any) -> set[str]:

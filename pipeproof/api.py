@@ -359,6 +359,7 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
     names, points = compiled.param_names, compiled.param_points
     left = set(range(len(points)))
     groups: list[tuple[list[int], Verdict]] = []
+    runs = 0
     one = dict(kw)
     while left:
         budget = t_end - time.perf_counter()
@@ -366,6 +367,7 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
             groups.append((sorted(left), Verdict(UNKNOWN, reason="timeout before these "
                                                  "values were checked")))
             break
+        runs += 1
         system = System(compiled, kw["memory_model"], param_init=left)
         v = _run_engine(system, **dict(one, timeout=budget))
         one["smt2"] = None  # the exported query is the first one: every value
@@ -378,10 +380,8 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
     first = next((v for _, v in groups if v.status == VIOLATED), groups[0][1])
     text = lambda pts: describe_points(names, [points[i] for i in pts])  # noqa: E731
     first.stats.extra["symbolic_parameters"] = list(sym)
-    first.stats.extra["parameter_values_checked"] = sum(
-        len(p) for p, v in groups if not (v.status == UNKNOWN and "before these" in v.reason))
-    first.stats.extra["symbolic_runs"] = sum(1 for _, v in groups
-                                             if "before these" not in v.reason)
+    first.stats.extra["parameter_values_checked"] = sum(len(p) for p, _ in groups[:runs])
+    first.stats.extra["symbolic_runs"] = runs
     first.stats.extra["parameter_groups"] = [
         {"values": text(p), "status": v.status, "property": v.prop,
          "steps": len(v.trace) if v.status == VIOLATED and v.trace is not None else None,
