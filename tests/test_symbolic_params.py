@@ -10,6 +10,7 @@ symbolic systems, whose split steps are new transitions for the reduction."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -233,3 +234,30 @@ def test_a_bug_of_one_small_value_is_found() -> None:
         assert _symbolic_statuses(r, "k_tiles", values) == ref, engine
         groups = r.verdict.stats.extra["parameter_groups"]
         assert groups[0]["values"] == "k_tiles=2" and len(groups) == 2, groups
+
+
+def test_starvation_lassos_are_replayed_per_value() -> None:
+    """A persistent kernel whose warm-up loop runs ``warm`` times before the consumer
+    stops releasing: every value starves, each lasso is re-validated on the kernel
+    compiled for its values (``liveness.report_lasso``), by both engines."""
+    src = (Path(EXAMPLES) / "liveness/persistent_consumer_stops_releasing.pipe").read_text()
+    src = src.replace("(stages: int = 2):", "(stages: int = 2, warm: int = 1):")
+    warm = """for i in range(warm):
+            pipe.{0}
+            {1}(pipe, state)
+            pipe.{2}
+            state.advance()
+        while True:"""
+    src = src.replace("""state = make_pipeline_state(PipelineUserType.Producer, stages)
+        while True:""", "state = make_pipeline_state(PipelineUserType.Producer, stages)\n        "
+                      + warm.format("producer_acquire(state)", "write", "producer_commit(state)"))
+    src = src.replace("""first_tile = True
+        while True:""", "first_tile = True\n        "
+                      + warm.format("consumer_wait(state)", "read", "consumer_release(state)"))
+    assert src.count("range(warm)") == 2
+    for engine in ("explicit", "bmc"):
+        r = check_source(src, {"warm": range(1, 4)}, engine=engine, jobs=1, timeout=120)
+        assert r.status == "VIOLATED" and r.prop == "starvation", engine
+        assert _symbolic_statuses(r, "warm", range(1, 4)) == {1: "VIOLATED", 2: "VIOLATED",
+                                                               3: "VIOLATED"}
+        assert r.verdict.trace.loop_start is not None
