@@ -45,6 +45,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
+from ..model.values import CONCRETE
 
 # Operation modes on an object.  Two operations on the same object conflict unless the
 # pair is listed here (the relation is symmetric).
@@ -635,15 +636,15 @@ class Reducer:
         return None
 
     def _uniform_split(self, get: Any, a: int, pc: int) -> bool:
-        """A parameter split whose condition every value still possible decides alike:
-        it leaves the parameter bits as they are (only the warp's pc moves), and other
-        splits only remove values, which keeps it decided.  So it conflicts with no other
-        unit's step, now or later (``model.program.ParamSplit``)."""
+        """A parameter split whose condition every value still possible decides alike
+        (``System.split_sides``): it leaves the parameter bits as they are (only the
+        warp's pc moves), and other splits only remove values, which keeps it decided.
+        So it conflicts with no other unit's step, now or later."""
         ins = self.sys.code(a)[pc]
         if not isinstance(ins, ParamSplit):
             return False
-        live = [m for b, m in zip(self.sys.param_bits, ins.mask) if get(b) == 1]
-        return all(live) or not any(live)
+        inside, outside = self.sys.split_sides(CONCRETE, get, ins)
+        return not (inside and outside)
 
     def _completes_now(self, get: Any, a: int) -> bool:
         for b, ag in enumerate(self.sys.agents):

@@ -381,6 +381,11 @@ class ParamSplit(Instr):
     mask: tuple[bool, ...] = ()
     text: str = ""
 
+    @property
+    def outcomes(self) -> int:
+        """The condition's side and the other side."""
+        return 2
+
 
 # --------------------------------------------------------------------------- dynamic values
 

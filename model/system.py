@@ -563,12 +563,7 @@ class System:
         """How many nondeterministic outcomes the instruction at ``pc`` has."""
         if pc == DONE:
             return 0
-        ins = self.code(a)[pc]
-        if isinstance(ins, TmaLoad):
-            return ins.outcomes
-        if isinstance(ins, ParamSplit):
-            return 2  # the condition's side and the other (model.program.ParamSplit)
-        return 1
+        return getattr(self.code(a)[pc], "outcomes", 1)
 
     def exec_agent(self, V: Any, S: Any, a: int, pc: int, choice: int = 0) -> Outcome:
         """Execute warp ``a``'s instruction at ``pc`` (the state's pc must equal it)."""
@@ -710,8 +705,7 @@ class System:
         on the chosen one).  Returns the step's label (concretely: the side taken and the
         values left)."""
         bits = [S.get(b) for b in self.param_bits]
-        inside = V.or_(*[V.eq(x, 1) for x, m in zip(bits, ins.mask) if m])
-        outside = V.or_(*[V.eq(x, 1) for x, m in zip(bits, ins.mask) if not m])
+        inside, outside = self.split_sides(V, S.get, ins)
         holds = inside if choice == 0 else V.not_(outside)
         for slot, x, m in zip(self.param_bits, bits, ins.mask):
             S.set(slot, V.ite(holds, x if m else 0, 0 if m else x))
@@ -789,6 +783,16 @@ class System:
             if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
                 raise RuntimeError("local loop without synchronisation")
         S.set(ag.pc, pc)
+
+    def split_sides(self, V: Any, get: Callable[[int], Any], ins: ParamSplit
+                    ) -> tuple[Any, Any]:
+        """Is some parameter value still possible on the condition's side of a split,
+        and on the other side?  Where one of them is false the split is decided: it
+        keeps the bits as they are, and stays decided, since steps only clear bits."""
+        inside = V.or_(*[V.eq(get(b), 1) for b, m in zip(self.param_bits, ins.mask) if m])
+        outside = V.or_(*[V.eq(get(b), 1) for b, m in zip(self.param_bits, ins.mask)
+                          if not m])
+        return inside, outside
 
     def _getter(self, S: Any, ag: AgentInfo) -> Callable[[Any], Any]:
         """Reads of a warp's dynamic expressions: its locals, and parameter bits
