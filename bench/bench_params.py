@@ -27,7 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
-#: (file, parameter, range) -- trip counts of textbook pipelines and bug examples
+#: (file, parameter, range) -- trip counts, then stage counts (each value compiled on its
+#: own path after a split where the count is first needed), of textbook pipelines, bug
+#: examples and a looping kernel
 CASES = [
     ("examples/textbook/pipeline_async.pipe", "k_tiles", "1..64"),
     ("examples/textbook/pipeline_tma_async.pipe", "k_tiles", "1..32"),
@@ -41,6 +43,14 @@ CASES = [
     ("examples/bugs/p6-bug.pipe", "k_iters", "1..16"),
     ("examples/bugs/p7-bug.pipe", "k_tiles", "1..6"),
     ("examples/bugs/x2-bug.pipe", "iters", "1..8"),
+    ("examples/textbook/pipeline_async.pipe", "stages", "1..8"),
+    ("examples/textbook/pipeline_tma_async.pipe", "stages", "1..8"),
+    ("examples/textbook/flash_attention_extensions.pipe", "stages", "1..4"),
+    ("examples/bugs/p1-fixed.pipe", "stages", "1..6"),
+    ("examples/bugs/p6-bug.pipe", "num_stages", "1..6"),
+    ("examples/bugs/p7-bug.pipe", "num_stages", "1..4"),
+    ("examples/liveness/persistent_consumer_stops_releasing.pipe", "stages", "1..4"),
+    ("examples/kernels/k2_blackwell_persistent_gemm.pipe", "num_acc_stage", "1..3"),
 ]
 
 CHILD = r"""

@@ -184,6 +184,8 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         return {"op": "exit"}
     if t is P.Nop:
         return {"op": "ghost"}
+    if t is P.ParamSplit:
+        return {"op": "param split"}
     return {"op": t.__name__}
 
 

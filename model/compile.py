@@ -38,6 +38,21 @@ from .values import CONCRETE
 from .roles import RoleUse, method_side, misuse_message
 
 MAX_BLOCK_THREADS = 1024
+
+
+class NeedParams(Unsupported):
+    """A value that must be known when the kernel is compiled (a stage count, a product,
+    an index) depends on symbolic parameters that the warp's path leaves open.  Inside a
+    warp the compiler splits the path on that value and compiles the statement again on
+    each side (``_Compiler._attempt``); elsewhere (the launch, role declarations) it is
+    the reason the parameter is checked value by value."""
+
+    def __init__(self, expr: DynExpr, loc: Optional[ir.Loc]):
+        names = sorted(dyn_params(expr))
+        super().__init__(f"unsupported: a value needed before the kernel runs depends on "
+                         f"the symbolic parameter{'s' if len(names) > 1 else ''} "
+                         f"{', '.join(names)}", loc)
+        self.expr = expr
 #: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
 MAX_SPECIALISATIONS = 200_000
 
@@ -291,8 +306,22 @@ class _Evaluator:
             return {"True": True, "False": False, "None": None}[name]
         raise ConfigError(f"name {name!r} is not defined", loc)
 
+    def static(self, v: Any, loc: Optional[ir.Loc]) -> Any:
+        """``v`` where its value must be known when the kernel is compiled: an expression
+        over symbolic parameters alone gets its value where the warp's path fixes it, else
+        ``NeedParams`` (the compiler splits the path on it).  Anything else is returned
+        as it is."""
+        if isinstance(v, tuple):
+            return tuple(self.static(x, loc) for x in v)
+        if isinstance(v, DynExpr) and v.op != "within" and dyn_params(v) \
+                and not dyn_locals(v):
+            if self.agent is None:
+                raise NeedParams(v, loc)
+            return self.agent.compiler.param_value(v, self.agent.env, loc)
+        return v
+
     def eval_static(self, e: Any, env: dict) -> Any:
-        v = self.eval(e, env)
+        v = self.static(self.eval(e, env), e.loc)
         if isinstance(v, DynExpr):
             raise ConfigError("this value must be known before the kernel runs", e.loc)
         return v
@@ -309,8 +338,8 @@ class _Evaluator:
         if isinstance(e, ir.Attr):
             return self.attr(self.eval(e.obj, env), e.name, e)
         if isinstance(e, ir.Subscript):
-            obj = self.eval(e.obj, env)
-            idx = self.eval(e.index, env)
+            obj = self.static(self.eval(e.obj, env), e.loc)
+            idx = self.static(self.eval(e.index, env), e.loc)
             if isinstance(obj, DynExpr) or isinstance(idx, DynExpr):
                 self._unsupported("indexing with a run-time value", e.loc)
             try:
@@ -321,6 +350,8 @@ class _Evaluator:
             return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.loc)
         if isinstance(e, ir.UnaryOp):
             v = self.eval(e.operand, env)
+            if e.op != "not":
+                v = self.static(v, e.loc)
             if isinstance(v, DynExpr):
                 if e.op == "not":
                     return DynExpr("not", (v,))
@@ -349,7 +380,7 @@ class _Evaluator:
                 return e.op == "and"
             return vals[0] if len(vals) == 1 else DynExpr(e.op, tuple(vals))
         if isinstance(e, ir.IfExp):
-            c = self.eval(e.cond, env)
+            c = self.static(self.eval(e.cond, env), e.loc)
             if isinstance(c, DynExpr):
                 self._unsupported("a conditional expression on a run-time value", e.loc)
             return self.eval(e.then if c else e.orelse, env)
@@ -361,6 +392,8 @@ class _Evaluator:
         raise Unsupported(f"unsupported: {what}", loc)
 
     def binop(self, op: str, a: Any, b: Any, loc: ir.Loc) -> Any:
+        if op not in ("+", "-"):
+            a, b = self.static(a, loc), self.static(b, loc)
         if isinstance(a, DynExpr) or isinstance(b, DynExpr):
             if op in ("+", "-"):
                 wrap = lambda x: x if isinstance(x, DynExpr) else DynExpr("const", (x,))  # noqa: E731
@@ -618,7 +651,7 @@ class _Agent:
         return kw.pop(key)
 
     def need_int(self, kw: dict, key: str, minimum: Optional[int] = None) -> int:
-        v = self.need(kw, key)
+        v = self.ev.static(self.need(kw, key), self.loc)
         if isinstance(v, DynExpr) or not isinstance(v, int) or isinstance(v, bool):
             self.error(f"{key} must be a static int, got {v!r}")
         if minimum is not None and v < minimum:
@@ -628,6 +661,7 @@ class _Agent:
         return v
 
     def as_int(self, v: Any, what: str) -> int:
+        v = self.ev.static(v, self.loc)
         if isinstance(v, bool) or not isinstance(v, int):
             if isinstance(v, DynExpr):
                 self.unsupported(f"{what} that depends on run-time data")
@@ -649,7 +683,7 @@ class _Agent:
             self.error(f"{what}: unexpected keyword argument(s) {', '.join(sorted(kw))}")
 
     def register(self, decl: PipelineDecl) -> PipelineDecl:
-        return self.compiler.register(decl, self.loc)
+        return self.compiler.register(decl, self.loc, self.compiler.points(self.env))
 
     def new_local(self, hint: str) -> str:
         name = f"{hint}@{self.loc.line}:{self.loc.column}"
@@ -798,6 +832,11 @@ class _Agent:
         f = self.ev.eval(e.func, env)
         args = tuple(self.ev.eval(a, env) for a in e.args)
         kw = {k: self.ev.eval(v, env) for k, v in e.kwargs}
+        if not (isinstance(f, Builtin) and f.name in ("min", "max")):
+            # arguments are compile-time values: a symbolic parameter in one splits the
+            # warp's path (min/max of one stay symbolic, folded into conditions)
+            args = self.ev.static(args, e.loc)
+            kw = {k: self.ev.static(v, e.loc) for k, v in kw.items()}
         label = _render_call(e)
         with self.at(e.loc, label):
             if isinstance(f, Builtin):
@@ -874,7 +913,8 @@ class _Compiler:
         deg = _in_degrees(self.nodes)
         deg[self.entry] += 1
         self.join = [d > 1 for d in deg]
-        self.decls: dict[str, tuple[PipelineDecl, ir.Loc]] = {}
+        #: every creation of each pipeline: (declaration, parameter points, location)
+        self.decls: dict[str, list[tuple[PipelineDecl, frozenset, ir.Loc]]] = {}
         self.named_ids: set[int] = set()
         self.current_target: Optional[str] = None
         self.track_count = _reads_count(kernel)
@@ -908,6 +948,22 @@ class _Compiler:
                                 f"role {s.name!r} names CTA {c}, but the cluster has "
                                 f"{self.info.cluster_size} CTAs", s.loc)
 
+    def points(self, env: dict) -> frozenset:
+        """The parameter points the warp's path leaves possible (all of them at first)."""
+        return env.get(_PARAMS, frozenset(range(max(len(self.param_points), 1))))
+
+    def _value_at(self, e: DynExpr, i: int) -> Any:
+        pt, names = self.param_points[i], self.param_names
+        return eval_dyn(CONCRETE, e, lambda n: pt[names.index(n)])
+
+    def param_value(self, e: DynExpr, env: dict, loc: Optional[ir.Loc]) -> Any:
+        """The value of ``e`` (over symbolic parameters only) where every point the path
+        leaves possible gives it the same one; else ``NeedParams``."""
+        values = {self._value_at(e, i) for i in self.points(env)}
+        if len(values) != 1:
+            raise NeedParams(e, loc)
+        return values.pop()
+
     def _split_on_params(self, a: "_Agent", cond: DynExpr, loc: ir.Loc, env: dict
                          ) -> tuple[Any, tuple[dict, dict]]:
         """A condition on symbolic parameters, with the environments of its two sides.
@@ -919,33 +975,112 @@ class _Compiler:
         ``ParamSplit`` step and the branch after it tests the side taken
         (``DynExpr("within", mask)``, ``model.program.ParamSplit``)."""
         if dyn_locals(cond):
-            raise Unsupported("unsupported: a condition that mixes a symbolic parameter ("
-                              + ", ".join(sorted(dyn_params(cond))) + ") with run-time data",
-                              loc)
-        names = self.param_names
-        mask = tuple(bool(eval_dyn(CONCRETE, cond, lambda n, pt=pt: pt[names.index(n)]))
-                     for pt in self.param_points)
-        cur = env.get(_PARAMS, frozenset(range(len(mask))))
+            # run-time data and a parameter: split on the parameter's part where the
+            # path leaves it open; then the branch tests run-time data only
+            cond = self._fold_fixed(cond, env)
+            if dyn_params(cond):
+                raise NeedParams(_param_part(cond), loc)
+            return cond, (env, env)
+        mask = tuple(bool(self._value_at(cond, i)) for i in range(len(self.param_points)))
+        cur = self.points(env)
         yes = frozenset(i for i in cur if mask[i])
         if yes == cur:
             return True, (env, env)
         if not yes:
             return False, (env, env)
-        text = str(cond)
+        return self._emit_split(a, mask, str(cond), loc, env)
+
+    def _fold_fixed(self, e: Any, env: dict) -> Any:
+        """``e`` with each part over symbolic parameters alone that the path fixes
+        replaced by its value."""
+        if not isinstance(e, DynExpr) or e.op in ("local", "const", "within") \
+                or not dyn_params(e):
+            return e
+        if not dyn_locals(e):
+            values = {self._value_at(e, i) for i in self.points(env)}
+            return DynExpr("const", (values.pop(),)) if len(values) == 1 else e
+        return DynExpr(e.op, tuple(self._fold_fixed(x, env) for x in e.args))
+
+    def _emit_split(self, a: "_Agent", mask: tuple, text: str, loc: ir.Loc, env: dict
+                    ) -> tuple[DynExpr, tuple[dict, dict]]:
+        """The ``ParamSplit`` step on the condition ``text`` (true at the points of
+        ``mask``): the condition the branch after it tests, and its sides' environments."""
+        cur = self.points(env)
+        yes = frozenset(i for i in cur if mask[i])
         with a.at(loc, text):
             a.emit(ParamSplit(mask=mask, text=text, loc=loc, label=f"if {text}"))
         return DynExpr("within", (mask,)), (dict(env, **{_PARAMS: yes}),
                                             dict(env, **{_PARAMS: cur - yes}))
 
-    def register(self, decl: PipelineDecl, loc: ir.Loc) -> PipelineDecl:
-        old = self.decls.get(decl.var)
-        if old is None:
-            self.decls[decl.var] = (decl, loc)
-            return decl
-        if old[0] != decl:
-            raise ConfigError(f"pipeline {decl.var!r} is created with different parameters by "
-                              f"different warps or CTAs (first at {old[1]})", loc)
-        return old[0]
+    def _fork(self, a: "_Agent", cond: DynExpr, loc: ir.Loc, then: int, orelse: int,
+              sides: tuple[dict, dict]) -> None:
+        """A branch on a run-time ``cond``: both flow-graph successors are compiled."""
+        p = a.emit(Branch(cond=cond, then=-1, orelse=-1, loc=loc, label=f"if {cond}"))
+        a.worklist.append((p, "orelse", orelse, dict(sides[1])))
+        a.worklist.append((p, "then", then, dict(sides[0])))
+
+    def _attempt(self, a: "_Agent", node: int, env: dict, fn: Callable[[], Any]
+                 ) -> tuple[bool, Any]:
+        """``(True, fn())``; or, where ``fn`` (one flow-graph node's compilation) needs the
+        value of a parameter expression the path leaves open (``NeedParams``), undo what
+        it emitted and split the path on that value -- the points that give it the value
+        of the first one, and the rest -- compiling ``node`` again on both sides:
+        ``(False, None)``.  So a stage count, a product ``t * k_tiles`` or a thread count
+        of a symbolic parameter is compiled once per value, after the steps all values
+        share."""
+        if not self.param_points:
+            return True, fn()
+        n0, l0, t0, saved = len(a.code), len(a.locals), set(a.targets), dict(env)
+        try:
+            return True, fn()
+        except NeedParams as need:
+            del a.code[n0:]
+            del a.locals[l0:]
+            a.targets = t0
+            env.clear()
+            env.update(saved)
+            first = self._value_at(need.expr, min(self.points(env)))
+            mask = tuple(self._value_at(need.expr, i) == first
+                         for i in range(len(self.param_points)))
+            loc = need.loc or self.nodes[node].loc
+            cond, sides = self._emit_split(a, mask, f"{need.expr} == {first!r}", loc, env)
+            self._fork(a, cond, loc, node, node, sides)
+            return False, None
+
+    def register(self, decl: PipelineDecl, loc: ir.Loc, points: frozenset) -> PipelineDecl:
+        """The pipeline ``decl.var`` as one warp creates it, on a path possible at
+        ``points``: every warp must create it alike at every point (with a symbolic stage
+        count it differs between points)."""
+        known = self.decls.setdefault(decl.var, [])
+        for old, old_points, old_loc in known:
+            if old != decl and old_points & points:
+                raise ConfigError(f"pipeline {decl.var!r} is created with different "
+                                  f"parameters by different warps or CTAs (first at "
+                                  f"{old_loc})", loc)
+        if not any(d == decl and p == points for d, p, _ in known):
+            known.append((decl, points, loc))
+        return decl
+
+    def pipelines(self) -> tuple[PipelineDecl, ...]:
+        """One declaration per pipeline, for the state: where a symbolic parameter gives
+        it different stage counts, the largest (a run uses the first ``num_stages`` of
+        its barriers and buffers).  Anything else that differs is refused."""
+        def shape(d: PipelineDecl) -> PipelineDecl:  # d without its sizes
+            return replace(d, stages=0, arrays=tuple(replace(x, stages=0) for x in d.arrays))
+
+        out = []
+        for var, known in self.decls.items():
+            big = max((d for d, _, _ in known), key=lambda d: d.stages)
+            for d, _, loc in known:
+                if shape(d) != shape(big):
+                    raise Unsupported(f"unsupported: pipeline {var!r} is created with "
+                                      "barrier counts or buffers that depend on a symbolic "
+                                      "parameter (only its sizes may)", loc)
+            big = replace(big, arrays=tuple(
+                replace(x, stages=max(d.arrays[i].stages for d, _, _ in known))
+                for i, x in enumerate(big.arrays)))
+            out.append(big)
+        return tuple(out)
 
     def compile_agent(self, cta: int, warp: int) -> AgentProgram:
         """Specialise the body for one warp.  A warp that calls both sides of a pipeline
@@ -1011,7 +1146,8 @@ class _Compiler:
                 continue
             if n.kind == "stmt":
                 a.in_loop = n.in_loop
-                self._stmt(a, n.stmt, env)
+                if not self._attempt(a, node, env, lambda: self._stmt(a, n.stmt, env))[0]:
+                    return
                 node = n.next
                 continue
             if n.kind == "elect_enter":
@@ -1039,8 +1175,12 @@ class _Compiler:
                 continue
             if n.kind == "role_enter":
                 r = n.role
-                warps = _as_tuple(a.ev.eval_static(r.warps, env))
-                ctas = None if r.ctas is None else _as_tuple(a.ev.eval_static(r.ctas, env))
+                done, where = self._attempt(a, node, env, lambda: (
+                    _as_tuple(a.ev.eval_static(r.warps, env)),
+                    None if r.ctas is None else _as_tuple(a.ev.eval_static(r.ctas, env))))
+                if not done:
+                    return
+                warps, ctas = where
                 if a.warp in warps and (ctas is None or a.cta in ctas):
                     env = dict(env)
                     env[_ROLE] = r.name
@@ -1058,33 +1198,37 @@ class _Compiler:
                 node = n.next
                 continue
             if n.kind == "branch":
-                if isinstance(n.cond, tuple) and n.cond[0] == "for":
-                    f: ir.For = n.cond[1]
-                    step = a.ev.eval_static(f.step, env)
-                    stop = a.ev.eval(f.stop, env)
-                    if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)):
-                        raise Unsupported("unsupported: a for loop whose bound depends on "
-                                          "run-time data", f.loc)
-                    if not isinstance(step, int) or step == 0:
-                        raise ConfigError("range() step must be a non-zero int", f.loc)
-                    i = env[f.var]
-                    # a symbolic trip count gives a parameter split per iteration
-                    cond = a.ev.compare("<" if step > 0 else ">", i, stop, f.loc)
-                else:
-                    with a.at(n.loc, "condition"):
-                        cond = a.ev.eval(n.cond, env)
-                sides = (env, env)
-                if isinstance(cond, DynExpr) and dyn_params(cond):
-                    cond, sides = self._split_on_params(a, cond, n.loc, env)
+                done, got = self._attempt(a, node, env, lambda: self._condition(a, n, env))
+                if not done:
+                    return
+                cond, sides = got
                 if isinstance(cond, DynExpr):
-                    p = a.emit(Branch(cond=cond, then=-1, orelse=-1, loc=n.loc,
-                                      label=f"if {cond}"))
-                    a.worklist.append((p, "orelse", n.orelse, dict(sides[1])))
-                    a.worklist.append((p, "then", n.then, dict(sides[0])))
+                    self._fork(a, cond, n.loc, n.then, n.orelse, sides)
                     return
                 node = n.then if cond else n.orelse
                 continue
             raise AssertionError(n.kind)
+
+    def _condition(self, a: _Agent, n: Any, env: dict) -> tuple[Any, tuple[dict, dict]]:
+        """A branch node's condition (a for loop's: the next iteration runs), after the
+        parameter split it may need, with the environments of its two sides."""
+        if isinstance(n.cond, tuple) and n.cond[0] == "for":
+            f: ir.For = n.cond[1]
+            step = a.ev.eval_static(f.step, env)
+            stop = a.ev.eval(f.stop, env)
+            if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)):
+                raise Unsupported("unsupported: a for loop whose bound depends on "
+                                  "run-time data", f.loc)
+            if not isinstance(step, int) or step == 0:
+                raise ConfigError("range() step must be a non-zero int", f.loc)
+            # a symbolic trip count gives a parameter split per iteration
+            cond = a.ev.compare("<" if step > 0 else ">", env[f.var], stop, f.loc)
+        else:
+            with a.at(n.loc, "condition"):
+                cond = a.ev.eval(n.cond, env)
+        if isinstance(cond, DynExpr) and dyn_params(cond):
+            return self._split_on_params(a, cond, n.loc, env)
+        return cond, (env, env)
 
     def _stmt(self, a: _Agent, s: Any, env: dict) -> None:
         if isinstance(s, ir.Assign):
@@ -1130,6 +1274,17 @@ class _Compiler:
         a._self_update = None
         a._arg_updates = {}
         return v
+
+
+def _param_part(e: DynExpr) -> DynExpr:
+    """The first part of ``e`` over symbolic parameters alone (``e`` mixes them with
+    run-time data)."""
+    if not dyn_locals(e):
+        return e
+    for x in e.args:
+        if isinstance(x, DynExpr) and dyn_params(x):
+            return _param_part(x)
+    raise AssertionError(e)
 
 
 def _walk_stmts(stmts: tuple) -> Iterator[Any]:
@@ -1194,7 +1349,7 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
                 raise Unsupported(f"unsupported: symbolic parameter {', '.join(sorted(left))} "
                                   f"reaches {type(ins).__name__} {ins.label!r}, not only "
                                   "conditions", ins.loc)
-    decls = tuple(d for d, _ in comp.decls.values())
+    decls = comp.pipelines()
     return CompiledKernel(info, tuple(progs), decls, tuple(sorted(comp.named_ids)),
                           kernel.loc.file, tuple(symbolic), points)
 

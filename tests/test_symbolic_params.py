@@ -56,19 +56,20 @@ def _symbolic_statuses(r: Any, name: str, values: range) -> dict[int, str]:
     return out
 
 
-def _same_as_by_value(source: str, engine: str, hi: int, what: str) -> None:
+def _same_as_by_value(source: str, engine: str, hi: int, what: str,
+                      name: str = "k_tiles") -> None:
     values = range(1, hi + 1)
     try:
-        r = check_source(source, {"k_tiles": values}, engine=engine,
+        r = check_source(source, {name: values}, engine=engine,
                          timeout=30 if engine == "bmc" else 120, jobs=1)
     except ConfigError:
         return
     if "parameter_groups" not in r.verdict.stats.extra:
-        # k_tiles is used where a value must be static: checked value by value
-        assert "k_tiles" in r.verdict.stats.extra.get("parameters_by_value", {}), what
+        # the parameter is used where a value must be static: checked value by value
+        assert name in r.verdict.stats.extra.get("parameters_by_value", {}), what
         return
-    sym = _symbolic_statuses(r, "k_tiles", values)
-    ref = _by_value(source, "k_tiles", values)
+    sym = _symbolic_statuses(r, name, values)
+    ref = _by_value(source, name, values)
     norm = lambda s: "ok" if s in ("SAFE", "PROVEN") else s  # noqa: E731
     # BMC may give up (UNKNOWN: no certificate and an unfinished unrolling, as on
     # clusters); whatever it decides must be each value's own answer
@@ -78,27 +79,35 @@ def _same_as_by_value(source: str, engine: str, hi: int, what: str) -> None:
         f"{what}\nsymbolic {sym}\nby value {ref}\n--- source ---\n{source}"
 
 
-@settings(max_examples=6, **SETTINGS)
-@given(G.programs(), st.sampled_from(["explicit", "explicit", "bmc"]), st.integers(2, 3))
-def test_symbolic_range_matches_each_value_on_valid_programs(prog: G.Program, engine: str,
-                                                             hi: int) -> None:
-    _same_as_by_value(prog.source, engine, hi, prog.describe())
-
-
-@settings(max_examples=10, **SETTINGS)
-@given(G.mutants(), st.sampled_from(["explicit", "explicit", "bmc"]), st.integers(2, 3))
-def test_symbolic_range_matches_each_value_on_mutants(prog: G.Program, engine: str,
-                                                      hi: int) -> None:
-    _same_as_by_value(prog.source, engine, hi, prog.describe())
+#: the range parameter: the trip count (conditions) or the stage count (barrier arrays,
+#: pipeline states and ``it % stages`` arithmetic: each value compiled on its own path)
+RANGED = st.sampled_from(["k_tiles", "k_tiles", "stages"])
 
 
 @settings(max_examples=8, **SETTINGS)
-@given(st.one_of(G.programs(), G.mutants()), st.integers(2, 3))
-def test_partial_order_reduction_on_symbolic_systems(prog: G.Program, hi: int) -> None:
+@given(G.programs(), st.sampled_from(["explicit", "explicit", "bmc"]), st.integers(2, 3),
+       RANGED)
+def test_symbolic_range_matches_each_value_on_valid_programs(prog: G.Program, engine: str,
+                                                             hi: int, name: str) -> None:
+    _same_as_by_value(prog.source, engine, hi, prog.describe(), name)
+
+
+@settings(max_examples=12, **SETTINGS)
+@given(G.mutants(), st.sampled_from(["explicit", "explicit", "bmc"]), st.integers(2, 3),
+       RANGED)
+def test_symbolic_range_matches_each_value_on_mutants(prog: G.Program, engine: str,
+                                                      hi: int, name: str) -> None:
+    _same_as_by_value(prog.source, engine, hi, prog.describe(), name)
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(st.one_of(G.programs(), G.mutants()), st.integers(2, 3), RANGED)
+def test_partial_order_reduction_on_symbolic_systems(prog: G.Program, hi: int,
+                                                     name: str) -> None:
     """The split steps conflict with one another in the reduction's footprints; a
     reduction that ignored them would miss values (a different verdict or length)."""
     try:
-        c = compile_kernel(parse(prog.source), symbolic={"k_tiles": range(1, hi + 1)})
+        c = compile_kernel(parse(prog.source), symbolic={name: range(1, hi + 1)})
     except (ConfigError, Unsupported):
         return
     full = check_explicit(System(c), reduce=False, timeout=120)
@@ -146,23 +155,52 @@ def test_bug_example_groups_each_value() -> None:
                for e in r.verdict.trace.events)
 
 
-def test_static_use_falls_back_to_values_with_a_reason() -> None:
-    r = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe",
-                   {"stages": range(1, 3), "k_tiles": range(1, 5)}, jobs=1)
+def test_stage_count_is_symbolic() -> None:
+    """A stage count sizes the barrier arrays and fixes every pipeline state: each warp's
+    path splits on it where it is first needed (``stages == 1``, then ``stages == 2``)
+    and is compiled once per value after the split; the arrays have the largest size."""
+    path = f"{EXAMPLES}/textbook/pipeline_async.pipe"
+    c = compile_kernel(parse_file(path), symbolic={"stages": range(1, 4)})
+    texts = {ins.text for p in c.programs for ins in p.code if isinstance(ins, ParamSplit)}
+    assert texts == {"stages == 1", "stages == 2"}
+    assert [d.stages for d in c.pipelines] == [3]
+    r = check_file(path, {"stages": range(1, 4), "k_tiles": range(1, 5)}, jobs=1)
     assert r.status == "PROVEN"
     extra = r.verdict.stats.extra
-    assert extra["symbolic_parameters"] == ["k_tiles"]
-    assert "num_stages must be a static int" in extra["parameters_by_value"]["stages"]
-    assert "the symbolic parameter stages" in r.render_text()
+    assert extra["symbolic_parameters"] == ["stages", "k_tiles"]
+    assert extra["symbolic_runs"] == 1 and extra["parameter_values_checked"] == 12
     # --param-values (symbolic_params=False): every value on its own, same answer
-    r2 = check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe",
-                    {"stages": range(1, 3), "k_tiles": range(1, 5)}, jobs=1,
+    r2 = check_file(path, {"stages": range(1, 4), "k_tiles": range(1, 5)}, jobs=1,
                     symbolic_params=False)
-    assert r2.status == "PROVEN" and r2.verdict.stats.extra["parameter_values_checked"] == 8
+    assert r2.status == "PROVEN" and r2.verdict.stats.extra["parameter_values_checked"] == 12
 
 
-def test_a_condition_mixing_a_parameter_with_run_time_data_is_refused() -> None:
-    src = """
+def test_stage_count_bug_groups_each_value() -> None:
+    """x2-bug's ``iters`` feeds its stage count: symbolic, and each value's verdict is
+    the one its own check gives."""
+    path = f"{EXAMPLES}/bugs/x2-bug.pipe"
+    src = Path(path).read_text()
+    r = check_file(path, {"iters": range(1, 5)}, jobs=1)
+    assert r.verdict.stats.extra["symbolic_parameters"] == ["iters"]
+    assert _symbolic_statuses(r, "iters", range(1, 5)) == _by_value(src, "iters", range(1, 5))
+
+
+def test_launch_shape_falls_back_to_values_with_a_reason() -> None:
+    """The launch (threads, cluster) is one for the whole system: a parameter it uses is
+    checked value by value, and the answer says why."""
+    src = ONLY_TWO_FAILS.replace("def only_two_fails(k_tiles: int = 1):",
+                                 "def only_two_fails(k_tiles: int = 1, extra: int = 0):")
+    src = src.replace("launch(block=64,", "launch(block=64 + 32 * extra,")
+    r = check_source(src, {"extra": range(0, 2), "k_tiles": range(1, 3)}, jobs=1)
+    # extra=0 first, with k_tiles still symbolic: only k_tiles=2 fails
+    assert r.status == "VIOLATED" and r.params["extra"] == 0
+    assert _symbolic_statuses(r, "k_tiles", range(1, 3)) == {1: "PROVEN", 2: "VIOLATED"}
+    extra = r.verdict.stats.extra
+    assert "the symbolic parameter extra" in extra["parameters_by_value"]["extra"]
+    assert "checked value by value" in r.render_text()
+
+
+MIXED = """
 @cute.kernel
 def k(k_tiles: int = 2):
     launch(block=64, cluster=(1, 1, 1))
@@ -180,17 +218,27 @@ def k(k_tiles: int = 2):
         state = make_pipeline_state(PipelineUserType.Consumer, 2)
         for k in range(k_tiles):
             token = pipe.consumer_try_wait(state)
-            if token and k < k_tiles - 1:
-                pass
             pipe.consumer_wait(state, token)
-            pipe.consumer_release(state)
+            if not token and k == k_tiles - 2:
+                pass
+            else:
+                pipe.consumer_release(state)
             state.advance()
 """
-    with pytest.raises(Unsupported, match="mixes a symbolic parameter"):
-        compile_kernel(parse(src), symbolic={"k_tiles": range(1, 4)})
-    r = check_source(src, {"k_tiles": range(1, 4)}, jobs=1)
-    assert r.status == "PROVEN"
-    assert "mixes a symbolic parameter" in r.verdict.stats.extra["parameters_by_value"]["k_tiles"]
+
+
+def test_a_condition_mixing_a_parameter_with_run_time_data_splits_on_the_parameter() -> None:
+    """``not token and k == k_tiles - 2``: the path splits on ``k == k_tiles - 2`` (the
+    parameter's part) and the branch after it tests the token alone.  A consumer whose
+    try_wait failed skips a release, so producer_tail hangs -- for k_tiles >= 2 only."""
+    c = compile_kernel(parse(MIXED), symbolic={"k_tiles": range(1, 4)})
+    assert any(isinstance(ins, ParamSplit) and "k_tiles" in ins.text
+               for p in c.programs for ins in p.code)
+    r = check_source(MIXED, {"k_tiles": range(1, 4)}, jobs=1)
+    assert r.verdict.stats.extra["symbolic_parameters"] == ["k_tiles"]
+    sym = _symbolic_statuses(r, "k_tiles", range(1, 4))
+    assert sym == _by_value(MIXED, "k_tiles", range(1, 4))
+    assert sym == {1: "PROVEN", 2: "VIOLATED", 3: "VIOLATED"}
 
 
 ONLY_TWO_FAILS = """

@@ -207,6 +207,8 @@ def short_method(method: str) -> str:
 
 def cell_text(ev: Event, with_pipeline: bool = False) -> str:
     """``acquire wait s0 p1``: method, PTX operation, stage, parity, bytes."""
+    if ev.op == "param split":  # the side taken: ``iters == 1: no``
+        return ev.what.split(" (for ")[0]
     method = method_of(ev)
     op = OP_SHORT.get(ev.op, ev.op)
     stage, parity = ev.stage, ev.parity
