@@ -39,6 +39,9 @@ from .roles import RoleUse, method_side, misuse_message
 
 MAX_BLOCK_THREADS = 1024
 
+#: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
+MAX_SPECIALISATIONS = 200_000
+
 
 class NeedParams(Unsupported):
     """A value that must be known when the kernel is compiled (a stage count, a product,
@@ -53,8 +56,6 @@ class NeedParams(Unsupported):
                          f"the symbolic parameter{'s' if len(names) > 1 else ''} "
                          f"{', '.join(names)}", loc)
         self.expr = expr
-#: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
-MAX_SPECIALISATIONS = 200_000
 
 
 @dataclass(frozen=True)
@@ -1322,10 +1323,11 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     """Specialise ``kernel`` for every warp of every CTA of one cluster.
 
     ``symbolic``: parameters left symbolic over a range of values (``--param K=LO..HI``):
-    conditions on them (trip counts, ``k == K - 1``) become ``ParamSplit`` steps, and one
-    transition system covers every value.  A parameter used where a value must be known
-    when the kernel is compiled (a stage count, a thread count, a launch shape) raises
-    ``ConfigError``/``Unsupported``; the caller then checks it value by value."""
+    conditions on them (trip counts, ``k == K - 1``) become ``ParamSplit`` steps, a warp
+    that needs a value of them (a stage count, ``t * K``) splits its path on that value
+    (``_Compiler._attempt``), and one transition system covers every value.  A parameter
+    the launch needs, or that changes a pipeline's arrive counts, raises ``Unsupported``;
+    the caller then checks it value by value."""
     symbolic = dict(symbolic or {})
     overrides = dict(overrides or {})
     for k in symbolic:

@@ -199,8 +199,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     against BMC's certificate in a forked process (default: 2 where two CPUs are usable;
     the verdict is the same either way, ``checker/portfolio.py``).
     ``symbolic_params``: a parameter given as a range (``--param K=LO..HI``) is left
-    symbolic where the kernel only branches on it (``_check_symbolic``); False checks
-    every value on its own."""
+    symbolic unless the launch depends on it (``_check_symbolic``); False checks every
+    value on its own."""
     params = dict(params or {})
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
@@ -323,9 +323,9 @@ def _range_text(r: range) -> str:
 
 def _symbolic_names(kernel: Kernel, params: dict[str, Any], names: list[str]
                     ) -> tuple[list[str], dict[str, str]]:
-    """Which range parameters can stay symbolic: those the kernel only branches on
-    (``compile_kernel(symbolic=...)`` accepts them, tried one more at a time), and why
-    each other one is checked value by value."""
+    """Which range parameters can stay symbolic: those ``compile_kernel(symbolic=...)``
+    accepts (tried one more at a time: not the launch's), and why each other one is
+    checked value by value."""
     sym: list[str] = []
     by_value: dict[str, str] = {}
     for k in names:

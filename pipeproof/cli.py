@@ -161,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable); NAME=LO..HI checks "
                         "every value: symbolically (one transition system for the whole "
-                        "range) where the kernel only branches on it, as trip counts, "
-                        "else value by value")
+                        "range; trip counts and stage counts), or value by value where "
+                        "the launch depends on it")
     c.add_argument("--param-values", action="store_true",
                    help="check every value of a --param range on its own, never "
                         "symbolically")
