@@ -183,6 +183,12 @@ def test_stage_count_bug_groups_each_value() -> None:
     r = check_file(path, {"iters": range(1, 5)}, jobs=1)
     assert r.verdict.stats.extra["symbolic_parameters"] == ["iters"]
     assert _symbolic_statuses(r, "iters", range(1, 5)) == _by_value(src, "iters", range(1, 5))
+    # the step table names each split's side, not the instruction's class
+    from pipeproof.checker.render.lanes import cell_text
+    cells = [cell_text(e) for e in r.verdict.trace.events if e.op == "param split"]
+    assert cells and all(c.startswith("iters == ") and c.endswith((": yes", ": no"))
+                         for c in cells), cells
+    assert "ParamSplit" not in r.render_text()
 
 
 def test_launch_shape_falls_back_to_values_with_a_reason() -> None:
