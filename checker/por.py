@@ -639,12 +639,17 @@ class Reducer:
         """A parameter split whose condition every value still possible decides alike
         (``System.split_sides``): it leaves the parameter bits as they are (only the
         warp's pc moves), and other splits only remove values, which keeps it decided.
-        So it conflicts with no other unit's step, now or later."""
+        So it conflicts with no other unit's step, now or later -- unless another warp
+        sits at a split of the same condition, which it moves on too (it would move this
+        warp on as well)."""
         ins = self.sys.code(a)[pc]
         if not isinstance(ins, ParamSplit):
             return False
         inside, outside = self.sys.split_sides(CONCRETE, get, ins)
-        return not (inside and outside)
+        if inside and outside:
+            return False
+        return not any(get(self.sys.agents[b].pc) in pcs
+                       for b, pcs in self.sys.splits_of_mask[ins.mask].items() if b != a)
 
     def _completes_now(self, get: Any, a: int) -> bool:
         for b, ag in enumerate(self.sys.agents):

@@ -296,6 +296,12 @@ class System:
         self.param_bits = [L.alloc("param[" + ",".join(
             f"{k}={v}" for k, v in zip(self.param_names, pt)) + "]", int(i in allowed))
             for i, pt in enumerate(self.param_points)]
+        #: the splits of each mask: {mask: {agent: [pc, ...]}} (``_param_split``)
+        self.splits_of_mask: dict[tuple, dict[int, list[int]]] = {}
+        for a, ag in enumerate(self.agents):
+            for pc, ins in enumerate(ag.program.code):
+                if isinstance(ins, ParamSplit):
+                    self.splits_of_mask.setdefault(ins.mask, {}).setdefault(a, []).append(pc)
         self.n = len(L)
 
     # ---------------------------------------------------------------- basics
@@ -685,7 +691,7 @@ class System:
         elif t is Exit:
             nxt = DONE
         elif t is ParamSplit:
-            label = self._param_split(V, S, ins, choice)
+            label = self._param_split(V, S, a, ins, choice, checks)
         elif t is SetLocal:  # only reached as the first instruction of a program
             pass
         else:  # pragma: no cover
@@ -699,16 +705,30 @@ class System:
             self.run_local(V, S, a, checks)
         return Outcome(enabled, checks, label)
 
-    def _param_split(self, V: Any, S: Any, ins: ParamSplit, choice: int) -> str:
+    def _param_split(self, V: Any, S: Any, a: int, ins: ParamSplit, choice: int,
+                     checks: list[Check]) -> str:
         """``ParamSplit``: keep the parameter values on the side chosen (choice 0: where
         ``ins.text`` holds, 1: where it fails; the other side when no possible value is
         on the chosen one).  Returns the step's label (concretely: the side taken and the
-        values left)."""
+        values left).
+
+        Afterwards the split is decided, and so is every split of the same condition
+        (mask): every other warp sitting at one passes it in this step, as ``run_local``
+        passes one that is decided when the warp gets there.  So no split a warp takes
+        leaves the values as they were -- the steps that would (a warp passing a split
+        whose side another warp chose: it can only follow) are not steps of their own,
+        and their orders do not multiply the states (stage counts: every warp starts
+        with the same splits)."""
         bits = [S.get(b) for b in self.param_bits]
         inside, outside = self.split_sides(V, S.get, ins)
         holds = inside if choice == 0 else V.not_(outside)
         for slot, x, m in zip(self.param_bits, bits, ins.mask):
             S.set(slot, V.ite(holds, x if m else 0, 0 if m else x))
+        for b, pcs in self.splits_of_mask[ins.mask].items():
+            if b == a:
+                continue
+            for q in pcs:
+                self._pass_split(V, S, b, q, V.eq(S.get(self.agents[b].pc), q), checks)
         if V.symbolic:
             return ins.label
         left = [pt for pt, b in zip(self.param_points, self.param_bits) if S.get(b) == 1]
@@ -764,6 +784,16 @@ class System:
                     self._fork_local(V, S, a, c, ins, checks)
                     return
                 pc = ins.then if c else ins.orelse
+            elif t is ParamSplit:
+                inside, outside = self.split_sides(V, S.get, ins)
+                decided = V.not_(V.and_(inside, outside))
+                if V.symbolic:
+                    S.set(ag.pc, pc)
+                    self._pass_split(V, S, a, pc, decided, checks)
+                    return
+                if not decided:
+                    break
+                pc += 1
             elif t is SetLocal:
                 if ins.value.op == "response":
                     buf = ins.value.args[0]
@@ -783,6 +813,24 @@ class System:
             if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
                 raise RuntimeError("local loop without synchronisation")
         S.set(ag.pc, pc)
+
+    def _pass_split(self, V: Any, S: Any, a: int, pc: int, cond: Any,
+                    checks: list[Check]) -> None:
+        """Where ``cond`` holds, warp ``a`` (at the split at ``pc``, decided) passes it and
+        follows its local control flow on (the branch after a split tests the side the
+        values are on); elsewhere nothing changes."""
+        ag = self.agents[a]
+        if not V.symbolic:
+            if cond:
+                S.set(ag.pc, pc + 1)
+                self.run_local(V, S, a, checks)
+            return
+        S1, S0 = S.fork(), S.fork()
+        S1.set(ag.pc, pc + 1)
+        c1: list[Check] = []
+        self.run_local(V, S1, a, c1)
+        checks.extend(Check(V.and_(cond, ch.condition), ch.prop, ch.detail) for ch in c1)
+        S.merge(cond, S1, S0)
 
     def split_sides(self, V: Any, get: Callable[[int], Any], ins: ParamSplit
                     ) -> tuple[Any, Any]:

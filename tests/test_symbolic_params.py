@@ -132,7 +132,7 @@ def test_trip_count_is_one_system_with_splits() -> None:
     extra = r.verdict.stats.extra
     assert extra["symbolic_runs"] == 1 and extra["parameter_values_checked"] == 64
     # one state space for all 64 values: the runs share their prefixes, so it is far
-    # smaller than the values' state spaces together (2,784 against 17,664)
+    # smaller than the values' state spaces together (1,721 against 17,664)
     total = sum(check_file(f"{EXAMPLES}/textbook/pipeline_async.pipe", {"k_tiles": k},
                            engine="explicit", jobs=1).verdict.stats.states
                 for k in range(1, 65))
@@ -173,6 +173,26 @@ def test_stage_count_is_symbolic() -> None:
     r2 = check_file(path, {"stages": range(1, 4), "k_tiles": range(1, 5)}, jobs=1,
                     symbolic_params=False)
     assert r2.status == "PROVEN" and r2.verdict.stats.extra["parameter_values_checked"] == 12
+
+
+def test_a_split_is_a_step_only_where_it_narrows_the_values() -> None:
+    """p7-bug: all six warps start with the splits on ``num_stages``.  A warp passes a
+    split its values already decide with its previous step, and a split moves every
+    other warp waiting at the same condition along: so the system restricted to one
+    value is, state for state, that value's own, and a counterexample over the range
+    takes each of its splits once (not once per warp, in every order)."""
+    k = parse_file(f"{EXAMPLES}/bugs/p7-bug.pipe")
+    c = compile_kernel(k, symbolic={"num_stages": range(1, 5)})
+    one = check_explicit(System(c, param_init=[2]), reduce=False, timeout=120)
+    ref = check_explicit(System(compile_kernel(k, {"num_stages": 3})), reduce=False,
+                         timeout=120)
+    assert ref.status == "VIOLATED"
+    assert (one.status, one.prop, len(one.trace)) == (ref.status, ref.prop, len(ref.trace))
+    assert one.stats.states == ref.stats.states
+    full = check_explicit(System(c), reduce=False, timeout=120)
+    assert full.status == "VIOLATED"
+    splits = [e for e in full.trace.events if e.op == "param split"]
+    assert 1 <= len(splits) <= 3, [e.what for e in splits]
 
 
 def test_stage_count_bug_groups_each_value() -> None:
