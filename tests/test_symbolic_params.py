@@ -118,6 +118,32 @@ def test_partial_order_reduction_on_symbolic_systems(prog: G.Program, hi: int,
         assert len(red.trace) == len(full.trace), prog.describe()
 
 
+@settings(max_examples=8, **SETTINGS)
+@given(st.one_of(G.programs(), G.mutants()), st.integers(2, 3), RANGED)
+def test_one_value_of_a_symbolic_system_is_that_values_system(prog: G.Program, hi: int,
+                                                              name: str) -> None:
+    """The symbolic system started with one value possible is, state for state, the
+    system compiled for that value: no split is a step there (each is decided when a
+    warp reaches it), so the unreduced searches agree on the verdict, the shortest
+    counterexample's length and the number of states."""
+    try:
+        c = compile_kernel(parse(prog.source), symbolic={name: range(1, hi + 1)})
+    except (ConfigError, Unsupported):
+        return
+    for i, (value,) in enumerate(c.param_points):
+        try:
+            ref_c = compile_kernel(parse(prog.source), {name: value})
+        except ConfigError:
+            continue
+        one = check_explicit(System(c, param_init=[i]), reduce=False, timeout=120)
+        ref = check_explicit(System(ref_c), reduce=False, timeout=120)
+        what = f"{name}={value}\n{prog.describe()}"
+        assert (one.status, one.prop) == (ref.status, ref.prop), what
+        assert one.stats.states == ref.stats.states, what
+        if ref.status == "VIOLATED" and ref.prop != "starvation":
+            assert len(one.trace) == len(ref.trace), what
+
+
 def test_trip_count_is_one_system_with_splits() -> None:
     k = parse_file(f"{EXAMPLES}/textbook/pipeline_async.pipe")
     c = compile_kernel(k, symbolic={"k_tiles": range(1, 65)})
