@@ -70,6 +70,7 @@ _COMMUTE = {
     frozenset(["Q"]),             # queue push (owner) and pop (environment)
     frozenset(["F"]),             # reads of CLC responses: each ORs "a failed response was
                                   # seen" into its CTA's flag (only a try_cancel reads it)
+    frozenset(["PR"]),            # reads of the parameter values still possible
     # "PB" (strict scopes: a release publishing acquired fills) commutes with nothing
 }
 
@@ -101,6 +102,9 @@ _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
 Footprint = frozenset  # of (object, mode)
 #: a parameter split's footprint: reads and narrows the parameter values still possible
 PARAM_FP = (("param",), "PS")
+#: a step whose local control flow may pass a split its values decide (``run_local``):
+#: it reads them, so a split elsewhere (which may decide it) conflicts with it
+PARAM_READ = (("param",), "PR")
 INF = 1 << 40
 
 
@@ -353,6 +357,10 @@ class Footprints:
                 work.extend((ins.then, ins.orelse))
             elif isinstance(ins, SetLocal):
                 fp |= self._instr_fp(a, p)
+                work.append(p + 1)
+            elif isinstance(ins, ParamSplit):
+                # passed in this step where the values decide it, else the step ends here
+                fp.add(PARAM_READ)
                 work.append(p + 1)
         return frozenset(fp)
 
