@@ -656,8 +656,8 @@ class Reducer:
         inside, outside = self.sys.split_sides(CONCRETE, get, ins)
         if inside and outside:
             return False
-        return not any(get(self.sys.agents[b].pc) in pcs
-                       for b, pcs in self.sys.splits_of_mask[ins.mask].items() if b != a)
+        return not any(get(self.sys.agents[b].pc) == q
+                       for b, q in self.sys.split_partners(a, ins))
 
     def _completes_now(self, get: Any, a: int) -> bool:
         for b, ag in enumerate(self.sys.agents):

@@ -957,10 +957,15 @@ class _Compiler:
         pt, names = self.param_points[i], self.param_names
         return eval_dyn(CONCRETE, e, lambda n: pt[names.index(n)])
 
+    def _values(self, e: DynExpr, env: dict) -> set:
+        """The values ``e`` (over symbolic parameters only) takes at the points the path
+        leaves possible."""
+        return {self._value_at(e, i) for i in self.points(env)}
+
     def param_value(self, e: DynExpr, env: dict, loc: Optional[ir.Loc]) -> Any:
         """The value of ``e`` (over symbolic parameters only) where every point the path
         leaves possible gives it the same one; else ``NeedParams``."""
-        values = {self._value_at(e, i) for i in self.points(env)}
+        values = self._values(e, env)
         if len(values) != 1:
             raise NeedParams(e, loc)
         return values.pop()
@@ -998,7 +1003,7 @@ class _Compiler:
                 or not dyn_params(e):
             return e
         if not dyn_locals(e):
-            values = {self._value_at(e, i) for i in self.points(env)}
+            values = self._values(e, env)
             return DynExpr("const", (values.pop(),)) if len(values) == 1 else e
         return DynExpr(e.op, tuple(self._fold_fixed(x, env) for x in e.args))
 

@@ -724,11 +724,8 @@ class System:
         holds = inside if choice == 0 else V.not_(outside)
         for slot, x, m in zip(self.param_bits, bits, ins.mask):
             S.set(slot, V.ite(holds, x if m else 0, 0 if m else x))
-        for b, pcs in self.splits_of_mask[ins.mask].items():
-            if b == a:
-                continue
-            for q in pcs:
-                self._pass_split(V, S, b, q, V.eq(S.get(self.agents[b].pc), q), checks)
+        for b, q in self.split_partners(a, ins):
+            self._pass_split(V, S, b, q, V.eq(S.get(self.agents[b].pc), q), checks)
         if V.symbolic:
             return ins.label
         left = [pt for pt, b in zip(self.param_points, self.param_bits) if S.get(b) == 1]
@@ -813,6 +810,12 @@ class System:
             if steps > 100_000:  # pragma: no cover - the compiler prevents local-only loops
                 raise RuntimeError("local loop without synchronisation")
         S.set(ag.pc, pc)
+
+    def split_partners(self, a: int, ins: ParamSplit) -> list[tuple[int, int]]:
+        """``(warp, pc)`` of every split of the same condition in another warp's program:
+        a warp sitting at one is moved past it by ``ins`` (``_param_split``)."""
+        return [(b, q) for b, pcs in self.splits_of_mask[ins.mask].items() if b != a
+                for q in pcs]
 
     def _pass_split(self, V: Any, S: Any, a: int, pc: int, cond: Any,
                     checks: list[Check]) -> None:

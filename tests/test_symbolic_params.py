@@ -252,31 +252,42 @@ def test_launch_shape_falls_back_to_values_with_a_reason() -> None:
     assert "checked value by value" in r.render_text()
 
 
-MIXED = """
+def _two_warps(name: str, stages: int, produce: str, consume: str) -> str:
+    """A PipelineAsync kernel of one producer and one consumer warp, each looping
+    ``k_tiles`` times around ``produce`` / ``consume`` (lines at the loop body's
+    indentation, between the acquire/wait and the advance)."""
+    def body(text: str) -> str:
+        return "".join(f"            {x}\n" for x in text.strip("\n").splitlines())
+
+    return f"""
 @cute.kernel
-def k(k_tiles: int = 2):
+def {name}(k_tiles: int = 1):
     launch(block=64, cluster=(1, 1, 1))
-    pipe = PipelineAsync.create(num_stages=2,
+    pipe = PipelineAsync.create(num_stages={stages},
         producer_group=CooperativeGroup(Agent.Thread, 32),
         consumer_group=CooperativeGroup(Agent.Thread, 32))
     with role("producer", warps=[0]):
-        state = make_pipeline_state(PipelineUserType.Producer, 2)
+        state = make_pipeline_state(PipelineUserType.Producer, {stages})
         for k in range(k_tiles):
             pipe.producer_acquire(state)
-            pipe.producer_commit(state)
+{body(produce)}            pipe.producer_commit(state)
             state.advance()
         pipe.producer_tail(state)
     with role("consumer", warps=[1]):
-        state = make_pipeline_state(PipelineUserType.Consumer, 2)
+        state = make_pipeline_state(PipelineUserType.Consumer, {stages})
         for k in range(k_tiles):
-            token = pipe.consumer_try_wait(state)
-            pipe.consumer_wait(state, token)
-            if not token and k == k_tiles - 2:
-                pass
-            else:
-                pipe.consumer_release(state)
-            state.advance()
+{body(consume)}            state.advance()
 """
+
+
+MIXED = _two_warps("k", 2, "", """
+token = pipe.consumer_try_wait(state)
+pipe.consumer_wait(state, token)
+if not token and k == k_tiles - 2:
+    pass
+else:
+    pipe.consumer_release(state)
+""")
 
 
 def test_a_condition_mixing_a_parameter_with_run_time_data_splits_on_the_parameter() -> None:
@@ -293,30 +304,12 @@ def test_a_condition_mixing_a_parameter_with_run_time_data_splits_on_the_paramet
     assert sym == {1: "PROVEN", 2: "VIOLATED", 3: "VIOLATED"}
 
 
-ONLY_TWO_FAILS = """
-@cute.kernel
-def only_two_fails(k_tiles: int = 1):
-    launch(block=64, cluster=(1, 1, 1))
-    pipe = PipelineAsync.create(num_stages=1,
-        producer_group=CooperativeGroup(Agent.Thread, 32),
-        consumer_group=CooperativeGroup(Agent.Thread, 32))
-    with role("producer", warps=[0]):
-        state = make_pipeline_state(PipelineUserType.Producer, 1)
-        for k in range(k_tiles):
-            pipe.producer_acquire(state)
-            write(pipe, state)
-            pipe.producer_commit(state)
-            state.advance()
-        pipe.producer_tail(state)
-    with role("consumer", warps=[1]):
-        state = make_pipeline_state(PipelineUserType.Consumer, 1)
-        for k in range(k_tiles):
-            pipe.consumer_wait(state)
-            read(pipe, state)
-            if k_tiles != 2:
-                pipe.consumer_release(state)
-            state.advance()
-"""
+ONLY_TWO_FAILS = _two_warps("only_two_fails", 1, "write(pipe, state)", """
+pipe.consumer_wait(state)
+read(pipe, state)
+if k_tiles != 2:
+    pipe.consumer_release(state)
+""")
 
 
 def test_a_bug_of_one_small_value_is_found() -> None:
