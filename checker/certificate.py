@@ -69,6 +69,7 @@ assumes, too: a warp whose steps depended on its index would make query 0 sat.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -84,6 +85,9 @@ from .symbolic import Encoding, Substitution
 #: reachable sets larger than this get no certificate (the unreduced enumeration
 #: reaches 30,000-60,000 states in its 3 s; the closure query has its own budget)
 MAX_STATES = 100_000
+#: rows of the reduced certificate's first pass that its invariant's candidates are read
+#: from (a tuple set missing a reachable value is dropped by Houdini: weaker, not wrong)
+INVARIANT_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -495,6 +499,201 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
                        cs if search is not None else None, init_raw), ""
 
 
+def certify_reduced(u: Any, deadline: float,
+                    groups: Sequence[Sequence[int]] = ()) -> tuple[Optional[Certificate], str]:
+    """PROVEN from a *reduced* state set, or None and why not.  For kernels whose every
+    warp ends (``Encoding.acyclic``); only a set without problem states is a certificate
+    (with problems, counterexamples need the unreduced set: the reduction does not keep
+    their shortest length).
+
+    The safe points are proven by z3 (``checker/safesteps.py``) under an invariant
+    Houdini proves (``invariants.find_tuple_invariants``) from candidates read off a
+    first pass of the enumeration below with the explicit engine's candidate points
+    (unproven, so that pass is only a source of reachable states).  When z3 proves
+    every candidate, the first pass is the enumeration; else it is run again with the
+    proven points.
+
+    The set ``R`` is enumerated here, from the sorted initial row, over the encoding's
+    compiled steps (``checker/evalgraph.py``) with the *reduced rule*: in a row where
+    some warp (lowest index first) is at one of its safe points with an enabled step,
+    only that warp's steps are followed; in any other row every step.  Every step of
+    every row is evaluated all the same, and the pass refuses the set when one
+    violates, leaves the encoding, or a row deadlocks.  Checked besides: the warps'
+    symmetry (``symmetry_queries``) and that the reduced graph over ``R`` has no cycle.
+
+    **Theorem.**  Then no state reachable by good steps of the encoding has a problem.
+    Suppose one does; take a row ``s`` of ``R`` from which a problem is reachable, with
+    the least (``k``, height of ``s`` in the acyclic reduced graph), ``k`` the length of
+    a shortest such run ``w`` (ending in a deadlock or a violating step).  ``k > 0``,
+    since ``s`` has no problem.  If the reduced rule follows every step of ``s``,
+    ``w``'s first step leads to a state whose sorted form is a row of ``R`` (the
+    symmetry maps runs to runs of the same length) with ``k - 1``.  Else the rule
+    follows ``P``, the enabled steps of a warp ``a`` at a safe point, a persistent set
+    (``safesteps``, lemma).  If ``w`` contains a step of ``a``, the first one is in
+    ``P`` and moves to the front: ``k - 1`` from a successor.  If not, every ``t`` of
+    ``P`` stays good along ``w``, so ``w`` does not end in a deadlock, nor in a violating
+    step of ``a`` (no other step of ``a`` becomes enabled); its violating last step, of
+    another actor, still violates after ``t`` moved to the front (conditions 2, 3): a
+    run of length ``k`` from ``t(s)``, whose sorted form is a reduced successor of ``s``
+    and lower in the graph.  Either way a smaller pair: a contradiction."""
+    from .invariants import find_tuple_invariants
+    from .safesteps import SafeSteps, footprint_candidates
+
+    enc = u.enc
+    if not enc.acyclic:
+        return None, "some warp loops for ever"
+    sym = None
+    queries: list[tuple[str, Any]] = []
+    if groups:
+        sym, why = warp_symmetry(enc, groups)
+        if sym is None:
+            return None, why
+        queries, why = symmetry_queries(u, sym)
+        if not queries:
+            return None, why
+    for name, q in queries:
+        r = _unsat(q, deadline)
+        if r is None:
+            return None, "the symmetry queries ran out of time"
+        if not r:
+            return None, f"the warps are not interchangeable for the encoding ({name})"
+    try:
+        cs = CompiledSteps(enc)
+    except Unsupported:
+        return None, "a term of the encoding does not compile"
+    canon = (lambda r: r) if sym is None else sym.canonical_raw
+    cand = {a: frozenset(p) for a, p in footprint_candidates(enc.sys).items()}
+    first, why = _reduced_graph(enc, cs, canon, cand, deadline)
+    if first is None:
+        return None, why
+    # the first pass's rows are reachable (canonical forms of states reached by good
+    # steps): samples for the invariant the safe points are proven under
+    Xn = [u.Xn.get(k, x) for k, x in enumerate(enc.X)]
+    left = deadline - time.perf_counter()
+    rows = first[0] if len(first[0]) <= INVARIANT_ROWS else \
+        random.Random(0).sample(first[0], INVARIANT_ROWS)
+    inv = find_tuple_invariants(enc, [_signed(enc, r) for r in rows],
+                                z3.And(u.T_GOOD, u.T_NEXT), Xn, 0.5 * left)
+    safe = SafeSteps(u, cand, deadline, inv.term)
+    if safe.safe == {a: p for a, p in cand.items() if p}:
+        graph = first
+    else:
+        graph, why = _reduced_graph(enc, cs, canon, safe.safe, deadline)
+        if graph is None:
+            return None, why
+    order, succ = graph
+    if not _acyclic(succ):
+        return None, "the reduced graph has a cycle"
+    rows = set(order)
+
+    def build() -> tuple[Any, tuple]:
+        return _reduced_queries(u, rows, sym, safe, queries, inv.term)
+
+    return Certificate(len(rows), True, {
+        "symmetry": [list(g) for g in sym.groups] if sym else [], "closure": "reduced",
+        "safe_steps": dict(safe.stats), "invariants": dict(inv.stats)}, build), ""
+
+
+def _signed(enc: Encoding, row: tuple) -> list[int]:
+    """Unsigned key values as the model's (signed where a key's range is)."""
+    return [v - (1 << w) if lo < 0 and v >= 1 << (w - 1) else v
+            for v, w, (lo, _) in zip(row, enc.width, enc.key_range)]
+
+
+def _reduced_graph(enc: Encoding, cs: Any, canon: Callable[[tuple], tuple],
+                   safe: dict[int, frozenset], deadline: float
+                   ) -> tuple[Optional[tuple[list, list]], str]:
+    """The rows reachable under the reduced rule (``certify_reduced``) with the safe
+    points ``safe`` and their reduced successor lists, or None and why: a row with a
+    problem, too many rows, out of time."""
+    pc_keys = cs.pc_keys
+    safe_at = [safe.get(a, frozenset()) for a in range(len(pc_keys))]
+    init = canon(tuple(v & ((1 << w) - 1) for v, w in zip(enc.init_values, enc.width)))
+    index = {init: 0}
+    order = [init]
+    succ: list[list[int]] = []
+    i = 0
+    while i < len(order):
+        if i % 1024 == 0 and time.perf_counter() > deadline:
+            return None, "the reduced enumeration ran out of time"
+        if len(order) > MAX_STATES:
+            return None, f"more than {MAX_STATES:,} states in the reduced enumeration"
+        row = order[i]
+        i += 1
+        steps = list(cs.successors(row))
+        if not steps and not cs.all_done(row):
+            return None, "a state of the reduced enumeration deadlocks"
+        if any(nxt is None for _, nxt in steps):
+            return None, "a state of the reduced enumeration has a violating step"
+        follow = steps
+        for a, k in enumerate(pc_keys):
+            if row[k] in safe_at[a]:
+                own = [x for x in steps if x[0].actor == ("a", a)]
+                if own:
+                    follow = own
+                    break
+        out = []
+        for _, nxt in follow:
+            n = canon(nxt)
+            j = index.get(n)
+            if j is None:
+                j = index[n] = len(order)
+                order.append(n)
+            out.append(j)
+        succ.append(out)
+    return (order, succ), ""
+
+
+def _acyclic(succ: list[list[int]]) -> bool:
+    """Has the graph (successor lists by index) no cycle?  (Kahn's algorithm.)"""
+    indeg = [0] * len(succ)
+    for out in succ:
+        for j in out:
+            indeg[j] += 1
+    todo = [i for i, d in enumerate(indeg) if d == 0]
+    seen = 0
+    while todo:
+        i = todo.pop()
+        seen += 1
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                todo.append(j)
+    return seen == len(succ)
+
+
+def _reduced_queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry], safe: Any,
+                     sym_queries: list, inv: Any) -> tuple[Any, tuple]:
+    """The term of a reduced certificate's set and its queries (each unsat): symmetry,
+    the invariant ``inv`` (initial, inductive), the safe points' conditions under it,
+    closure under the reduced rule, problems.  (That the reduced graph has no cycle is
+    checked by pipeproof, not by these queries.)"""
+    enc = u.enc
+    X = enc.X
+    Xn0 = [u.Xn.get(k, x) for k, x in enumerate(X)]
+    init = Substitution([(x, z3.BitVecVal(v, w))
+                         for x, v, w in zip(X, enc.init_values, enc.width)])
+    inv_queries = (("invariant initial", z3.Not(init(inv))),
+                   ("invariant inductive", z3.And(
+                       inv, u.T_GOOD, u.T_NEXT,
+                       z3.Not(Substitution([(x, xn) for x, xn in zip(X, Xn0)
+                                            if x is not xn])(inv)))))
+    R = state_set(enc, rows, X)
+    Xn = [u.Xn.get(k, x) for k, x in enumerate(X)]
+    if sym is not None:
+        Xn = sym.sort_terms(Xn)
+    Rn = Substitution([(x, xn) for x, xn in zip(X, Xn) if x is not xn])(R)
+    # the reduced rule: the lowest warp at a safe point with an enabled step moves
+    chosen: Any = z3.BoolVal(True)
+    for a in sorted(safe.safe, reverse=True):
+        chosen = z3.If(safe.enabled_term(a), u.is_act(a), chosen)
+    closure = z3.And(R, u.T_GOOD, u.T_NEXT, chosen, z3.Not(Rn))
+    problem = z3.Or(u.T_BAD, z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE)))
+    term = R if sym is None else Substitution(list(zip(X, sym.sort_terms(X))))(R)
+    return term, (tuple(sym_queries) + inv_queries + tuple(safe.queries)
+                  + (("reduced closure", closure), ("problem", z3.And(R, problem))))
+
+
 def _queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry]) -> tuple[Any, Any, Any]:
     """The closure query, the problem query and the invariant term of ``rows``."""
     enc = u.enc
@@ -602,9 +801,17 @@ def write_smt2(cert: Certificate, path: str) -> None:
     s = z3.Solver()
     s.add(z3.Or(*[q for _, q in cert.queries]))
     with open(path, "w") as f:
-        f.write(f"; pipeproof certificate: R = the {cert.states:,} reachable states of the "
-                "encoding (the initial state is one of them)\n"
-                "; closure: R(x) and a good step x -> x' and not R(x')\n")
+        if cert.stats.get("closure") == "reduced":
+            f.write(f"; pipeproof reduced certificate: R = the {cert.states:,} states reached "
+                    "following one warp alone at its safe points (the initial state is one "
+                    "of them)\n; safe step: the conditions of checker/safesteps.py fail "
+                    "under the proven invariant\n; reduced closure: R(x) and a step x -> x' "
+                    "the reduced rule follows and not R(x')\n; (that the reduced graph "
+                    "over R has no cycle is checked by pipeproof, not here)\n")
+        else:
+            f.write(f"; pipeproof certificate: R = the {cert.states:,} reachable states of "
+                    "the encoding (the initial state is one of them)\n"
+                    "; closure: R(x) and a good step x -> x' and not R(x')\n")
         if cert.problem_free:
             f.write("; or problem: R(x) and (x deadlocks or has an enabled violating step)\n")
         f.write("; unsat = R is an inductive invariant"

@@ -54,7 +54,6 @@ the explicit engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import z3
@@ -64,17 +63,6 @@ from .symbolic import Encoding, Substitution
 
 #: how many times each actor appears in one chain (measured in bench/results/bmc.md)
 REPEAT = 1
-
-
-@dataclass(frozen=True)
-class _Rel:
-    """One actor's steps (or some of them) as templates over ``Encoding.X`` and ``CH``:
-    a good (enabled, non-violating) step, its next key values, enabled, violating."""
-
-    good: Any
-    nxt: dict
-    en: Any
-    bad: Any
 
 
 class ChainUnrolling(Unrolling):
@@ -89,39 +77,13 @@ class ChainUnrolling(Unrolling):
         nact = len(self.actors)
         #: the chain: actor of each slot (warps, then environment items, ``repeat`` times)
         self.order = list(range(nact)) * max(1, repeat)
-        by_actor: dict[int, list[int]] = {a: [] for a in range(nact)}
-        for i, a in enumerate(self.actor_of):
-            by_actor[a].append(i)
-        self.by_actor = by_actor
-        self.sel = {i: z3.simplify(z3.substitute(
-            self.conds[i], (self.ACT, z3.BitVecVal(a, self.act_width))))
-            for a, idx in by_actor.items() for i in idx}
+        by_actor = self.by_actor
         # per actor, selection by pc/choice only (no act variable: whether the actor
         # moves is the level's fire literal)
-        self.rel = {a: self._relation(a, idx) for a, idx in by_actor.items()}
+        self.rel = {a: self.relation(a, idx) for a, idx in by_actor.items()}
         self.dep = self._dependence(by_actor)
         # per level and slot: the fire literal, the choice literal, the key values seen
         self.sub: list[list[tuple[Any, Any, list[Any]]]] = []
-
-    def _relation(self, a: int, idx: list[int]) -> "_Rel":
-        """Actor ``a`` restricted to the transitions ``idx``, as templates over ``X``
-        and ``CH``."""
-        enc = self.enc
-        trs = enc.transitions
-        sel = [self.sel[i] for i in idx]
-        good: list[Any] = []
-        if a < self.nag and idx:
-            good.append(enc.pc_in(a, sorted({trs[i].pc for i in idx})))
-        ok, nxt = selected_steps(enc, [(trs[i], c) for i, c in zip(idx, sel)])
-        good.extend(ok)
-        if not idx:
-            good = [z3.BoolVal(False)]
-        en = [z3.And(c, trs[i].guard) for i, c in zip(idx, sel)]
-        bad = [z3.And(c, trs[i].guard, z3.Or(trs[i].viol, trs[i].ovf))
-               for i, c in zip(idx, sel)]
-        return _Rel(z3.And(*good) if good else z3.BoolVal(True), nxt,
-                    z3.Or(*en) if en else z3.BoolVal(False),
-                    z3.Or(*bad) if bad else z3.BoolVal(False))
 
     def _dependence(self, by_actor: dict[int, list[int]]) -> dict[int, set[int]]:
         """Actors whose steps may not commute, and for those pairs, at which program
@@ -153,7 +115,7 @@ class ChainUnrolling(Unrolling):
             wa: dict[int, set[Any]] = {}
             for i in idx:
                 t = trs[i]
-                for term in (t.guard, t.viol, t.ovf, self.sel[i], *t.updates.values()):
+                for term in (t.guard, t.viol, t.ovf, self.selection(i), *t.updates.values()):
                     for v in free_vars(term):
                         if v in vk:
                             ra.setdefault(vk[v], set()).add(t.pc)
@@ -237,15 +199,15 @@ class ChainUnrolling(Unrolling):
         trs = enc.transitions
         pcs_a = {p for p, _ in cand}
         pcs_b = {q for _, q in cand}
-        rel = {a: self._relation(a, [i for i in self.by_actor[a] if trs[i].pc in pcs_a]),
-               b: self._relation(b, [i for i in self.by_actor[b] if trs[i].pc in pcs_b])}
+        rel = {a: self.relation(a, [i for i in self.by_actor[a] if trs[i].pc in pcs_a]),
+               b: self.relation(b, [i for i in self.by_actor[b] if trs[i].pc in pcs_b])}
         bad = []
         for x, y in ((a, b), (b, a)):
             cx, cy = (ca, cb) if x == a else (cb, ca)
-            gx, _, _, Xx = self._apply(rel[x], X, cx)
-            gxy, _, _, Xxy = self._apply(rel[y], Xx, cy)
-            _, ey, by, Xy = self._apply(rel[y], X, cy)
-            _, eyx, byx, Xyx = self._apply(rel[x], Xy, cx)
+            gx, _, _, Xx = self.apply(rel[x], X, cx)
+            gxy, _, _, Xxy = self.apply(rel[y], Xx, cy)
+            _, ey, by, Xy = self.apply(rel[y], X, cy)
+            _, eyx, byx, Xyx = self.apply(rel[x], Xy, cx)
             same = z3.And(*[u == v for u, v in zip(Xxy, Xyx)])
             ok = z3.And(ey, z3.Or(by, z3.And(eyx, z3.Or(byx, same))))
             bad.append(z3.And(gx, gxy, z3.Not(ok)))
@@ -292,18 +254,6 @@ class ChainUnrolling(Unrolling):
                   else z3.Or(*[self._pc_is(b, stb, q) for q in qs]))
             out.append(z3.And(self._pc_is(a, sta, p), cq))
         return z3.Or(*out) if out else z3.BoolVal(False)
-
-    def _apply(self, rel: "_Rel", X: list[Any], ch: Any) -> tuple[Any, Any, Any, list[Any]]:
-        """A relation from key values ``X``: (good, enabled, bad, next values)."""
-        enc = self.enc
-        good, nxt, en, bad = rel.good, rel.nxt, rel.en, rel.bad
-        pairs = [(enc.X[i], X[i]) for i in range(len(X)) if X[i] is not enc.X[i]]
-        pairs.append((self.CH, ch))
-        sub = Substitution(pairs)
-        out = list(X)
-        for k, v in nxt.items():
-            out[k] = sub(v)
-        return sub(good), sub(en), sub(bad), out
 
     # the states of levels > 0 are created by assert_step
     def state(self, k: int) -> list[Any]:

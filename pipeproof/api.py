@@ -84,6 +84,12 @@ class CheckResult:
                          if cert.get("symmetry") else "")
                 inv = (f", invariant: the {n_cert:,} reachable states{up_to} (certified "
                        "inductive for the encoding)")
+                red = cert.get("reduced")
+                if red:
+                    inv = (f", the {n_cert:,} states{up_to} reached following one warp's "
+                           f"step alone at its {red['safe_points']} safe program points "
+                           f"(proven by z3: {red['safe_queries']} queries under "
+                           f"{red['invariants']} proven invariants)")
             if n_cert and st.extra["certificate"].get("problem_free"):
                 what = ("no reachable state violates or deadlocks, at any depth"
                         + (f"; no starvation lasso of up to {v.depth} steps"
