@@ -39,7 +39,12 @@ starvation search) and nothing is unrolled.  When some state of it has a problem
 breadth-first search of the encoding's own steps (compiled terms, ``checker/evalgraph.py``)
 from the initial state gives the shortest counterexample -- every reachable state is in
 the certified set, so no shorter one exists -- and again nothing is unrolled (it is
-replayed through the concrete model like every other).  Otherwise the invariant comes from
+replayed through the concrete model like every other).  Where the enumeration does not
+finish or is too large and every warp's program ends, a *reduced* certificate may still
+prove the kernel: the states reached following one warp's step alone wherever z3 proves
+that step persistent (``checker/safesteps.py``, ``certificate.certify_reduced``; only a
+proof: with problems it is dropped, as the reduction does not keep counterexamples
+shortest).  Otherwise the invariant comes from
 ``checker/invariants.py`` (candidates from sampled states, kept only if z3 shows them
 inductive).  Either holds in every state the unrolling can reach, so it removes no run;
 it spares the solver the unreachable ones.
@@ -83,10 +88,12 @@ ENUMERATE_SECONDS = 6.0
 #: enumeration finished, its proof is the best use of the time (the unrolling of those
 #: examples stops tens of levels short of the end of their runs)
 CERTIFICATE_BUDGET = 30.0
-#: at most this many seconds (and half of the time left) for the reduced certificate
+#: at most this many seconds (and a third of the time left) for the reduced certificate
 #: (``certificate.certify_reduced``), tried where the unreduced enumeration did not
-#: finish or was too large (p9-fixed: 54,225 states instead of 1,554,128)
-REDUCED_BUDGET = 120.0
+#: finish or was too large (p9-fixed: 54,225 states instead of 1,554,128, proven in
+#: 6 s); where it does not decide, the time is lost to the unrolling (K2: 9 s to more
+#: than 100,000 states; K1's 32 warps: fewer than 1,500 states a second)
+REDUCED_BUDGET = 60.0
 #: a certificate with problems constrains every level only up to this many states: the
 #: larger ones slow the levels down (p4-bug, 53,135 states: 30 s to its counterexample
 #: against 16 s with the proven invariants; x2-bug, 181 states: 2.9 s against 8.1 s)
@@ -885,7 +892,7 @@ def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run) -> tuple[An
         left = max(run.deadline - time.perf_counter(), 0.0)
         u = Unrolling(enc, make_solver())
         t0 = time.perf_counter()
-        cert, why = certify_reduced(u, t0 + min(REDUCED_BUDGET, 0.5 * left),
+        cert, why = certify_reduced(u, t0 + min(REDUCED_BUDGET, left / 3),
                                     symmetric_groups(enc.sys))
         got = (cert, why if cert is None else f"{round(time.perf_counter() - t0, 2)}")
         sample.invariants[key] = got

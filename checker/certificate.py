@@ -425,6 +425,27 @@ def symmetry_queries(u: Any, sym: WarpSymmetry) -> tuple[list[tuple[str, Any]], 
     return out, ""
 
 
+def _symmetry(u: Any, groups: Sequence[Sequence[int]], deadline: float
+              ) -> tuple[Optional[WarpSymmetry], list[tuple[str, Any]], str]:
+    """The warp symmetry of ``groups`` with its queries, each shown unsat (``""``), or
+    why not."""
+    if not groups:
+        return None, [], ""
+    sym, why = warp_symmetry(u.enc, groups)
+    if sym is None:
+        return None, [], why
+    queries, why = symmetry_queries(u, sym)
+    if not queries:
+        return None, [], why
+    for name, q in queries:
+        r = _unsat(q, deadline)
+        if r is None:
+            return None, [], "the symmetry queries ran out of time"
+        if not r:
+            return None, [], f"the warps are not interchangeable for the encoding ({name})"
+    return sym, queries, ""
+
+
 def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
             groups: Sequence[Sequence[int]] = ()) -> tuple[Optional[Certificate], str]:
     """The certificate of the complete state set ``states`` (flat concrete states) over
@@ -437,15 +458,9 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
         return None, "the unreduced enumeration did not finish"
     if len(states) > MAX_STATES:
         return None, f"{len(states):,} reachable states (more than {MAX_STATES:,})"
-    sym = None
-    queries: list[tuple[str, Any]] = []
-    if groups:
-        sym, why = warp_symmetry(enc, groups)
-        if sym is None:
-            return None, why
-        queries, why = symmetry_queries(u, sym)
-        if not queries:
-            return None, why
+    sym, queries, why = _symmetry(u, groups, deadline)
+    if why:
+        return None, why
     rows = encode_rows(enc, states)
     if rows is None:
         return None, "a reachable state lies outside the encoding's ranges"
@@ -458,12 +473,6 @@ def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
         init_row = sym.canonical_raw(init_row)
     if init_row not in rows:
         return None, "the initial state is not among the enumerated states"
-    for name, q in queries:
-        r = _unsat(q, deadline)
-        if r is None:
-            return None, "the symmetry queries ran out of time"
-        if not r:
-            return None, f"the warps are not interchangeable for the encoding ({name})"
     how = "evaluated"
     # the state graph, for the starvation decision of kernels that loop for ever
     graph: Optional[list] = [] if (sym is None and not enc.acyclic) else None
@@ -542,21 +551,9 @@ def certify_reduced(u: Any, deadline: float,
     enc = u.enc
     if not enc.acyclic:
         return None, "some warp loops for ever"
-    sym = None
-    queries: list[tuple[str, Any]] = []
-    if groups:
-        sym, why = warp_symmetry(enc, groups)
-        if sym is None:
-            return None, why
-        queries, why = symmetry_queries(u, sym)
-        if not queries:
-            return None, why
-    for name, q in queries:
-        r = _unsat(q, deadline)
-        if r is None:
-            return None, "the symmetry queries ran out of time"
-        if not r:
-            return None, f"the warps are not interchangeable for the encoding ({name})"
+    sym, queries, why = _symmetry(u, groups, deadline)
+    if why:
+        return None, why
     try:
         cs = CompiledSteps(enc)
     except Unsupported:
