@@ -906,8 +906,10 @@ def _certificate(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> Any
         return None
     left = max(run.deadline - time.perf_counter(), 0.0)
     cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
-    if cert is None and enc.acyclic and not opts.certificate_only and (
-            sample.reachable is None or "reachable states (more than" in why):
+    from .certificate import MAX_STATES
+
+    unfinished = sample.reachable is None or len(sample.reachable) > MAX_STATES
+    if cert is None and unfinished and enc.acyclic and not opts.certificate_only:
         note = why
         cert, why = prove_reduced_certificate(enc, sample, run)
         if cert is None:

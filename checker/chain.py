@@ -58,7 +58,7 @@ from typing import Any, Optional
 
 import z3
 
-from .bmc import Unrolling, selected_steps
+from .bmc import Unrolling
 from .symbolic import Encoding, Substitution
 
 #: how many times each actor appears in one chain (measured in bench/results/bmc.md)
