@@ -117,3 +117,86 @@ def test_reduced_certificate_only_where_the_explicit_engine_proves(prog: G.Progr
     elif e.status == "PROVEN" and "loops for ever" not in why:
         # a correct kernel: only an unproven candidate or the budget can stop the proof
         assert "violating" not in why and "deadlocks" not in why, msg
+
+
+def _reachable(runner: Any, cap: int) -> list[tuple]:
+    seen = {runner.initial}
+    todo = [runner.initial]
+    while todo and len(seen) < cap:
+        for _, nxt, viol in runner.successors(todo.pop()):
+            if viol is None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    assert not todo, "example too large for this test"
+    return list(seen)
+
+
+def _broken_safe_point(system: System, safe: dict) -> Any:
+    """The first reachable state (of the concrete model: ``ConcreteRunner``, the explicit
+    engine's steps) where a warp at one of the points ``safe`` with an enabled step is
+    not persistent, with the condition it breaks; None if there is none.  Conditions:
+    every other actor's good step keeps the warp's good steps good and enables no other
+    one of them (1); after a good step of the warp every other step is still enabled
+    with the same outcome (2); two good steps commute (3)."""
+    from pipeproof.checker.bmc import ConcreteRunner
+
+    runner = ConcreteRunner(system)
+    checked = 0
+    for s in _reachable(runner, 60_000):
+        succ = list(runner.successors(s))
+        for a, pcs in safe.items():
+            if s[system.agents[a].pc] not in pcs:
+                continue
+            mine = [x for x in succ if x[0][0] == "a" and x[0][1] == a]
+            if not mine:
+                continue
+            for ustep, unxt, uviol in succ:
+                if ustep[0] == "a" and ustep[1] == a:
+                    continue
+                checked += 1
+                after_u: dict = {}
+                if uviol is None:
+                    after_u = {st: (n, v) for st, n, v in runner.successors(unxt)}
+                    if not ({st for st in after_u if st[0] == "a" and st[1] == a}
+                            <= {st for st, _, _ in mine}):
+                        return "1: enables", s, ustep
+                for tstep, tnxt, tviol in mine:
+                    if tviol is not None:
+                        continue
+                    if uviol is None and after_u.get(tstep, (None, "off"))[1] is not None:
+                        return "1: spoils", s, tstep, ustep
+                    after_t = {st: (n, v) for st, n, v in runner.successors(tnxt)}
+                    if ustep not in after_t:
+                        return "2: disables", s, tstep, ustep
+                    if (after_t[ustep][1] is None) != (uviol is None):
+                        return "2: outcome", s, tstep, ustep
+                    if uviol is None and after_t[ustep][0] != after_u[tstep][0]:
+                        return "3: commute", s, tstep, ustep
+    assert checked > 0
+    return None
+
+
+@pytest.mark.parametrize("name", ["textbook/pipeline_tma_async.pipe", "bugs/x2-fixed.pipe",
+                                  "bugs/p6-fixed.pipe", "textbook/tma_store_fence.pipe",
+                                  "textbook/pipeline_clc_fetch_async.pipe"])
+def test_safe_points_hold_in_the_concrete_model(name: str) -> None:
+    """The z3 answers against the concrete model, in every reachable state."""
+    system = System(compile_file(EX / name))
+    _, u = _unrolling(system)
+    safe = SafeSteps(u, footprint_candidates(system), time.perf_counter() + 120).safe
+    assert safe
+    assert _broken_safe_point(system, safe) is None
+
+
+def test_the_concrete_check_finds_a_race() -> None:
+    """p6-bug's producer may overwrite a stage a consumer still reads: with every
+    program point declared safe, the concrete check finds a reachable state where one
+    is not persistent (a step spoils another's outcome); the points z3 proves pass.
+    (In the correct single-CTA kernels every enabled step happens to be persistent in
+    reachable states; z3, asked about every state of the encoding, is stricter.)"""
+    system = System(compile_file(EX / "bugs/p6-bug.pipe"))
+    every = {a: frozenset(range(len(system.code(a)))) for a in range(len(system.agents))}
+    assert _broken_safe_point(system, every) is not None
+    _, u = _unrolling(system)
+    proven = SafeSteps(u, footprint_candidates(system), time.perf_counter() + 120).safe
+    assert _broken_safe_point(system, proven) is None
