@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "finishes, certify them as an inductive invariant of the z3 "
                         "encoding (z3 checks the warps' symmetry) -- PROVEN at once when "
                         "none violates or deadlocks, else a constraint on every level; "
-                        "off: unrolling only")
+                        "where it does not finish and every warp ends, the states reached "
+                        "following one warp alone at program points z3 proves safe "
+                        "(PROVEN only); off: unrolling only")
     c.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script (the "
                         "certificate's queries when a certificate decided safety)")
