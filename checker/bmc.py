@@ -301,6 +301,7 @@ class Unrolling:
         for i, a in enumerate(self.actor_of):
             self.by_actor[a].append(i)
         self._sel: dict[int, Any] = {}
+        self._fps: Optional[tuple[list[frozenset[int]], list[frozenset[int]]]] = None
         self.changing = sorted({k for t in trs for k in t.updates})
         self.Xn = {k: z3.BitVec(f"xn.{enc.key_names[k]}", enc.width[k]) for k in self.changing}
         good = []
@@ -348,6 +349,27 @@ class Unrolling:
             r = self._sel[i] = z3.simplify(z3.substitute(
                 self.conds[i], (self.ACT, z3.BitVecVal(self.actor_of[i], self.act_width))))
         return r
+
+    def footprints(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
+        """Per transition, the keys it reads (free in its guard, checks, overflow
+        condition, selection and new values) and the keys it updates; computed once.
+        Two transitions with disjoint footprints -- neither updates a key the other
+        reads or updates -- commute and keep each other's outcome."""
+        if self._fps is None:
+            from .symbolic import FreeVars
+
+            enc = self.enc
+            vk = enc._var_key()
+            fv = FreeVars()
+            reads, writes = [], []
+            for i, t in enumerate(enc.transitions):
+                r: set[int] = set()
+                for term in (t.guard, t.viol, t.ovf, self.selection(i), *t.updates.values()):
+                    r |= {vk[v] for v in fv(term) if v in vk}
+                reads.append(frozenset(r))
+                writes.append(frozenset(t.updates))
+            self._fps = (reads, writes)
+        return self._fps
 
     def relation(self, a: int, idx: list[int]) -> ActorRelation:
         """Actor ``a`` restricted to the transitions ``idx`` (all of them: ``by_actor``)."""

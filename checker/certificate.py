@@ -667,16 +667,15 @@ def _reduced_queries(u: Any, rows: set[tuple], sym: Optional[WarpSymmetry], safe
     checked by pipeproof, not by these queries.)"""
     enc = u.enc
     X = enc.X
-    Xn0 = [u.Xn.get(k, x) for k, x in enumerate(X)]
+    Xn = [u.Xn.get(k, x) for k, x in enumerate(X)]
     init = Substitution([(x, z3.BitVecVal(v, w))
                          for x, v, w in zip(X, enc.init_values, enc.width)])
     inv_queries = (("invariant initial", z3.Not(init(inv))),
                    ("invariant inductive", z3.And(
                        inv, u.T_GOOD, u.T_NEXT,
-                       z3.Not(Substitution([(x, xn) for x, xn in zip(X, Xn0)
+                       z3.Not(Substitution([(x, xn) for x, xn in zip(X, Xn)
                                             if x is not xn])(inv)))))
     R = state_set(enc, rows, X)
-    Xn = [u.Xn.get(k, x) for k, x in enumerate(X)]
     if sym is not None:
         Xn = sym.sort_terms(Xn)
     Rn = Substitution([(x, xn) for x, xn in zip(X, Xn) if x is not xn])(R)

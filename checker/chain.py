@@ -100,27 +100,21 @@ class ChainUnrolling(Unrolling):
         import time
 
         from .explicit import symmetric_groups
-        from .symbolic import FreeVars
 
         t0 = time.perf_counter()
-        enc = self.enc
-        vk = enc._var_key()
-        trs = enc.transitions
+        trs = self.enc.transitions
+        reads, writes = self.footprints()
         # per actor: key -> pcs whose transitions read it / update it
-        free_vars = FreeVars()
         rd: dict[int, dict[int, set[Any]]] = {}
         wr: dict[int, dict[int, set[Any]]] = {}
         for a, idx in by_actor.items():
             ra: dict[int, set[Any]] = {}
             wa: dict[int, set[Any]] = {}
             for i in idx:
-                t = trs[i]
-                for term in (t.guard, t.viol, t.ovf, self.selection(i), *t.updates.values()):
-                    for v in free_vars(term):
-                        if v in vk:
-                            ra.setdefault(vk[v], set()).add(t.pc)
-                for k in t.updates:
-                    wa.setdefault(k, set()).add(t.pc)
+                for k in reads[i]:
+                    ra.setdefault(k, set()).add(trs[i].pc)
+                for k in writes[i]:
+                    wa.setdefault(k, set()).add(trs[i].pc)
             rd[a], wr[a] = ra, wa
 
         def candidates(a: int, b: int) -> set[tuple[Any, Any]]:

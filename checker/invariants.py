@@ -245,16 +245,15 @@ def warp_key_groups(enc: Encoding) -> list[tuple[int, ...]]:
     flag and arrival generation, and the barrier's generation (a wait passes when the
     generation moved on since the warp's arrival; an arrival flag is set only between
     the arrival and the completion that clears it)."""
-    names = enc.key_names
-    shared = [k for k, n in enumerate(names) if n == "cluster_barrier.gen"]
-    if not shared:
-        return []
-    index = {n: k for k, n in enumerate(names)}
+    keys = enc.key_of_slot
+    gen = keys.get(enc.sys.cluster_gen)
+    if gen is None:
+        return []  # constant: no cluster barrier is ever used
     out = []
     for ag in enc.sys.agents:
-        own = [index.get(f"{ag.name}.carrived"), index.get(f"{ag.name}.cgen")]
+        own = [keys.get(ag.carr), keys.get(ag.cgen)]
         if None not in own:
-            out.append((enc.key_of_slot[ag.pc], *own, *shared))
+            out.append((keys[ag.pc], *own, gen))
     return out
 
 

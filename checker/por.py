@@ -606,6 +606,11 @@ class Reducer:
                     self.touch.setdefault(obj, {}).setdefault(a, set()).add(mode)
         self._safe_cache: dict = {}
 
+    def safe_point(self, a: int, pc: int) -> bool:
+        """Is warp ``a``'s step at ``pc`` safe by its static footprint alone (without the
+        state-dependent cases of ``safe_step``)?"""
+        return self._safe(a, self.fp.step[a][pc])
+
     def _safe(self, a: int, fp: frozenset) -> bool:
         key = (a, fp)
         r = self._safe_cache.get(key)

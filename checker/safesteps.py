@@ -48,14 +48,14 @@ from ..model.system import System
 def footprint_candidates(system: System) -> dict[int, set[int]]:
     """Per warp, the program points whose step's footprint conflicts with nothing any
     other warp's program (or the asynchronous work it starts) may do
-    (``por.Reducer._safe``, without its state-dependent cases)."""
+    (``por.Reducer.safe_point``)."""
     from .por import Reducer
 
     red = Reducer(system, None, full=False)
     out: dict[int, set[int]] = {}
     for a in range(len(system.agents)):
         for pc in range(len(system.code(a))):
-            if red._safe(a, red.fp.step[a][pc]):
+            if red.safe_point(a, pc):
                 out.setdefault(a, set()).add(pc)
     return out
 
@@ -68,8 +68,6 @@ class SafeSteps:
 
     def __init__(self, u: Any, candidates: dict[int, set[int]], deadline: float,
                  inv: Any = None, query_ms: int = 2000):
-        from .symbolic import FreeVars
-
         t0 = time.perf_counter()
         self.u = u
         #: a proven invariant over ``Encoding.X`` (``checker/invariants.py``): the
@@ -77,17 +75,7 @@ class SafeSteps:
         self.inv = z3.BoolVal(True) if inv is None else inv
         enc = u.enc
         trs = enc.transitions
-        vk = enc._var_key()
-        fv = FreeVars()
-        # keys read and written by each transition
-        reads: list[set[int]] = []
-        writes: list[set[int]] = []
-        for i, t in enumerate(trs):
-            r: set[int] = set()
-            for term in (t.guard, t.viol, t.ovf, u.selection(i), *t.updates.values()):
-                r |= {vk[v] for v in fv(term) if v in vk}
-            reads.append(r)
-            writes.append(set(t.updates))
+        reads, writes = u.footprints()
         keys_r = {b: set().union(*(reads[i] for i in idx)) if idx else set()
                   for b, idx in u.by_actor.items()}
         keys_w = {b: set().union(*(writes[i] for i in idx)) if idx else set()
