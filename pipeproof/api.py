@@ -208,6 +208,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     symbolic unless the launch depends on it (``_check_symbolic``); False checks every
     value on its own."""
     params = dict(params or {})
+    _check_limits(params, depth, timeout, max_states, confirm_timeout)
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
@@ -220,6 +221,23 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     verdict = _run_engine(System(compiled, memory_model), **kw)
     return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
                        info.cluster_shape, info.num_warps, engine, compiled, memory_model)
+
+
+def _check_limits(params: dict[str, Any], depth: Optional[int], timeout: float,
+                  max_states: int, confirm_timeout: Optional[float]) -> None:
+    """Limits no search can run under, and empty parameter ranges: ConfigError (exit
+    code 2), not a verdict."""
+    if depth is not None and depth < 0:
+        raise ConfigError(f"--depth must be at least 0, not {depth}")
+    if not timeout > 0:
+        raise ConfigError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    if max_states < 1:
+        raise ConfigError(f"--max-states must be at least 1, not {max_states}")
+    if confirm_timeout is not None and not confirm_timeout >= 0:
+        raise ConfigError(f"--confirm-timeout must be at least 0, not {confirm_timeout:g}")
+    for k, v in params.items():
+        if isinstance(v, range) and not v:
+            raise ConfigError(f"parameter {k}: the range {v.start}..{v.stop - 1} is empty")
 
 
 def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: float,

@@ -36,6 +36,9 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
             if ".." in v:
                 lo, hi = v.split("..", 1)
                 out[k] = range(int(lo, 0), int(hi, 0) + 1)
+                if not out[k]:
+                    raise ConfigError(f"--param {it!r}: the range is empty (LO must not "
+                                      f"exceed HI, e.g. {k}={hi.strip()}..{lo.strip()})")
             elif v in ("True", "False"):
                 out[k] = v == "True"
             else:
@@ -94,6 +97,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print(f"pipeproof: --jobs must be at least 1, not {args.jobs}", file=sys.stderr)
         return 2
+    if args.width is not None and args.width < 1:
+        print(f"pipeproof: --width must be at least 1, not {args.width}", file=sys.stderr)
+        return 2
+    # output files are checked before the search, not after minutes of it
+    for flag, path in (("--smt2", args.smt2), ("--perfetto", args.perfetto),
+                       ("--html", args.html)):
+        why = _unwritable(path)
+        if why:
+            print(f"pipeproof: {flag} {path}: {why}", file=sys.stderr)
+            return 2
     show_progress = want_progress(args.progress, sys.stderr, args.quiet, args.json)
     progress = _progress_printer(sys.stderr) if show_progress else None
     try:
@@ -116,6 +129,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(result.render_text(explain=args.explain, fmt=args.format, width=args.width))
     _write_outputs(args, result)
     return result.exit_code
+
+
+def _unwritable(path: Optional[str]) -> str:
+    """Why ``path`` cannot be written as an output file ("" when it can, or is None)."""
+    if not path:
+        return ""
+    p = os.path.abspath(path)
+    if os.path.isdir(p):
+        return "is a directory"
+    d = os.path.dirname(p)
+    if not os.path.isdir(d):
+        return f"no directory {d}"
+    if not os.access(d, os.W_OK) or (os.path.exists(p) and not os.access(p, os.W_OK)):
+        return "not writable"
+    return ""
 
 
 def _write_outputs(args: argparse.Namespace, result: Any) -> None:
@@ -269,6 +297,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 3
+    except OSError as e:
+        # an output file that could not be written after all (disk full, removed folder)
+        if not e.filename:
+            raise
+        print(f"pipeproof: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     except RuntimeError as e:
         from .checker.bmc import InternalError
 

@@ -182,6 +182,42 @@ def test_malformed_param(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert rc == 2 and "not an integer" in errs
 
 
+def test_empty_param_range(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rc, _, errs = run(tmp_path, ASYNC, "--param", "stages=4..2", capsys=capsys)
+    assert rc == 2 and "the range is empty" in errs and "stages=2..4" in errs
+    # the API says so too, where a range object comes from a script
+    from pipeproof.api import check_source
+    from pipeproof.model.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stages: the range 4..3 is empty"):
+        check_source(ASYNC, {"stages": range(4, 4)})
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--depth", "-1"), "--depth must be at least 0, not -1"),
+    (("--timeout", "0"), "--timeout must be a positive number of seconds, not 0"),
+    (("--timeout", "-5"), "--timeout must be a positive number of seconds, not -5"),
+    (("--max-states", "0"), "--max-states must be at least 1, not 0"),
+    (("--confirm-timeout", "-1"), "--confirm-timeout must be at least 0, not -1"),
+    (("--width", "0"), "--width must be at least 1, not 0"),
+])
+def test_limits_no_search_can_run_under(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                        args: tuple, words: str) -> None:
+    rc, out, errs = run(tmp_path, ASYNC, *args, capsys=capsys)
+    assert rc == 2 and words in errs and out == "", (args, errs)
+
+
+@pytest.mark.parametrize("flag", ["--smt2", "--perfetto", "--html"])
+def test_unwritable_output_is_refused_before_the_search(
+        tmp_path: Path, capsys: pytest.CaptureFixture, flag: str) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "out.txt"
+    rc, out, errs = run(tmp_path, ASYNC, "--engine", "bmc", flag, str(missing),
+                        capsys=capsys)
+    assert rc == 2 and f"{flag} {missing}: no directory" in errs and out == ""
+    rc, out, errs = run(tmp_path, ASYNC, flag, str(tmp_path), capsys=capsys)
+    assert rc == 2 and "is a directory" in errs and out == ""
+
+
 def test_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     text = ASYNC.replace("state.advance()", "state.advance(", 1)
     rc, _, errs = run(tmp_path, text, capsys=capsys)
