@@ -298,10 +298,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("interrupted", file=sys.stderr)
         return 3
     except OSError as e:
-        # an output file that could not be written after all (disk full, removed folder)
+        # a file that could not be read or written after all (disk full, removed folder)
         if not e.filename:
             raise
-        print(f"pipeproof: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        print(f"pipeproof: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
     except RuntimeError as e:
         from .checker.bmc import InternalError
