@@ -271,6 +271,9 @@ class Unrolling:
         #: a proven invariant over ``enc.X`` (``checker/invariants.py``), asserted of
         #: every level's state
         self.inv = z3.BoolVal(True) if inv is None else inv
+        #: when set, building a level past this ``time.perf_counter()`` raises
+        #: ``Timeout`` (a chain level of a large encoding takes tens of seconds to build)
+        self.deadline: Optional[float] = None
         trs = enc.transitions
         nag = len(enc.sys.agents)
         self.nag = nag
@@ -785,6 +788,7 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         run.extra["chain_slots"] = len(u.order)
     else:
         u = Unrolling(enc, solver, inv=inv)
+    u.deadline = run.deadline
     reached = 0
     try:
         for L in range(opts.depth + 1):

@@ -54,11 +54,12 @@ the explicit engine.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 import z3
 
-from .bmc import Unrolling
+from .bmc import Timeout, Unrolling
 from .symbolic import Encoding, Substitution
 
 #: how many times each actor appears in one chain (measured in bench/results/bmc.md)
@@ -97,7 +98,6 @@ class ChainUnrolling(Unrolling):
         answers: renaming the warps maps one pair's question onto the other's.  Past
         ``budget`` seconds the remaining pairs count as dependent everywhere (sound: a
         coarser relation only admits more chains)."""
-        import time
 
         from .explicit import symmetric_groups
 
@@ -263,6 +263,7 @@ class ChainUnrolling(Unrolling):
         subs = []
         cons: list[Any] = []
         for slot, a in enumerate(self.order):
+            self._in_time(k)
             good, nxt = self.rel[a].good, self.rel[a].nxt
             f = z3.Bool(f"fire@{k}.{slot}")
             ch = z3.Bool(f"choice@{k}.{slot}")
@@ -290,6 +291,7 @@ class ChainUnrolling(Unrolling):
         n = len(self.order)
         prev = self.sub[k - 1] if k > 0 else None
         for i, a in enumerate(self.order):
+            self._in_time(k)
             f, _, st = subs[i]
             window: list[tuple[Any, Any, list[Any]]] = []
             j = i - 1
@@ -310,6 +312,7 @@ class ChainUnrolling(Unrolling):
             for b, fb, stb in window:
                 if b not in self.dep[a]:
                     continue
+                self._in_time(k)
                 d = self._dep_term(a, st, b, stb)
                 if not z3.is_false(d):
                     why.append(z3.And(fb, d))
@@ -323,6 +326,12 @@ class ChainUnrolling(Unrolling):
         self.asserted_steps += 1
         if self.extra_frame is not None:
             self.extra_frame(k + 1)
+
+    def _in_time(self, k: int) -> None:
+        """Past ``deadline``, stop building level ``k + 1``: nothing of it has reached the
+        solver yet, so the unrolling stays at ``k + 1`` states."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise Timeout(k + 1)
 
     def steps_from_model(self, m: z3.ModelRef, n: int, bad_last: bool = False) -> list[tuple]:
         """Interleaved step ids of the first ``n`` chain levels (actors that moved, in

@@ -268,3 +268,25 @@ def test_forced_chains_on_a_looping_kernel_still_find_the_lasso() -> None:
     assert chained.prop == default.prop == "starvation"
     assert chained.trace.loop_start is not None
     assert len(chained.trace) == len(default.trace)
+
+
+def test_a_level_past_the_deadline_is_not_built() -> None:
+    """Building a chain level checks the time slot by slot (a level of a large encoding
+    takes tens of seconds: pipeline_tma_async with k_tiles=1..64 overran a 60 s timeout
+    by 47 s).  Past the deadline it raises ``Timeout`` before anything reaches the
+    solver, so the unrolling stays as it was and can be deepened later."""
+    from pipeproof.checker.bmc import Timeout
+
+    system = System(compile_file(ROOT / "examples/textbook/pipeline_tma_async.pipe"))
+    u = _unrolling(system)
+    u.assert_step(0)
+    before = (u.asserted_steps, len(u.states), len(u.sub), len(u.solver.assertions()))
+    u.deadline = 0.0  # long past
+    with pytest.raises(Timeout) as e:
+        u.assert_step(1)
+    assert e.value.depth == 2
+    assert (u.asserted_steps, len(u.states), len(u.sub),
+            len(u.solver.assertions())) == before
+    u.deadline = None
+    u.assert_step(1)
+    assert u.asserted_steps == 2 and len(u.states) == 3
