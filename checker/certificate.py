@@ -74,7 +74,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import itemgetter
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import z3
 
@@ -381,6 +381,25 @@ def warp_symmetry(enc: Encoding, groups: Sequence[Sequence[int]]
     return WarpSymmetry(tuple(tuple(g) for g in groups), tuple(out)), ""
 
 
+def _transpositions(sym: WarpSymmetry) -> Iterator[tuple[int, int, dict[int, int]]]:
+    """Every two neighbours ``a``, ``b`` of a group (transpositions generate every
+    permutation) with the key permutation that swaps them."""
+    for g, per_warp in zip(sym.groups, sym.keys):
+        for p in range(len(g) - 1):
+            perm: dict[int, int] = {}
+            for ka, kb in zip(per_warp[p], per_warp[p + 1]):
+                perm[ka], perm[kb] = kb, ka
+            yield g[p], g[p + 1], perm
+
+
+def _twin_item(item: tuple, a: int, b: int) -> tuple:
+    """An environment item with warps ``a`` and ``b`` swapped: an item names the warp
+    whose queue it drains second (TMA items name their issuer, which is in no group)."""
+    if item[1] in (a, b):
+        return (item[0], b if item[1] == a else a) + tuple(item[2:])
+    return item
+
+
 def symmetry_queries(u: Any, sym: WarpSymmetry) -> tuple[list[tuple[str, Any]], str]:
     """For every two neighbours of a group (transpositions generate every permutation):
     swapping their keys -- and the actor names of the step, a warp for its twin, a
@@ -394,34 +413,29 @@ def symmetry_queries(u: Any, sym: WarpSymmetry) -> tuple[list[tuple[str, Any]], 
     step = z3.And(u.T_GOOD, u.T_NEXT)
     dead = z3.And(z3.Not(u.T_ENABLED), z3.Not(u.T_DONE))
     out = []
-    for g, per_warp in zip(sym.groups, sym.keys):
-        for p in range(len(g) - 1):
-            a, b = g[p], g[p + 1]
-            perm = {}
-            for ka, kb in zip(per_warp[p], per_warp[p + 1]):
-                perm[ka], perm[kb] = kb, ka
-            if any((k in u.Xn) != (perm[k] in u.Xn) for k in perm):
-                return [], f"warps {a} and {b} change different keys"
-            pairs = [(X[k], X[perm[k]]) for k in perm]
-            pairs += [(u.Xn[k], u.Xn[perm[k]]) for k in perm if k in u.Xn]
-            moved = {a: b, b: a}
-            for it, i in index.items():
-                if it[1] in (a, b):
-                    twin = (it[0], moved[it[1]]) + tuple(it[2:])
-                    if twin not in index:
-                        return [], f"{it} has no counterpart for warp {moved[it[1]]}"
-                    moved[i] = index[twin]
-            act: Any = u.ACT
-            for i, j in moved.items():
-                if i != j:
-                    act = z3.If(u.ACT == z3.BitVecVal(i, u.act_width),
-                                z3.BitVecVal(j, u.act_width), act)
-            pairs.append((u.ACT, act))
-            swap = Substitution(pairs)
-            out.append((f"symmetry step {a}<->{b}", z3.And(step, z3.Not(swap(step)))))
-            out.append((f"symmetry problem {a}<->{b}",
-                        z3.Or(z3.And(u.T_BAD, z3.Not(swap(u.T_BAD))),
-                              z3.And(dead, z3.Not(swap(dead))))))
+    for a, b, perm in _transpositions(sym):
+        if any((k in u.Xn) != (perm[k] in u.Xn) for k in perm):
+            return [], f"warps {a} and {b} change different keys"
+        pairs = [(X[k], X[perm[k]]) for k in perm]
+        pairs += [(u.Xn[k], u.Xn[perm[k]]) for k in perm if k in u.Xn]
+        moved = {a: b, b: a}
+        for it, i in index.items():
+            if it[1] in (a, b):
+                twin = _twin_item(it, a, b)
+                if twin not in index:
+                    return [], f"{it} has no counterpart for warp {moved[it[1]]}"
+                moved[i] = index[twin]
+        act: Any = u.ACT
+        for i, j in moved.items():
+            if i != j:
+                act = z3.If(u.ACT == z3.BitVecVal(i, u.act_width),
+                            z3.BitVecVal(j, u.act_width), act)
+        pairs.append((u.ACT, act))
+        swap = Substitution(pairs)
+        out.append((f"symmetry step {a}<->{b}", z3.And(step, z3.Not(swap(step)))))
+        out.append((f"symmetry problem {a}<->{b}",
+                    z3.Or(z3.And(u.T_BAD, z3.Not(swap(u.T_BAD))),
+                          z3.And(dead, z3.Not(swap(dead))))))
     return out, ""
 
 
@@ -445,34 +459,27 @@ def template_symmetry(u: Any, sym: WarpSymmetry, deadline: float) -> Optional[bo
             else (("e", t.step[1]), None, None)
 
     index = {key(t): t for t in trs}
-    for g, per_warp in zip(sym.groups, sym.keys):
-        for p in range(len(g) - 1):
-            a, b = g[p], g[p + 1]
-            perm: dict[int, int] = {}
-            for ka, kb in zip(per_warp[p], per_warp[p + 1]):
-                perm[ka], perm[kb] = kb, ka
-            swap = Substitution([(X[k], X[perm[k]]) for k in perm])
-            mv = {a: b, b: a}
-            pairs = [(swap(u.T_DONE), u.T_DONE)]
-            for t in trs:
-                (kind, who), pc, ch = key(t)
-                if kind == "a":
-                    twin = ("a", mv.get(who, who))
-                else:  # an item names the warp whose queue it drains (TMA: no group)
-                    twin = ("e", (who[0], mv[who[1]]) + tuple(who[2:])) \
-                        if who[1] in mv else ("e", who)
-                t2 = index.get((twin, pc, ch))
-                if t2 is None or {perm.get(k, k) for k in t.updates} != set(t2.updates):
-                    return False
-                pairs += [(swap(t.guard), t2.guard), (swap(t.viol), t2.viol),
-                          (swap(t.ovf), t2.ovf)]
-                pairs += [(swap(v), t2.updates[perm.get(k, k)]) for k, v in t.updates.items()]
-            rest = [x != y for x, y in pairs
-                    if not (x.eq(y) or z3.simplify(x).eq(z3.simplify(y)))]
-            if rest:  # one query: no term of the swapped templates differs
-                r = _unsat(z3.Or(*rest), deadline)
-                if not r:
-                    return r
+    if len(index) != len(trs):
+        return False  # two templates with one selection: not the relation argued about
+    for a, b, perm in _transpositions(sym):
+        swap = Substitution([(X[k], X[perm[k]]) for k in perm])
+        mv = {a: b, b: a}
+        pairs = [(swap(u.T_DONE), u.T_DONE)]
+        for t in trs:
+            (kind, who), pc, ch = key(t)
+            twin = ("a", mv.get(who, who)) if kind == "a" else ("e", _twin_item(who, a, b))
+            t2 = index.get((twin, pc, ch))
+            if t2 is None or {perm.get(k, k) for k in t.updates} != set(t2.updates):
+                return False
+            pairs += [(swap(t.guard), t2.guard), (swap(t.viol), t2.viol),
+                      (swap(t.ovf), t2.ovf)]
+            pairs += [(swap(v), t2.updates[perm.get(k, k)]) for k, v in t.updates.items()]
+        rest = [x != y for x, y in pairs
+                if not (x.eq(y) or z3.simplify(x).eq(z3.simplify(y)))]
+        if rest:  # one query: no term of the swapped templates differs
+            r = _unsat(z3.Or(*rest), deadline)
+            if not r:
+                return r
     return True
 
 
