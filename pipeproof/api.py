@@ -106,11 +106,19 @@ class CheckResult:
                              f"reachable states{up_to}")
             else:
                 lines.append(f"  engine bmc ({mode}): {what}, {st.seconds:.2f} s{inv}")
+                note = st.extra.get("certificate", {}).get("note")
+                if note and v.status in ("SAFE", "UNKNOWN"):
+                    lines.append(f"  (no certificate: {note})")
         lines.extend(_parameter_lines(st.extra))
         for t in st.extra.get("auto", ()):
             # --engine auto: what the earlier stages answered
             lines.append(f"  (auto: {t['stage']} undecided after {t['seconds']:.1f} s: "
                          f"{t['reason']})")
+        if self.engine == "bmc" and v.status == "UNKNOWN":
+            # the user chose the unrolling; say where an unbounded answer may come from
+            lines.append("  (--engine explicit, or the default --engine auto, may decide "
+                         "it: the explicit engine's partial-order reduction reaches the "
+                         "end of runs that the unrolling does not)")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             if st.extra.get("shortest") is False and st.engine == "bmc":

@@ -40,7 +40,20 @@ def test_explicit_engine_where_the_certificate_does_not_decide() -> None:
     (stage,) = v.stats.extra["auto"]
     assert stage["stage"] == "bmc certificate" and stage["status"] == "UNKNOWN"
     assert "no certificate" in stage["reason"]
-    assert "(auto: bmc certificate undecided after" in r.render_text()
+    text = r.render_text()
+    assert "(auto: bmc certificate undecided after" in text
+    assert "may decide it" not in text  # the hint is for --engine bmc only
+
+
+def test_bmc_unknown_says_why_there_is_no_certificate_and_what_may_decide() -> None:
+    """``--engine bmc`` out of time on the multicast example: the text names why the
+    certificate was not built and points at the engine that decides it."""
+    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", engine="bmc",
+                   timeout=6)
+    assert r.status == "UNKNOWN"
+    text = r.render_text()
+    assert "(no certificate: the unreduced enumeration did not finish" in text
+    assert "--engine explicit, or the default --engine auto, may decide it" in text
 
 
 def test_unrolling_gets_the_time_the_explicit_engine_left() -> None:
