@@ -550,6 +550,11 @@ class _Run:
     certified: Any = None
 
 
+def _n(k: int, word: str) -> str:
+    """``k word`` with the plural where it needs one ("1 level", "9 levels")."""
+    return f"{k} {word}" + ("" if k == 1 else "s")
+
+
 class Timeout(Exception):
     def __init__(self, depth: int):
         self.depth = depth
@@ -820,9 +825,13 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             reached = L
     except Timeout as t:
         d = max(0, t.depth - 1)
-        within = (f"no counterexample within {d} levels of chained steps (every run of up "
-                  f"to {d} steps, and longer ones)" if opts.steps == "chain"
-                  else f"no counterexample of up to {d} steps")
+        if d == 0:
+            within = "no level finished"
+        elif opts.steps == "chain":
+            within = (f"no counterexample within {_n(d, 'level')} of chained steps (every "
+                      f"run of up to {_n(d, 'step')}, and longer ones)")
+        else:
+            within = f"no counterexample of up to {_n(d, 'step')}"
         return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; {within}",
                        depth=max(0, t.depth - 1)), u, max(0, t.depth - 1)
     if opts.liveness and not enc.acyclic:

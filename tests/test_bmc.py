@@ -256,6 +256,10 @@ def test_timeout_is_unknown_with_depth() -> None:
     v = check_bmc(system, depth=200, timeout=3.0, certificate=False)
     assert v.status == "UNKNOWN" and "timeout" in v.reason
     assert v.exit_code == 3
+    # the reason states the levels finished, in words that fit the count
+    d = v.depth
+    assert (f"within {d} level{'s' * (d != 1)} of chained steps" in v.reason
+            if d else "no level finished" in v.reason), v.reason
 
 
 # --------------------------------------------------------------------------- liveness
