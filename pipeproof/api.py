@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -223,12 +224,25 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
               bmc_steps=bmc_steps, bmc_certificate=bmc_certificate, jobs=jobs,
               symbolic_params=symbolic_params)
     if any(isinstance(v, range) for v in params.values()):
-        return _check_param_ranges(kernel, params, **kw)
-    compiled = compile_kernel(kernel, params)
-    info = compiled.info
-    verdict = _run_engine(System(compiled, memory_model), **kw)
-    return CheckResult(verdict, info.name, file or kernel.loc.file, dict(info.params),
-                       info.cluster_shape, info.num_warps, engine, compiled, memory_model)
+        result = _check_param_ranges(kernel, params, **kw)
+    else:
+        compiled = compile_kernel(kernel, params)
+        info = compiled.info
+        verdict = _run_engine(System(compiled, memory_model), **kw)
+        result = CheckResult(verdict, info.name, file or kernel.loc.file,
+                             dict(info.params), info.cluster_shape, info.num_warps, engine,
+                             compiled, memory_model)
+    if smt2 and os.path.exists(smt2):
+        # who made the query, so that ``pipeproof recheck`` can compare (proofs/)
+        from . import __version__
+        from .proofs.recheck import stamp
+
+        shown = dict(result.params)
+        shown.update({k: v for k, v in params.items() if isinstance(v, range)})
+        stamp(smt2, version=__version__, kernel=result.kernel, params=shown,
+              source=file or kernel.loc.file, status=result.status,
+              headline=result.verdict.headline())
+    return result
 
 
 def _check_limits(params: dict[str, Any], depth: Optional[int], timeout: float,

@@ -168,6 +168,29 @@ def _write_outputs(args: argparse.Namespace, result: Any) -> None:
         print(f"wrote {args.html}", file=sys.stderr)
 
 
+def cmd_recheck(args: argparse.Namespace) -> int:
+    """Every file's answer as expected: 0; one contradicts its verdict: 1; a file that
+    is not a pipeproof query: 2; undecided or a changed source: 3 (proofs/recheck.py)."""
+    from .proofs.recheck import recheck
+
+    if not args.timeout > 0:
+        print(f"pipeproof: --timeout must be a positive number of seconds, not "
+              f"{args.timeout:g}", file=sys.stderr)
+        return 2
+    codes = []
+    for path in args.files:
+        try:
+            r = recheck(path, args.timeout)
+        except ValueError as e:
+            print(f"pipeproof: {path}: {e}", file=sys.stderr)
+            codes.append(2)
+            continue
+        print(r.render())
+        codes.append(r.exit_code)
+    # the worst: a broken proof (1) before bad input (2) before undecided (3)
+    return next((c for c in (1, 2, 3) if c in codes), 0)
+
+
 def cmd_properties(args: argparse.Namespace) -> int:
     from .checker.properties import CATALOGUE
 
@@ -264,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write a self-contained HTML report with an SVG timeline")
     c.set_defaults(fn=cmd_check)
 
+    rc = sub.add_parser("recheck", help="solve the SMT-LIB files of check --smt2 again "
+                                        "and compare with the verdicts they were made for")
+    rc.add_argument("files", nargs="+", metavar="FILE.smt2")
+    rc.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds for z3 per file (default 600)")
+    rc.set_defaults(fn=cmd_recheck)
+
     pr = sub.add_parser("properties", help="list the properties pipeproof checks")
     pr.set_defaults(fn=cmd_properties)
 
@@ -297,6 +327,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # output piped into a command that stopped reading (head);
+        # before OSError, of which it is a subclass
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except OSError as e:
         # a file that could not be read or written after all (disk full, removed folder)
         if not e.filename:
@@ -317,12 +354,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("pipeproof: internal error (a bug in pipeproof, not a verdict on the kernel); "
               "please report it with the .pipe file", file=sys.stderr)
         return 3
-    except BrokenPipeError:  # output piped into a command that stopped reading (head)
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -292,3 +292,19 @@ def test_console_command(tmp_path: Path) -> None:
     mod = subprocess.run([sys.executable, "-m", "pipeproof.cli", "check", str(f), "-q",
                           "-p", "consumer_warp=5"], capture_output=True, text=True)
     assert mod.returncode == 2 and "names warp 5" in mod.stderr
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(monkeypatch) -> None:
+    """``pipeproof check F | head -1``: the reader goes away; exit 0, no traceback
+    (BrokenPipeError is an OSError without a file name, caught before those)."""
+
+    class Closed:
+        def write(self, _: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    ex = Path(__file__).resolve().parent.parent / "examples/textbook/pipeline_async.pipe"
+    assert main(["check", str(ex)]) == 0

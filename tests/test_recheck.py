@@ -1,0 +1,81 @@
+"""``pipeproof check --smt2`` stamps its query; ``pipeproof recheck`` solves it again and
+compares with the verdict and the source (proofs/recheck.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pipeproof.cli import main
+from pipeproof.proofs.recheck import read_header, recheck
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _check(src: Path, out: Path, *extra: str) -> int:
+    return main(["check", str(src), "--engine", "bmc", "--smt2", str(out), *extra])
+
+
+def test_a_certificate_rechecks_unsat(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "cert.smt2"
+    assert _check(EX / "textbook/pipeline_async.pipe", out) == 0
+    meta, claim = read_header(str(out))
+    assert meta["kernel"] == "pipeline_async(stages=2, k_tiles=4)"
+    assert meta["verdict"] == "PROVEN (unbounded)" and meta["expect"] == "unsat"
+    assert "sha256=" in meta["source"] and "inductive invariant" in claim
+    capsys.readouterr()
+    assert main(["recheck", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "unsat" in text and "agrees with the verdict" in text
+
+
+def test_a_counterexample_query_rechecks_sat(tmp_path: Path) -> None:
+    out = tmp_path / "q.smt2"
+    assert _check(EX / "bugs/p6-bug.pipe", out, "--bmc-certificate", "off") == 1
+    r = recheck(str(out))
+    assert (r.expect, r.answer, r.exit_code) == ("sat", "sat", 0)
+
+
+def test_a_query_that_does_not_say_what_it_claims_is_caught(tmp_path: Path, capsys) -> None:
+    """The stamp says unsat; a file whose formula was emptied is sat: exit 1."""
+    out = tmp_path / "cert.smt2"
+    assert _check(EX / "textbook/pipeline_async.pipe", out) == 0
+    head = [ln for ln in out.read_text().splitlines(keepends=True) if ln.startswith(";")]
+    out.write_text("".join(head) + "(check-sat)\n")
+    capsys.readouterr()
+    assert main(["recheck", str(out)]) == 1
+    assert "CONTRADICTS the verdict" in capsys.readouterr().out
+
+
+def test_a_changed_source_makes_the_recheck_undecided(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "k.pipe"
+    shutil.copy(EX / "textbook/pipeline_async.pipe", src)
+    out = tmp_path / "cert.smt2"
+    assert _check(src, out) == 0
+    src.write_text(src.read_text() + "\n# edited\n")
+    capsys.readouterr()
+    assert main(["recheck", str(out)]) == 3
+    assert "the source changed since" in capsys.readouterr().out
+
+
+def test_parameter_ranges_are_stamped(tmp_path: Path) -> None:
+    out = tmp_path / "r.smt2"
+    assert _check(EX / "textbook/pipeline_async.pipe", out, "--param", "k_tiles=1..3") == 0
+    meta, _ = read_header(str(out))
+    assert "k_tiles=1..3" in meta["kernel"]
+    assert recheck(str(out)).exit_code == 0
+
+
+def test_bad_input_and_the_worst_code_first(tmp_path: Path, capsys) -> None:
+    plain = tmp_path / "plain.smt2"
+    plain.write_text("(check-sat)\n")
+    assert main(["recheck", str(plain)]) == 2
+    assert "not an SMT-LIB file written by pipeproof" in capsys.readouterr().err
+    assert main(["recheck", str(tmp_path / "missing.smt2")]) == 2
+    assert main(["recheck", "--timeout", "0", str(plain)]) == 2
+    good = tmp_path / "good.smt2"
+    assert _check(EX / "textbook/pipeline_async.pipe", good) == 0
+    broken = tmp_path / "broken.smt2"
+    head = [ln for ln in good.read_text().splitlines(keepends=True) if ln.startswith(";")]
+    broken.write_text("".join(head) + "(check-sat)\n")
+    assert main(["recheck", str(good), str(plain), str(broken)]) == 1
