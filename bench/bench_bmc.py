@@ -63,15 +63,17 @@ def main() -> int:
     files = [Path(f).resolve() for f in args.files] or sorted(
         p for d in ("textbook", "kernels", "bugs", "liveness")
         for p in (ROOT / "examples" / d).glob("*.pipe"))
-    runs = [(f, args.depth) for f in files]
+    runs = [(f, args.depth, args.timeout) for f in files]
     if not args.files:
-        runs.append((K2, 100))  # the K2 aim: depth 100 in under 60 s
+        # the K2 aim, with its own time: depth 100 in under 60 s
+        runs.append((K2, 100, max(args.timeout, 60.0)))
     rows = []
-    for f, depth in runs:
-        r = run_one(f, args.timeout, 3_000_000, True,  # the CLI default; bmc ignores it
+    for f, depth, timeout in runs:
+        r = run_one(f, timeout, 3_000_000, True,  # the CLI default; bmc ignores it
                     engine=args.engine, depth=depth,
                     bmc_steps=args.bmc_steps, bmc_certificate=args.bmc_certificate == "on")
         r["requested_depth"] = depth
+        r["timeout_s"] = timeout
         rows.append(r)
         print(f"{r['file']:60s} depth {depth:3d}: {r.get('headline') or r.get('status'):40s} "
               f"reached {r.get('depth')} in {r.get('wall_seconds', 0):6.1f} s "
@@ -141,7 +143,8 @@ def render() -> None:
     explicit = {f: r for (f, _), r in explicit_all.items()}
     m = meta or smeta
     lines = [f"# BMC engine benchmark (Python {m.get('python')}, {m.get('cpus')} CPUs, "
-             f"timeout {m.get('timeout_s', 0):.0f} s per run)", ""]
+             f"timeout {m.get('timeout_s', 0):.0f} s per run; the K2 row of depth 100, "
+             "the issue's aim, with at least 60 s)", ""]
     for name, mt in (("`--engine auto` (the default engine: BMC's certificate, else the "
                       "explicit engine, else BMC's unrolling)", ameta),
                      ("bmc (certificate on, auto steps)", meta),
