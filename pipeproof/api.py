@@ -218,6 +218,10 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     value on its own."""
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
+    if smt2 and engine == "explicit":
+        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
+                          "(use --engine bmc)")
+    before = _mtime(smt2)
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
@@ -232,8 +236,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         result = CheckResult(verdict, info.name, file or kernel.loc.file,
                              dict(info.params), info.cluster_shape, info.num_warps, engine,
                              compiled, memory_model)
-    if smt2 and os.path.exists(smt2):
-        # who made the query, so that ``pipeproof recheck`` can compare (proofs/)
+    if smt2 and _mtime(smt2) not in (None, before):
+        # who made the query, so that ``pipeproof recheck`` can compare (proofs/); only
+        # a file this check wrote (a search that ended before its first level writes none)
         from . import __version__
         from .proofs.recheck import stamp
 
@@ -242,7 +247,16 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         stamp(smt2, version=__version__, kernel=result.kernel, params=shown,
               source=file or kernel.loc.file, status=result.status,
               headline=result.verdict.headline())
+        result.verdict.stats.extra["smt2"] = smt2
     return result
+
+
+def _mtime(path: Optional[str]) -> Optional[int]:
+    """The file's modification time (ns), None when there is none."""
+    try:
+        return os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        return None
 
 
 def _check_limits(params: dict[str, Any], depth: Optional[int], timeout: float,

@@ -128,6 +128,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(result.render_text(explain=args.explain, fmt=args.format, width=args.width))
     _write_outputs(args, result)
+    if args.smt2 and not result.verdict.stats.extra.get("smt2"):
+        print(f"pipeproof: --smt2 {args.smt2}: no query written (the search ended before "
+              "it had one)", file=sys.stderr)
     return result.exit_code
 
 

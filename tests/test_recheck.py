@@ -79,3 +79,30 @@ def test_bad_input_and_the_worst_code_first(tmp_path: Path, capsys) -> None:
     head = [ln for ln in good.read_text().splitlines(keepends=True) if ln.startswith(";")]
     broken.write_text("".join(head) + "(check-sat)\n")
     assert main(["recheck", str(good), str(plain), str(broken)]) == 1
+
+
+def test_smt2_with_the_explicit_engine_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    """The explicit engine has no query: --smt2 with it was silently ignored before."""
+    out = tmp_path / "x.smt2"
+    rc = main(["check", str(EX / "textbook/pipeline_async.pipe"), "--engine", "explicit",
+               "--smt2", str(out)])
+    assert rc == 2 and not out.exists()
+    assert "--smt2 writes BMC's query" in capsys.readouterr().err
+
+
+def test_a_file_the_check_did_not_write_is_not_stamped(tmp_path: Path, monkeypatch) -> None:
+    """Only a file the check wrote gets a stamp: an older one at that path is left as it
+    is (and the CLI says no query was written)."""
+    from pipeproof.api import check_file
+    from pipeproof.checker import bmc, certificate
+
+    out = tmp_path / "cert.smt2"
+    r = check_file(EX / "textbook/pipeline_async.pipe", engine="bmc", smt2=str(out))
+    assert r.verdict.stats.extra["smt2"] == str(out)
+    assert out.read_text().count("; pipeproof-version:") == 1
+    out.write_text("; an older file\n")
+    monkeypatch.setattr(bmc, "write_smt2", lambda *a, **k: None)
+    monkeypatch.setattr(certificate, "write_smt2", lambda *a, **k: None)
+    r = check_file(EX / "textbook/pipeline_async.pipe", engine="bmc", smt2=str(out))
+    assert "smt2" not in r.verdict.stats.extra
+    assert out.read_text() == "; an older file\n"
