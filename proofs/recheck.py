@@ -12,8 +12,8 @@ violation and deadlock query up to the depth searched (``checker/bmc.py`` ``writ
 parameters, the source file with its SHA-256, the verdict and the answer the verdict
 stands for (``; pipeproof-expect: unsat``).  ``recheck`` asks z3 again, independently of
 the search that wrote the file, and compares: the answer with the expected one, the
-source with its digest.  A file from another solver's point of view is plain SMT-LIB 2:
-``z3 FILE`` or ``cvc5 FILE`` answer the same query.
+source with its digest.  The file is SMT-LIB 2 as z3 prints it (``z3 FILE`` answers
+the same query; other solvers were not tried).
 
 What a re-check does *not* re-check: that the encoding is the model's transition
 relation (it is obtained by running ``model/``'s transition functions over z3 terms,
