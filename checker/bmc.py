@@ -620,16 +620,35 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     run.extra["sampled_states"] = sample.states
     run.extra["bmc_steps"] = steps
     v, u, k, enc = _solve(system, runner, sample, opts, run)
+    written = None
     if opts.smt2 and run.certified is not None:
         from .certificate import write_smt2 as write_certificate
 
         write_certificate(run.certified, opts.smt2)
+        written = "certificate"
     elif opts.smt2 and u is not None:
         write_smt2(u, k, opts.smt2)
+        written = "unrolling"
     if (steps == "chain" and v.status == VIOLATED and v.prop != "starvation"
             and run.extra.get("counterexample_from") != "certificate"):
         v = _confirm(system, runner, sample, opts, run, v, confirm_timeout)
+    if written:
+        run.extra["smt2_expect"] = _smt2_expect(written, v)
     return _finish(v, run, enc)
+
+
+def _smt2_expect(written: str, v: Verdict) -> str:
+    """The answer the ``--smt2`` query gives if the verdict is right
+    (``proofs/recheck.py``).  A certificate's obligations are ``unsat`` whatever the
+    verdict (with a problem state the set is still inductive; the counterexample is
+    replayed besides).  The unrolling's query asks for a violation or deadlock: ``sat``
+    for such a counterexample, ``unsat`` for SAFE or PROVEN; a starvation lasso is not
+    in it, and an undecided search claims nothing ("none")."""
+    if written == "certificate":
+        return "unsat"
+    if v.status == VIOLATED:
+        return "none" if v.prop == "starvation" else "sat"
+    return "unsat" if v.status in (SAFE, PROVEN) else "none"
 
 
 def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions,
@@ -833,7 +852,7 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         else:
             within = f"no counterexample of up to {_n(d, 'step')}"
         return Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s; {within}",
-                       depth=max(0, t.depth - 1)), u, max(0, t.depth - 1)
+                       depth=d), u, d
     if opts.liveness and not enc.acyclic:
         # lassos are sought over single steps (fairness is a property of interleaved
         # runs); in chain mode on an unrolling of their own, asserted as it goes

@@ -221,7 +221,6 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     if smt2 and engine == "explicit":
         raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
                           "(use --engine bmc)")
-    before = _mtime(smt2)
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
@@ -232,23 +231,29 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     else:
         compiled = compile_kernel(kernel, params)
         info = compiled.info
+        before = _mtime(smt2)
         verdict = _run_engine(System(compiled, memory_model), **kw)
+        _stamp_smt2(smt2, before, info.name, dict(info.params), file or kernel.loc.file,
+                    verdict)
         result = CheckResult(verdict, info.name, file or kernel.loc.file,
                              dict(info.params), info.cluster_shape, info.num_warps, engine,
                              compiled, memory_model)
-    if smt2 and _mtime(smt2) not in (None, before):
-        # who made the query, so that ``pipeproof recheck`` can compare (proofs/); only
-        # a file this check wrote (a search that ended before its first level writes none)
-        from . import __version__
-        from .proofs.recheck import stamp
-
-        shown = dict(result.params)
-        shown.update({k: v for k, v in params.items() if isinstance(v, range)})
-        stamp(smt2, version=__version__, kernel=result.kernel, params=shown,
-              source=file or kernel.loc.file, status=result.status,
-              headline=result.verdict.headline())
-        result.verdict.stats.extra["smt2"] = smt2
     return result
+
+
+def _stamp_smt2(smt2: Optional[str], before: Optional[int], kernel: str,
+                params: dict[str, Any], source: str, verdict: Verdict) -> None:
+    """Stamp the ``--smt2`` file that the run which gave ``verdict`` wrote, so that
+    ``pipeproof recheck`` can compare (``proofs/recheck.py``), and note it in the
+    verdict; nothing where that run wrote none (``before``: the file's time before it)."""
+    if not smt2 or _mtime(smt2) in (None, before):
+        return
+    from . import __version__
+    from .proofs.recheck import stamp
+
+    stamp(smt2, version=__version__, kernel=kernel, params=params, source=source,
+          headline=verdict.headline(), expect=verdict.stats.extra.get("smt2_expect", "none"))
+    verdict.stats.extra["smt2"] = smt2
 
 
 def _mtime(path: Optional[str]) -> Optional[int]:
@@ -351,6 +356,7 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
             if r.status == VIOLATED:
                 if by_value:
                     r.verdict.stats.extra["parameters_by_value"] = by_value
+                _note_smt2(r.verdict, results[0].verdict)
                 return r
     last = results[-1]
     shown = dict(last.params)
@@ -373,8 +379,15 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
         v.stats.extra["parameters_by_value"] = by_value
     if sym:
         v.stats.extra["symbolic_parameters"] = sym
+    _note_smt2(v, results[0].verdict)
     return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
                        memory_model=last.memory_model)
+
+
+def _note_smt2(v: Verdict, first: Verdict) -> None:
+    """The answer of a parameter range names the file its first value wrote."""
+    if "smt2" in first.stats.extra:
+        v.stats.extra["smt2"] = first.stats.extra["smt2"]
 
 
 def _range_text(r: range) -> str:
@@ -421,6 +434,9 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
     groups: list[tuple[list[int], Verdict]] = []
     runs = 0
     one = dict(kw)
+    shown = dict(info.params)
+    shown.update({k: _range_text(params[k]) for k in sym})
+    source = kw["file"] or kernel.loc.file
     while left:
         budget = t_end - time.perf_counter()
         if budget <= 0:
@@ -429,7 +445,9 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
             break
         runs += 1
         system = System(compiled, kw["memory_model"], param_init=left)
+        before = _mtime(one["smt2"])
         v = _run_engine(system, **dict(one, timeout=budget))
+        _stamp_smt2(one["smt2"], before, info.name, shown, source, v)
         one["smt2"] = None  # the exported query is the first one: every value
         if v.status != VIOLATED or v.trace is None:
             groups.append((sorted(left), v))
@@ -449,9 +467,7 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
         for p, v in groups]
     if first.status != VIOLATED and len(groups) > 1:  # pragma: no cover - defensive
         raise AssertionError("symbolic parameter groups without a violation")
-    shown = dict(info.params)
-    shown.update({k: _range_text(params[k]) for k in sym})
-    return CheckResult(first, info.name, kw["file"] or kernel.loc.file, shown,
+    return CheckResult(first, info.name, source, shown,
                        info.cluster_shape, info.num_warps, kw["engine"], compiled,
                        kw["memory_model"])
 
@@ -545,10 +561,16 @@ def _check_combo(kernel: Kernel, combo: dict, kw: dict, t_end: float
     return None if left <= 0 else check_kernel(kernel, combo, **dict(kw, timeout=left))
 
 
+def _first_writes_smt2(kw: dict, i: int) -> dict:
+    """Combination ``i``'s options: only the first exports its query (``--smt2``: one
+    file, stamped with that value, and no two workers writing it)."""
+    return kw if i == 0 else dict(kw, smt2=None)
+
+
 def _check_value(i: int) -> Optional[CheckResult]:
     """A forked worker's check of combination ``i`` of ``_RANGE_JOB``."""
     kernel, combos, kw, t_end = _RANGE_JOB  # type: ignore[misc]
-    r = _check_combo(kernel, combos[i], kw, t_end)
+    r = _check_combo(kernel, combos[i], _first_writes_smt2(kw, i), t_end)
     return None if r is None else replace(r, compiled=None)  # the parent compiles it
 
 
@@ -559,8 +581,8 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
     the first violation, which ends the workers."""
     global _RANGE_JOB
     if jobs < 2 or len(combos) < 2:
-        for c in combos:
-            yield _check_combo(kernel, c, kw, t_end)
+        for i, c in enumerate(combos):
+            yield _check_combo(kernel, c, _first_writes_smt2(kw, i), t_end)
         return
     import multiprocessing
 

@@ -10,7 +10,9 @@ violation and deadlock query up to the depth searched (``checker/bmc.py`` ``writ
 
 ``stamp`` prepends who made the file: the pipeproof version, the kernel and its
 parameters, the source file with its SHA-256, the verdict and the answer the verdict
-stands for (``; pipeproof-expect: unsat``).  ``recheck`` asks z3 again, independently of
+stands for (``; pipeproof-expect: unsat``; ``none`` where it claims nothing the query
+can show: a search out of time, a starvation lasso, which the unrolling's query does
+not contain).  ``recheck`` asks z3 again, independently of
 the search that wrote the file, and compares: the answer with the expected one, the
 source with its digest.  The file is SMT-LIB 2 as z3 prints it (``z3 FILE`` answers
 the same query; other solvers were not tried).
@@ -44,34 +46,20 @@ def source_digest(path: str) -> Optional[str]:
         return None
 
 
-def expected_answer(header: str, status: str) -> str:
-    """The answer the verdict stands for.  A certificate's obligations are always
-    ``unsat`` (a certificate with a problem state still proves its set inductive; the
-    counterexample is replayed through the model besides).  The unrolling's query is
-    ``sat`` exactly when it found a counterexample; after a timeout nothing is claimed."""
-    if "certificate" in header.split("\n", 1)[0]:
-        return "unsat"
-    return {"VIOLATED": "sat", "SAFE": "unsat", "PROVEN": "unsat"}.get(status, "none")
-
-
 def stamp(path: str, *, version: str, kernel: str, params: dict[str, Any], source: str,
-          status: str, headline: str) -> None:
-    """Prepend the provenance lines to the ``--smt2`` file at ``path``."""
+          headline: str, expect: str) -> None:
+    """Prepend the provenance lines to the ``--smt2`` file at ``path``.  ``expect``: the
+    answer the verdict stands for, as the engine that wrote the file says
+    (``checker/bmc.py`` ``_smt2_expect``)."""
     with open(path) as f:
         body = f.read()
     digest = source_digest(source) if source else None
-    ps = ", ".join(f"{k}={_value(v)}" for k, v in params.items())
+    ps = ", ".join(f"{k}={v}" for k, v in params.items())
     lines = [f"version: {version}", f"kernel: {kernel}({ps})",
              f"source: {source}" + (f" sha256={digest}" if digest else ""),
-             f"verdict: {headline}", f"expect: {expected_answer(body, status)}"]
+             f"verdict: {headline}", f"expect: {expect}"]
     with open(path, "w") as f:
         f.write("".join(f"{PREFIX}{line}\n" for line in lines) + body)
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, range):
-        return f"{v.start}..{v.stop - 1}"
-    return str(v)
 
 
 @dataclass(frozen=True)

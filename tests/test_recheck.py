@@ -106,3 +106,36 @@ def test_a_file_the_check_did_not_write_is_not_stamped(tmp_path: Path, monkeypat
     r = check_file(EX / "textbook/pipeline_async.pipe", engine="bmc", smt2=str(out))
     assert "smt2" not in r.verdict.stats.extra
     assert out.read_text() == "; an older file\n"
+
+
+def test_the_expected_answer_is_what_the_query_can_show() -> None:
+    """A starvation lasso is not in the unrolling's violation query (its file is unsat):
+    nothing is expected of it, where a safety counterexample expects sat."""
+    from pipeproof.checker.bmc import _smt2_expect
+    from pipeproof.checker.verdict import Verdict
+
+    def v(status: str, prop: str = "") -> Verdict:
+        return Verdict(status, prop=prop or None)
+
+    assert _smt2_expect("unrolling", v("VIOLATED", "starvation")) == "none"
+    assert _smt2_expect("unrolling", v("VIOLATED", "deadlock")) == "sat"
+    assert _smt2_expect("unrolling", v("SAFE")) == "unsat"
+    assert _smt2_expect("unrolling", v("PROVEN")) == "unsat"
+    assert _smt2_expect("unrolling", v("UNKNOWN")) == "none"
+    for status, prop in (("VIOLATED", "deadlock"), ("VIOLATED", "starvation"), ("PROVEN", "")):
+        assert _smt2_expect("certificate", v(status, prop)) == "unsat"
+
+
+def test_a_range_checked_value_by_value_exports_its_first_value_once(tmp_path: Path,
+                                                                     capsys) -> None:
+    """--param-values: every value used to write (and now stamp) the same file; only
+    the first value exports its query, stamped with that value."""
+    out = tmp_path / "v.smt2"
+    assert _check(EX / "textbook/pipeline_async.pipe", out, "--param-values",
+                  "--param", "k_tiles=1..3") == 0
+    text = out.read_text()
+    assert text.count("; pipeproof-version:") == 1
+    meta, _ = read_header(str(out))
+    assert meta["kernel"] == "pipeline_async(stages=2, k_tiles=1)"
+    assert "no query written" not in capsys.readouterr().err
+    assert recheck(str(out)).exit_code == 0
