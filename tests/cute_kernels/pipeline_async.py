@@ -14,8 +14,10 @@ Planted bugs (``bug=N``):
      in producer_tail waiting for that stage to be empty.
      Twin pipeline_async_bug2.pipe: VIOLATED deadlock
   3. the producer stores into the stage *before* producer_acquire: at k >= stages it
-     overwrites a stage the consumer may still be reading.
-     Twin pipeline_async_bug3.pipe: VIOLATED overwrite-before-release
+     overwrites a stage the consumer may still be reading (a write/read race on the
+     stage; the shortest counterexample has the consumer read while the write is in
+     flight).
+     Twin pipeline_async_bug3.pipe: VIOLATED read-before-full
 """
 import cutlass
 import cutlass.cute as cute
