@@ -615,3 +615,108 @@ def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: 
 def check_source(text: str, params: Optional[dict[str, Any]] = None, filename: str = "<string>",
                  **kw: Any) -> CheckResult:
     return check_kernel(parse(text, filename), params, file=filename, **kw)
+
+
+def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
+                   depth: Optional[int] = None, timeout: float = 600.0,
+                   max_states: int = 3_000_000,
+                   progress: Optional[Callable[[int, int, float], None]] = None,
+                   file: str = "", reduce: bool = True, por: Optional[bool] = None,
+                   smt2: Optional[str] = None, confirm_timeout: Optional[float] = None,
+                   memory_model: str = "cutlass", bmc_steps: str = "auto",
+                   bmc_certificate: bool = True, jobs: Optional[int] = None,
+                   **_: Any) -> CheckResult:
+    """Check per-warp programs that a front end other than ``.pipe`` produced."""
+    info = compiled.info
+    _check_limits({}, depth, timeout, max_states, confirm_timeout)
+    if smt2 and engine == "explicit":
+        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
+                          "(use --engine bmc)")
+    before = _mtime(smt2)
+    verdict = _run_engine(System(compiled, memory_model), engine=engine, depth=depth,
+                          timeout=timeout, max_states=max_states, progress=progress,
+                          reduce=reduce, por=por, smt2=smt2,
+                          confirm_timeout=confirm_timeout, bmc_steps=bmc_steps,
+                          bmc_certificate=bmc_certificate, jobs=jobs)
+    source = file or compiled.source_file
+    _stamp_smt2(smt2, before, info.name, dict(info.params), source, verdict)
+    return CheckResult(verdict, info.name, source, dict(info.params), info.cluster_shape,
+                       info.num_warps, engine, compiled, memory_model)
+
+
+def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
+               arch: str = "sm_90a", **kw: Any) -> CheckResult:
+    """Check a real CuTe DSL kernel (``frontend/cute``).  ``entry`` is
+    ``"path/to/kernel.py::fn"`` or the function itself; it calls ``cute.compile`` with
+    fake tensors, and ``params`` are its keyword arguments.  A ``range`` value is
+    checked value by value (each value is compiled and lifted on its own); the first
+    violating value is reported.  ``kw``: the options of ``check_kernel``."""
+    from .frontend.cute import lift_entry, lift_function
+
+    params = dict(params or {})
+    kw.pop("symbolic_params", None)
+    _check_limits(params, kw.get("depth"), kw.get("timeout", 600.0),
+                  kw.get("max_states", 3_000_000), kw.get("confirm_timeout"))
+
+    def one(values: dict[str, Any]) -> CheckResult:
+        lifted = (lift_entry(entry, values, arch) if isinstance(entry, str)
+                  else lift_function(entry, values, arch))
+        r = check_compiled(lifted.compiled, **kw)
+        if lifted.notes:
+            r.verdict.stats.extra["lift_notes"] = list(lifted.notes)
+        r.verdict.stats.extra["dsl_version"] = lifted.capture.dsl_version
+        return r
+
+    names = [k for k, v in params.items() if isinstance(v, range)]
+    if not names:
+        return one(params)
+    import itertools
+
+    from .checker.verdict import PROVEN, SAFE, VIOLATED
+
+    t_end = time.perf_counter() + kw.get("timeout", 600.0)
+    results: list[CheckResult] = []
+    for values in itertools.product(*[params[k] for k in names]):
+        left = t_end - time.perf_counter()
+        combo = dict(params, **dict(zip(names, values)))
+        if left <= 0:
+            last = results[-1]
+            v = Verdict(UNKNOWN, reason="timeout before " + ", ".join(
+                f"{k}={combo[k]}" for k in names) + " was checked")
+            return CheckResult(v, last.kernel, last.file, combo, last.cluster, last.warps,
+                               last.engine, memory_model=last.memory_model)
+        r = one(dict(combo)) if not kw.get("timeout") else \
+            _with_timeout(one, combo, kw, left)
+        results.append(r)
+        if r.status == VIOLATED:
+            return r
+    last = results[-1]
+    shown = dict(last.params)
+    shown.update({k: _range_text(params[k]) for k in names})
+    unknown = [r for r in results if r.status == UNKNOWN]
+    if unknown:
+        u = unknown[0]
+        v = Verdict(UNKNOWN, reason=f"{u.verdict.reason} (for " + ", ".join(
+            f"{k}={u.params.get(k)}" for k in names) + ")", depth=u.verdict.depth)
+    elif all(r.status == PROVEN for r in results):
+        v = Verdict(PROVEN, depth=max(r.verdict.depth for r in results), bounded=False)
+    else:
+        v = Verdict(SAFE, depth=min(r.verdict.depth for r in results if r.status == SAFE),
+                    bounded=True)
+    v.stats.engine = last.verdict.stats.engine
+    v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
+    v.stats.extra["parameter_values_checked"] = len(results)
+    v.stats.extra["parameters_by_value"] = {
+        k: "a CuTe DSL kernel is compiled and lifted for each value" for k in names}
+    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps,
+                       last.engine, memory_model=last.memory_model)
+
+
+def _with_timeout(one: Callable[[dict], CheckResult], combo: dict, kw: dict,
+                  left: float) -> CheckResult:
+    saved = kw.get("timeout")
+    kw["timeout"] = left
+    try:
+        return one(dict(combo))
+    finally:
+        kw["timeout"] = saved

@@ -13,6 +13,7 @@ command never ends in a traceback for a user mistake.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import json
 import sys
@@ -109,6 +110,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             return 2
     show_progress = want_progress(args.progress, sys.stderr, args.quiet, args.json)
     progress = _progress_printer(sys.stderr) if show_progress else None
+    cute = _is_cute_entry(args.file)
+    if args.arch and not cute:
+        print("pipeproof: --arch applies to CuTe DSL kernels (FILE.py::ENTRY), not to "
+              ".pipe files", file=sys.stderr)
+        return 2
+    if cute:
+        from .api import check_cute
+
+        check_file = functools.partial(check_cute,  # noqa: F811
+                                       arch=args.arch or "sm_90a")
     try:
         result = check_file(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
@@ -132,6 +143,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"pipeproof: --smt2 {args.smt2}: no query written (the search ended before "
               "it had one)", file=sys.stderr)
     return result.exit_code
+
+
+def _is_cute_entry(path: str) -> bool:
+    """``kernel.py::entry`` or ``kernel.py``: a CuTe DSL kernel (frontend/cute)."""
+    return "::" in path or path.endswith(".py")
 
 
 def _unwritable(path: Optional[str]) -> str:
@@ -210,8 +226,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"pipeproof {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    c = sub.add_parser("check", help="check a .pipe kernel skeleton for safety and deadlock")
-    c.add_argument("file", help="the .pipe file")
+    c = sub.add_parser("check", help="check a CuTe DSL kernel (kernel.py::entry) or a .pipe "
+                                     "skeleton for safety and deadlock")
+    c.add_argument("file", metavar="KERNEL",
+                   help="a .pipe skeleton, or a CuTe DSL kernel as path/to/kernel.py::entry "
+                        "where entry() calls cute.compile(...) with fake tensors (needs "
+                        "pipeproof[cute]); --param NAME=VALUE sets entry's keyword "
+                        "arguments")
+    c.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
+                   help="CuTe DSL kernels: the target cute.compile compiles for "
+                        "(default sm_90a)")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable); NAME=LO..HI checks "
                         "every value: symbolically (one transition system for the whole "

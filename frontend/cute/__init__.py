@@ -1,0 +1,77 @@
+"""Check a real CuTe DSL kernel: lift the MLIR that ``cute.compile`` builds.
+
+``lift_entry("kernel.py::entry", params)`` imports the user's file, calls ``entry``
+(which calls ``cute.compile`` with fake tensors) under a hook that captures the module
+before lowering (``capture.py``), reads its generic text (``mlir_text.py``), interprets
+it for every warp of one cluster (``interp.py``, ``ops.py``, ``sync_ops.py``) and
+returns the per-warp programs as a ``CompiledKernel`` (``lower.py``): the same object
+the ``.pipe`` compiler produces, so every engine and renderer runs on it unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ...model.compile import CompiledKernel
+from .capture import Capture, series
+from .entry import EntrySpec, call_entry, effective_params, parse_spec, run_entry
+from .interp import LiftError, Lifter
+from .lower import to_compiled
+from .mlir_text import MlirSyntaxError, Module
+
+__all__ = ["Lifted", "LiftError", "lift_entry", "lift_function", "lift_text"]
+
+
+@dataclass(frozen=True)
+class Lifted:
+    compiled: CompiledKernel
+    capture: Capture
+    params: dict
+    notes: tuple[str, ...]
+
+
+def library_roots() -> tuple[str, ...]:
+    """Folders whose frames are not the user's: the DSL's package and pipeproof's."""
+    roots = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
+    try:
+        import cutlass
+
+        roots.append(os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__))))
+    except ImportError:
+        pass
+    return tuple(roots)
+
+
+def lift_text(text: str, name: str, params: dict, source: str, dsl_version: str = "4.8",
+              roots: Optional[tuple[str, ...]] = None) -> tuple[CompiledKernel, Lifter]:
+    try:
+        module = Module(text)
+    except MlirSyntaxError as e:
+        raise LiftError(f"cannot read the captured module: {e}") from None
+    lf = Lifter(module, library_roots() if roots is None else roots,
+                dsl_series=series(dsl_version)).run()
+    return to_compiled(lf, name, params, source), lf
+
+
+def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
+               arch: str = "sm_90a") -> Lifted:
+    spec = parse_spec(spec_text)
+    cap, shown, fn = run_entry(spec, dict(params or {}), arch)
+    compiled, lf = lift_text(cap.text, fn.__name__, shown, spec.path, cap.dsl_version)
+    return Lifted(compiled, cap, shown, tuple(lf.notes))
+
+
+def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = None,
+                  arch: str = "sm_90a") -> Lifted:
+    import inspect
+
+    from .capture import prepare_environment
+
+    prepare_environment(arch)
+    path = inspect.getsourcefile(fn) or "<entry>"
+    cap = call_entry(fn, dict(params or {}), arch, path)
+    shown = effective_params(fn, dict(params or {}))
+    compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version)
+    return Lifted(compiled, cap, shown, tuple(lf.notes))

@@ -1,0 +1,139 @@
+"""Capture the MLIR module that ``cute.compile`` builds, before any lowering.
+
+The user's entry function calls ``cute.compile(...)`` (with fake tensors: no GPU is
+needed).  The DSL traces the Python kernel into an MLIR module and hands it to
+``BaseDSL.build_module`` (``cutlass/base_dsl/dsl.py``) before its pass pipeline lowers
+it; a wrapper on that method clones the module, canonicalises the clone (constant
+folding, CSE) with the DSL's own pass runner and prints it in generic form with debug
+locations.  With ``loc_tracebacks`` set (``CUTE_DSL_LOC_TRACEBACKS``, DSL 4.7+) every
+op's location is its whole Python call stack, so the lifter can name a barrier after
+the pipeline ``create`` that built it and label every instruction with the pipeline
+method and the user's line.
+
+pipeproof imports the user's installed nvidia-cutlass-dsl and vendors none of it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ...model.errors import ConfigError
+
+#: DSL releases whose IR this front end has been written and tested against; the op
+#: tables (``ops.py``) are keyed by these
+SUPPORTED = ("4.7", "4.8")
+#: call-stack depth requested from the DSL
+TRACEBACK_DEPTH = 32
+ARCHS = ("sm_90a", "sm_100a")
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What one ``cute.compile`` produced: the module text, the DSL version and arch."""
+
+    text: str
+    dsl_version: str
+    arch: str
+    function: str
+
+
+def dsl_version() -> str:
+    """The installed nvidia-cutlass-dsl's version; ConfigError (exit 2) when absent."""
+    try:
+        import cutlass  # noqa: F401
+    except ImportError as e:
+        raise ConfigError(
+            "checking a CuTe DSL kernel needs NVIDIA's CuTe DSL, which is not installed "
+            f"({e})", hint="pip install 'pipeproof[cute]'  (installs nvidia-cutlass-dsl)"
+        ) from None
+    return str(getattr(cutlass, "__version__", "unknown"))
+
+
+def series(version: str) -> str:
+    """``4.8.1`` -> ``4.8``."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else version
+
+
+def check_version(version: str) -> str:
+    s = series(version)
+    if s not in SUPPORTED:
+        raise ConfigError(
+            f"nvidia-cutlass-dsl {version} is not supported (supported: "
+            + ", ".join(f"{v}.x" for v in SUPPORTED) + ")",
+            hint="pip install 'nvidia-cutlass-dsl>=4.7,<4.9'")
+    return s
+
+
+def prepare_environment(arch: str) -> None:
+    """Settings the DSL reads when it is first imported: the target and call stacks."""
+    if arch not in ARCHS:
+        raise ConfigError(f"--arch {arch}: expected one of {', '.join(ARCHS)}")
+    os.environ["CUTE_DSL_ARCH"] = arch
+    os.environ.setdefault("CUTE_DSL_LOC_TRACEBACKS", str(TRACEBACK_DEPTH))
+
+
+def _configure_dsl(arch: str) -> None:
+    """The same settings on a DSL that was imported before (the Python API)."""
+    try:
+        from cutlass.cutlass_dsl import CuTeDSL
+
+        env = CuTeDSL._get_dsl().envar
+        env.arch = arch
+        if env.loc_tracebacks < TRACEBACK_DEPTH:
+            env.loc_tracebacks = TRACEBACK_DEPTH
+    except Exception:  # older or newer DSLs: the environment variables still apply
+        pass
+
+
+def capture(compile_fn: Callable[[], Any], arch: str) -> tuple[list[Capture], Any]:
+    """Run ``compile_fn()`` (which calls ``cute.compile``) and return the module of every
+    kernel build it made, with its result.  An exception from the DSL propagates after
+    the hook is removed."""
+    version = dsl_version()
+    check_version(version)
+    from cutlass._mlir import ir
+    from cutlass.base_dsl.dsl import BaseDSL
+
+    _configure_dsl(arch)
+    got: list[Capture] = []
+
+    def record(module: Any, function_name: str, dsl: Any) -> None:
+        clone = ir.Module.create(loc=module.operation.location)
+        with module.context:
+            ip = ir.InsertionPoint(clone.body)
+            for op in module.body.operations:
+                ip.insert(op.operation.clone())
+        dsl.compiler_provider.compile(clone, "builtin.module(canonicalize,cse)")
+        got.append(Capture(clone.operation.get_asm(enable_debug_info=True,
+                                                    print_generic_op_form=True),
+                           version, arch, str(function_name)))
+
+    # generate_original_ir runs on every compile, a cached one included (4.8);
+    # build_module only on a JIT-cache miss, but exists in every release seen
+    if hasattr(BaseDSL, "generate_original_ir"):
+        name = "generate_original_ir"
+        original = BaseDSL.generate_original_ir
+
+        def hook(self: Any, ir_: Any, func: Any, body: Any, function_name: str,
+                 *a: Any, **k: Any) -> Any:
+            out = original(self, ir_, func, body, function_name, *a, **k)
+            record(out[0], function_name, self)
+            return out
+    else:
+        name = "build_module"
+        original = BaseDSL.build_module
+
+        def hook(self: Any, module: Any, function_name: str) -> Any:
+            record(module, function_name, self)
+            return original(self, module, function_name)
+
+    setattr(BaseDSL, name, hook)
+    try:
+        result = compile_fn()
+    finally:
+        setattr(BaseDSL, name, original)
+    return got, result

@@ -1,0 +1,429 @@
+"""Interpret a captured kernel for every warp of one cluster and emit its program.
+
+The kernel's structured IR (``scf.if/for/while``, ``arith``, ``nvvm`` special registers,
+CuTe's pointer and layout ops) is evaluated warp by warp, 32 lanes in lock step, with
+the launch's block and cluster shape: warp specialisation (``if warp_idx == 4``),
+elections (``elect.sync``), stage indices, parities and multicast masks all fold to
+constants for each warp.  What is left are the synchronisation ops, which become the
+model's instructions (``model/program.py``) in the order the warp runs them, and the
+values only the run can tell (try_wait tokens), which become the warp's locals and
+``Branch``es.
+
+Two passes: the first learns every ``mbarrier.init`` (address, count, the ``create``
+call on its stack) so that barrier arrays can be named; the second emits.
+
+Strict: an op with side effects that this front end does not know stops the lift with
+``UNKNOWN unsupported op X at file:line`` (``ops.py``); a dropped op could hide the
+arrival that a deadlock verdict depends on.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ...model.errors import Unsupported
+from ...model.ir import Loc
+from ...model.program import BarRef, BufRef, Instr
+from .mlir_text import Frame, Module, Op
+from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, lane
+
+#: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
+MAX_OPS_PER_WARP = 2_000_000
+
+
+class LiftError(Unsupported):
+    """A construct the lifter cannot follow: the check ends UNKNOWN with the user's line."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    block: int
+    cluster: tuple[int, int, int]
+    grid: tuple[int, int, int]
+
+
+@dataclass
+class BarrierInfo:
+    """One mbarrier the kernel initialises (the same smem address in every CTA)."""
+
+    key: tuple[int, int]           # (allocation, byte offset)
+    signature: str = ""
+    pipeline: str = ""             # the user's variable (or the smem field)
+    part: str = ""                 # full | empty | ...
+    cls: str = ""                  # the pipeline class whose create() initialised it
+    count: Optional[int] = None
+    array: str = ""
+    stage: int = 0
+
+
+@dataclass
+class WarpRun:
+    """The state of one warp's interpretation."""
+
+    cta: int
+    warp: int
+    ctaid: tuple[int, int, int]
+    code: list = field(default_factory=list)
+    locals: list = field(default_factory=list)
+    inits_done: set = field(default_factory=set)
+    ops: int = 0
+    sides: dict = field(default_factory=dict)   # pipeline var -> producer|consumer
+
+
+class Lifter:
+    """``Lifter(module, library_roots).run()`` -> per-warp instruction lists."""
+
+    def __init__(self, module: Module, library_roots: tuple[str, ...] = (),
+                 dsl_series: str = "4.8", launch: Optional[Launch] = None,
+                 max_ops: int = MAX_OPS_PER_WARP) -> None:
+        from .ops import op_table
+
+        self.m = module
+        self.library_roots = tuple(os.path.abspath(r) for r in library_roots)
+        self.table, self.prefixes = op_table(dsl_series)
+        self.max_ops = max_ops
+        kernels = module.kernels()
+        if not kernels:
+            raise LiftError("the captured module has no kernel (does the entry launch a "
+                            "@cute.kernel from its @cute.jit function?)")
+        if len(kernels) > 1:
+            names = ", ".join(k.attrs.get("sym_name", "?").strip('"') for k in kernels)
+            raise LiftError(f"the captured module has {len(kernels)} kernels ({names}); "
+                            "pipeproof checks one kernel at a time")
+        self.kernel = kernels[0]
+        self.kernel_name = self.kernel.attrs.get("sym_name", '"kernel"').strip('"')
+        self.launch = launch or self._launch()
+        self.bars: dict[tuple[int, int], BarrierInfo] = {}
+        self.allocs: dict[Any, tuple[int, str, list]] = {}  # ssa name -> (id, var, fields)
+        self.alloc_fields: dict[int, tuple[str, list]] = {}
+        self.named_ids: set[int] = set()
+        self.notes: list[str] = []
+        self.atom_split: dict[str, int] = {}
+        self.phase = 1
+        self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
+        self.programs: dict[tuple[int, int], WarpRun] = {}
+
+    # ------------------------------------------------------------------ launch
+    def _launch(self) -> Launch:
+        facts = self.kernel.attrs.get("cutlass_launch_facts", "")
+        blk = re.search(r"exact_block_dim = array<i64: (\d+), (\d+), (\d+)>", facts) or \
+            re.search(r"array<i32: (\d+), (\d+), (\d+)>", self.kernel.attrs.get("nvvm.reqntid", ""))
+        if not blk:
+            raise LiftError("the kernel's block size is not a constant in the IR "
+                            "(launch it with a constant block=...)")
+        block = int(blk.group(1)) * int(blk.group(2)) * int(blk.group(3))
+        if block % WARP:
+            raise LiftError(f"block of {block} threads is not a whole number of warps")
+        clu = re.search(r"exact_cluster_dim = array<i64: (\d+), (\d+), (\d+)>", facts)
+        cluster = tuple(int(clu.group(i)) for i in (1, 2, 3)) if clu else self._host_cluster()
+        grd = re.search(r"exact_grid_dim = array<i64: (\d+), (\d+), (\d+)>", facts)
+        grid = tuple(int(grd.group(i)) for i in (1, 2, 3)) if grd else self._host_grid()
+        if grid is None:
+            self.notes.append("the grid is not constant in the host code: checked as one "
+                              "cluster")
+            grid = cluster
+        return Launch(block, cluster, grid)  # type: ignore[arg-type]
+
+    def _host_consts(self, host: Op) -> tuple[dict, list]:
+        consts: dict[str, int] = {}
+        ops = []
+        stack = [host]
+        while stack:
+            n = stack.pop()
+            for reg in n.regions:
+                for blk in reg:
+                    for o in blk.ops:
+                        if o.name == "arith.constant":
+                            m = re.match(r"(-?\d+)", o.attrs.get("value", ""))
+                            if m:
+                                consts[o.results[0]] = int(m.group(1))
+                        ops.append(o)
+                        stack.append(o)
+        return consts, ops
+
+    def _host_cluster(self) -> tuple[int, int, int]:
+        for h in self.m.host_functions():
+            consts, ops = self._host_consts(h)
+            for o in ops:
+                if o.name == "cuda.launch_cfg.cluster_dim":
+                    vals = [consts.get(x) for x in o.operands[1:4]]
+                    if all(v is not None for v in vals):
+                        return tuple(vals)  # type: ignore[return-value]
+        return (1, 1, 1)
+
+    def _host_grid(self) -> Optional[tuple[int, int, int]]:
+        for h in self.m.host_functions():
+            consts, ops = self._host_consts(h)
+            for o in ops:
+                if o.name == "cuda.launch_cfg.create":
+                    # blockDim x3, dynamic smem bytes, gridDim x3, stream
+                    vals = [consts.get(x) for x in o.operands]
+                    g = vals[4:7]
+                    if len(g) == 3 and all(v is not None for v in g):
+                        return tuple(g)  # type: ignore[return-value]
+        return None
+
+    @property
+    def cluster_size(self) -> int:
+        x, y, z = self.launch.cluster
+        return x * y * z
+
+    # ------------------------------------------------------------------ locations
+    def frames(self, op: Op) -> tuple[Frame, ...]:
+        return self.m.frames(op.loc)
+
+    def is_library(self, path: str) -> bool:
+        if not path or path.startswith("<"):
+            return True
+        p = os.path.abspath(path)
+        return any(p.startswith(r + os.sep) for r in self.library_roots)
+
+    def user_frame(self, op: Op) -> Optional[Frame]:
+        """The innermost frame in the user's code (not the DSL, not pipeproof)."""
+        for f in self.frames(op):
+            if f.file and not self.is_library(f.file):
+                return f
+        return None
+
+    def api_call(self, op: Op) -> str:
+        """The outermost ``cutlass.pipeline``/``cutlass.utils`` method on the op's stack,
+        below the user's frame: the call the user wrote (``PipelineAsync.producer_commit``)."""
+        best = ""
+        for f in self.frames(op):
+            if f.file and not self.is_library(f.file):
+                break
+            if re.search(r"[/\\]cutlass[/\\](pipeline|utils)[/\\]", f.file) and \
+                    "<locals>" not in f.function and "." in f.function:
+                best = f.function
+        return best
+
+    def loc(self, op: Op) -> Loc:
+        uf = self.user_frame(op)
+        if uf is None:
+            return Loc("<kernel>", 0, 0)
+        return Loc(_display_path(uf.file), uf.line, uf.column + 1)
+
+    def where(self, op: Op) -> str:
+        uf = self.user_frame(op)
+        if uf is None:
+            return f"({op.name}, no user source line on its call stack)"
+        src = linecache.getline(uf.file, uf.line).strip()
+        return f"{_display_path(uf.file)}:{uf.line}" + (f": {src}" if src else "")
+
+    def error(self, op: Op, message: str) -> LiftError:
+        uf = self.user_frame(op)
+        loc = Loc(_display_path(uf.file), uf.line, uf.column + 1) if uf else None
+        return LiftError(message, loc)
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> "Lifter":
+        L = self.launch
+        cx, cy, _ = L.cluster
+        entry = self.kernel.regions[0][0]
+        for phase in (1, 2):
+            self.phase = phase
+            for rank in range(self.cluster_size):
+                for warp in range(L.block // WARP):
+                    self.w = WarpRun(rank, warp, (rank % cx, (rank // cx) % cy,
+                                                  rank // (cx * cy)))
+                    env: dict[str, Any] = {}
+                    args = [Dyn(None, f"kernel argument {a}") for a in entry.args]
+                    self.exec_block(entry, env, args, Lanes([1] * WARP))
+                    if phase == 2:
+                        self.programs[(rank, warp)] = self.w
+            if phase == 1:
+                self._name_barriers()
+        return self
+
+    def exec_block(self, blk: Any, env: dict, args: list, mask: Any) -> Optional[list]:
+        for a, v in zip(blk.args, args):
+            env[a] = v
+        for op in blk.ops:
+            r = self.exec_op(op, env, mask)
+            if r is not None:
+                return r  # a terminator's operands
+        return None
+
+    def exec_op(self, op: Op, env: dict, mask: Any) -> Optional[list]:
+        w = self.w
+        w.ops += 1
+        if w.ops > self.max_ops:
+            raise self.error(op, f"cta{w.cta}.w{w.warp} evaluates more than {self.max_ops:,} "
+                                 "ops (a loop with a very large trip count?): lower the "
+                                 "problem size the entry compiles for")
+        name = op.name
+        if name in ("scf.yield", "scf.condition", "cuda.return", "gpu.return",
+                    "func.return", "llvm.return"):
+            return [self.val(env, h, op) for h in op.operands]
+        fn = self.table.get(name)
+        if fn is None:
+            for prefix, f in self.prefixes:
+                if name.startswith(prefix):
+                    fn = f
+                    break
+        if fn is None:
+            out = self.unknown_op(op)
+        else:
+            out = fn(self, op, env, mask)
+        if op.results:
+            if not isinstance(out, list):
+                out = [out] * len(op.results) if len(op.results) > 1 else [out]
+            for h, v in zip(op.results, out):
+                env[h] = v
+        return None
+
+    def unknown_op(self, op: Op) -> Any:
+        """An op no table knows: pure ops give an opaque value; an op that may touch
+        synchronisation is an error (never silently dropped)."""
+        if is_side_effecting(op.name):
+            raise self.error(op, f"unsupported op {op.name} ({self.where(op)}): pipeproof "
+                                 "does not know what it does to synchronisation")
+        if op.regions:
+            raise self.error(op, f"unsupported op with regions {op.name} ({self.where(op)})")
+        return OPAQUE
+
+    def val(self, env: dict, h: str, op: Op) -> Any:
+        try:
+            return env[h]
+        except KeyError:
+            raise self.error(op, f"{op.name}: operand {h} is not defined here "
+                                 "(unstructured control flow?)") from None
+
+    def operands(self, op: Op, env: dict) -> list:
+        return [self.val(env, h, op) for h in op.operands]
+
+    @staticmethod
+    def active(mask: Any) -> list[int]:
+        return [i for i in range(WARP) if lane(mask, i)]
+
+    # ------------------------------------------------------------------ emission
+    def emit(self, instr: Optional[Instr]) -> int:
+        if self.phase == 2:
+            self.w.code.append(instr)
+        return len(self.w.code) - 1
+
+    def make(self, cls: type, op: Op, what: str, **kw: Any) -> Instr:
+        """An instruction labelled with the pipeline method and located at the user's line."""
+        api = self.api_call(op)
+        method = api.rsplit(".", 1)[-1] if api else ""
+        label = f"{method} {what}" if method and not what.startswith(method) else what
+        return cls(loc=self.loc(op), label=label, **kw)
+
+    def new_local(self, prefix: str) -> str:
+        name = f"{prefix}{len(self.w.locals)}"
+        self.w.locals.append(name)
+        return name
+
+    def note_side(self, op: Op, ref: BarRef) -> None:
+        """Remember which side of which pipeline this warp is on (its role's name)."""
+        api = self.api_call(op)
+        m = re.search(r"\.(producer|consumer)_", api)
+        if m:
+            var = ref.array.split(".")[0]
+            self.w.sides.setdefault(var, m.group(1))
+
+    # ------------------------------------------------------------------ barriers
+    def barrier(self, p: Any, op: Op) -> BarRef:
+        """The model's name for the mbarrier at pointer ``p``."""
+        if not isinstance(p, Ptr) or p.space != "smem":
+            raise self.error(op, f"{op.name}: the mbarrier address is not known statically "
+                                 f"({self.where(op)})")
+        cta = self.w.cta if p.cta is None else p.cta
+        if not 0 <= cta < self.cluster_size:
+            raise self.error(op, f"{op.name}: CTA {cta} is outside the {self.cluster_size}-CTA "
+                                 "cluster")
+        if self.phase == 1:
+            return BarRef(cta, "?", 0)
+        bi = self.bars.get((p.alloc, p.off))
+        if bi is None:
+            raise self.error(op, f"{op.name} on shared memory that no mbarrier.init "
+                                 f"initialises ({self.where(op)})")
+        return BarRef(cta, bi.array, bi.stage)
+
+    def learn_init(self, p: Ptr, count: int, op: Op) -> None:
+        """Phase 1: an ``mbarrier.init`` at ``p``: what the user called it."""
+        key = (p.alloc, p.off)
+        api_frames = [f for f in self.frames(op)
+                      if re.search(r"[/\\]cutlass[/\\](pipeline|utils)[/\\]", f.file)]
+        create = next((f.function for f in reversed(api_frames)
+                       if f.function.endswith((".create", ".__init__"))), "")
+        cls = create.split(".")[0] if create else ""
+        var = ""
+        uf = self.user_frame(op)
+        if uf is not None:
+            m = re.match(r"\s*(?:self\.)?(\w+)\s*(?::[^=]*)?=(?!=)",
+                         linecache.getline(uf.file, uf.line))
+            var = m.group(1) if m else ""
+        if not var:
+            var = self.field_name(p) or "mbar"
+        part = ""
+        for f in api_frames:  # the library statement that built this barrier array
+            txt = linecache.getline(f.file, f.line)
+            if "full" in txt:
+                part = "full"
+            elif "empty" in txt:
+                part = "empty"
+            if part:
+                break
+        where = "|".join(f"{f.file}:{f.line}" for f in self.frames(op))
+        bi = self.bars.setdefault(key, BarrierInfo(key))
+        bi.signature = f"{var}|{cls}|{part}|{where}|{count}"
+        bi.pipeline, bi.part, bi.cls = var, part, cls
+        if bi.count is not None and bi.count != count:
+            self.notes.append(f"the mbarrier at smem offset {p.off} is initialised with "
+                              f"{bi.count} and with {count}")
+        bi.count = count
+
+    def store_buffer(self, v: Any) -> BufRef:
+        """The smem a TMA store reads: ``store.<field>`` at its byte offset (``lower.py``
+        numbers the offsets of one field as its stages)."""
+        p = v.ptr if hasattr(v, "ptr") else v
+        if not isinstance(p, Ptr) or p.space != "smem":
+            return BufRef(self.w.cta, "store.smem", 0)
+        return BufRef(self.w.cta, f"store.{self.field_name(p) or 'smem'}", p.off)
+
+    def field_name(self, p: Ptr) -> str:
+        name, fields = self.alloc_fields.get(p.alloc, ("", []))
+        for f, sz, off in fields:
+            if off <= p.off < off + sz:
+                return f.removesuffix("_ptr").removesuffix("_array")
+        return name
+
+    def _name_barriers(self) -> None:
+        """Group the barriers of one init site into an array, in address order, and
+        name it ``<user variable>.<full|empty|...>``."""
+        groups: dict[str, list[BarrierInfo]] = {}
+        for bi in self.bars.values():
+            groups.setdefault(bi.signature, []).append(bi)
+        used: dict[str, int] = {}
+        for sig in sorted(groups, key=lambda s: min(b.key for b in groups[s])):
+            bis = sorted(groups[sig], key=lambda b: b.key)
+            name = f"{bis[0].pipeline}.{bis[0].part or 'bar'}"
+            if name in used:
+                used[name] += 1
+                name = f"{name}{used[name]}"
+            else:
+                used[name] = 0
+            for i, b in enumerate(bis):
+                b.array, b.stage = name, i
+
+
+def is_side_effecting(name: str) -> bool:
+    """Ops whose effect on synchronisation must be known (``nvvm.*`` but special
+    registers, ``cute_nvgpu.arch.*``, inline assembly, LLVM intrinsics)."""
+    if name.startswith("nvvm.read.ptx.sreg."):
+        return False
+    return name.startswith(("nvvm.", "cute_nvgpu.arch.", "llvm.inline_asm", "llvm.call",
+                            "llvm.intr.", "gpu.barrier", "func.call", "cuda.call"))
+
+
+def _display_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path

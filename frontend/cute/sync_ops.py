@@ -1,0 +1,347 @@
+"""Synchronisation ops of the captured IR and the model instruction each becomes.
+
+Facts of the lowering that the IR does not show are stated where they are used, with
+what they were checked against (the PTX the same ``cute.compile`` produces):
+
+* ``cute.copy`` of a TMA atom issues one copy per warp, from an ``elect.sync``-chosen
+  lane, whatever the active mask (the lowering guards the ``cp.async.bulk.tensor``
+  with ``elect.sync``);
+* a TMA load's bytes per destination CTA are the atom's ``copy_bits / 8`` divided by
+  the CTAs ``tma_partition`` split the box over (multicast: each CTA loads its slice
+  and multicasts it);
+* a 2-CTA atom (``num_cta = 2``) completes its bytes on the pair leader's barrier
+  (even rank), PTX ISA 9.7.9.25 ``.cta_group::2``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
+                              ClusterWait, Delivery, DynExpr, ExpectTx, FenceMbarInit,
+                              MbarInit, NamedBarrierOp, NamedWait, TmaLoad, TmaStore,
+                              TryWait, UmmaCommit, Wait)
+from .mlir_text import Op
+from .ops import op
+from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane
+
+
+def _first_lane(lf: Any, mask: Any) -> int:
+    act = lf.active(mask)
+    return act[0] if act else -1
+
+
+@op("nvvm.mbarrier.init", "nvvm.mbarrier.init.shared")
+def _init(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``mbarrier.init`` (PTX ISA 9.7.13.15.9): the expected arrival count of every phase."""
+    p, cnt = lf.operands(o, env)[:2]
+    lanes = lf.active(mask)
+    if not lanes:
+        return None
+    p = lane(p, lanes[0])
+    cnt = lane(cnt, lanes[0])
+    if not isinstance(p, Ptr) or not isinstance(cnt, int):
+        raise lf.error(o, f"mbarrier.init of an address or count not known statically "
+                          f"({lf.where(o)})")
+    if lf.phase == 1:
+        lf.learn_init(p, cnt, o)
+        return None
+    ref = lf.barrier(p, o)
+    if len(lanes) > 1:
+        lf.notes.append(f"mbarrier.init by {len(lanes)} lanes at {lf.where(o)}")
+    if ref.array not in lf.w.inits_done:
+        # one MbarInit per array: the model initialises every stage of it at once; the
+        # lifter checks the inits of one array come from one warp in one go
+        lf.w.inits_done.add(ref.array)
+        count = lf.bars[(p.alloc, p.off)].count
+        lf.emit(lf.make(MbarInit, o, f"mbarrier.init {ref.array}[*] count={count}",
+                        arrays=((ref.array, count),), cta=lf.w.cta))
+    return None
+
+
+@op("nvvm.fence.mbarrier.init", "nvvm.fence.mbarrier.init.release.cluster")
+def _fence_init(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``fence.mbarrier_init.release.cluster`` (PTX ISA 9.7.13.4)."""
+    if lf.active(mask):
+        lf.emit(lf.make(FenceMbarInit, o, "fence.mbarrier_init", cta=lf.w.cta))
+    return None
+
+
+def _arrive(lf: Any, o: Op, env: dict, mask: Any, tx_operand: int = -1,
+            count_operand: int = -1) -> Any:
+    """``mbarrier.arrive{.expect_tx}`` by every active lane (PTX ISA 9.7.13.15.13); lanes
+    on the same barrier are summed; a pointer into another CTA is a remote arrive."""
+    vals = lf.operands(o, env)
+    lanes = lf.active(mask)
+    if not lanes or lf.phase == 1:
+        return [Dyn(None, "an mbarrier state")] * len(o.results) if o.results else None
+    acc: dict = {}
+    for i in lanes:
+        ref = lf.barrier(lane(vals[0], i), o)
+        cnt = lane(vals[count_operand], i) if count_operand >= 0 else 1
+        tx = lane(vals[tx_operand], i) if tx_operand >= 0 else 0
+        if not isinstance(cnt, int) or not isinstance(tx, int):
+            raise lf.error(o, f"{o.name} with a count or byte count not known statically "
+                              f"({lf.where(o)})")
+        c0, t0 = acc.get(ref, (0, 0))
+        acc[ref] = (c0 + cnt, t0 + tx)
+        lf.note_side(o, ref)
+    arrivals = tuple(Arrival(r, c, t) for r, (c, t) in sorted(acc.items()))
+    what = ", ".join(f"{_short(a.bar)}" + (f" x{a.count}" if a.count != 1 else "")
+                     + (f" +{a.tx}B" if a.tx else "") for a in arrivals)
+    scope = "cluster" if "cluster" in o.attrs.get("scope", "") else "cta"
+    lf.emit(lf.make(Arrive, o, ("arrive.expect_tx " if tx_operand >= 0 else "arrive ") + what,
+                    arrivals=arrivals, scope=scope))
+    return [Dyn(None, "an mbarrier state")] * len(o.results) if o.results else None
+
+
+def _short(ref: Any) -> str:
+    name = ref.array.rsplit(".", 1)[-1] if "." in ref.array else ref.array
+    return f"{name}[{ref.stage}]" + (f"@cta{ref.cta}" if ref.cta else "")
+
+
+def _segments(o: Op) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", o.attrs.get("operandSegmentSizes", ""))]
+
+
+@op("nvvm.mbarrier.arrive", "nvvm.mbarrier.arrive.shared", "nvvm.mbarrier.arrive.nocomplete",
+    "nvvm.mbarrier.arrive.shared.nocomplete")
+def _plain_arrive(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    seg = _segments(o)
+    # operands: addr, [count], [predicate]; the count is the second when present
+    has_count = (seg[1] > 0) if len(seg) > 1 else (len(o.operands) > 1 and
+                                                   o.operand_types[1].startswith("i"))
+    return _arrive(lf, o, env, mask, count_operand=1 if has_count else -1)
+
+
+@op("nvvm.mbarrier.arrive.expect_tx", "nvvm.mbarrier.arrive.expect_tx.shared")
+def _arrive_expect_tx(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    return _arrive(lf, o, env, mask, tx_operand=1)
+
+
+@op("nvvm.mbarrier.expect_tx", "nvvm.mbarrier.expect_tx.shared")
+def _expect_tx(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A bare ``mbarrier.expect_tx`` (PTX ISA 9.7.13.15.11): no arrival."""
+    vals = lf.operands(o, env)
+    lanes = lf.active(mask)
+    if not lanes or lf.phase == 1:
+        return None
+    for i in lanes:
+        ref = lf.barrier(lane(vals[0], i), o)
+        tx = lane(vals[1], i)
+        if not isinstance(tx, int):
+            raise lf.error(o, f"expect_tx of a byte count not known statically ({lf.where(o)})")
+        lf.emit(lf.make(ExpectTx, o, f"expect_tx {_short(ref)} +{tx}B", bar=ref, tx=tx))
+    return None
+
+
+@op("nvvm.mbarrier.txn")
+def _txn(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    kind = re.search(r"mbar_txn_kind<(\w+)>", o.attrs.get("kind", ""))
+    k = kind.group(1) if kind else "?"
+    if k == "arrive":
+        return _arrive(lf, o, env, mask)
+    if k == "arrive_expect_tx":
+        return _arrive(lf, o, env, mask, tx_operand=1)
+    raise lf.error(o, f"unsupported op nvvm.mbarrier.txn kind {k} ({lf.where(o)})")
+
+
+def _wait_target(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    vals = lf.operands(o, env)
+    lanes = lf.active(mask)
+    refs = {lf.barrier(lane(vals[0], i), o) for i in lanes}
+    pars = {lane(vals[1], i) for i in lanes}
+    if len(refs) != 1 or len(pars) != 1:
+        raise lf.error(o, f"the lanes of one warp wait on different barriers or parities "
+                          f"({lf.where(o)})")
+    parity = pars.pop()
+    if not isinstance(parity, int):
+        raise lf.error(o, f"a wait whose parity is known only at run time ({lf.where(o)})")
+    return refs.pop(), parity & 1
+
+
+@op("nvvm.mbarrier.try_wait.parity", "nvvm.mbarrier.try_wait.parity.shared")
+def _blocking_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """CuTe's ``mbarrier_wait``: ``try_wait.parity`` retried until it succeeds (with no
+    result, the op is the whole loop; PTX ISA 9.7.13.15.16)."""
+    if not lf.active(mask) or lf.phase == 1:
+        return Dyn(DynExpr("const", (1,))) if o.results else None
+    ref, parity = _wait_target(lf, o, env, mask)
+    lf.note_side(o, ref)
+    if o.results:  # a single try returning the result: a token
+        name = lf.new_local("tok")
+        lf.emit(lf.make(TryWait, o, f"try_wait {_short(ref)} p{parity} -> {name}", bar=ref,
+                        parity=parity, dest=name))
+        return Dyn(DynExpr("local", (name,)))
+    lf.emit(lf.make(Wait, o, f"wait {_short(ref)} p{parity}", bar=ref, parity=parity))
+    return None
+
+
+@op("nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait.parity")
+def _try_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """One ``try_wait``/``test_wait`` returning a token (CuTe's ``producer_try_acquire``,
+    ``consumer_try_wait``); ``kind = wait`` blocks."""
+    if lf.phase == 1:
+        return Dyn(DynExpr("local", ("?",)))
+    if not lf.active(mask):
+        return OPAQUE
+    ref, parity = _wait_target(lf, o, env, mask)
+    lf.note_side(o, ref)
+    kind = o.attrs.get("kind", "try")
+    if "try" not in kind and "test" not in kind and "test" not in o.name:
+        lf.emit(lf.make(Wait, o, f"wait {_short(ref)} p{parity}", bar=ref, parity=parity))
+        return 1
+    test = "test" in kind or "test" in o.name
+    name = lf.new_local("tok")
+    lf.emit(lf.make(TryWait, o, f"{'test' if test else 'try'}_wait {_short(ref)} p{parity} "
+                                f"-> {name}", bar=ref, parity=parity, dest=name, test=test))
+    return Dyn(DynExpr("local", (name,)))
+
+
+@op("nvvm.barrier", "nvvm.barrier0", "nvvm.barrier.arrive", "nvvm.bar.warp.sync")
+def _named_barrier(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``bar.sync``/``bar.arrive`` (PTX ISA 9.7.13.1); no id: ``__syncthreads``."""
+    if o.name == "nvvm.bar.warp.sync":
+        return None  # warp-level: no inter-warp synchronisation
+    vals = lf.operands(o, env)
+    seg = _segments(o)
+    bid, cnt = 0, None
+    if vals:
+        bid = vals[0]
+        if len(vals) > 1 and (not seg or (len(seg) > 1 and seg[1])):
+            cnt = vals[1]
+    if not isinstance(bid, int) or not (cnt is None or isinstance(cnt, int)):
+        raise lf.error(o, f"a named barrier whose id or count is not known statically "
+                          f"({lf.where(o)})")
+    sync = o.name != "nvvm.barrier.arrive"
+    if lf.active(mask) and lf.phase == 2:
+        lf.named_ids.add(bid)
+        what = f"bar.{'sync' if sync else 'arrive'} {bid}" + (f", {cnt}" if cnt else "")
+        lf.emit(lf.make(NamedBarrierOp, o, what, id=bid, count=cnt, sync=sync, aligned=True))
+        if sync:
+            lf.emit(lf.make(NamedWait, o, f"bar.sync {bid} (wait)", id=bid))
+    return None
+
+
+@op("nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed")
+def _cluster_arrive(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``barrier.cluster.arrive`` (PTX ISA 9.7.13.2)."""
+    if lf.active(mask):
+        relaxed = "relaxed" in o.name or "relaxed" in o.attrs
+        lf.emit(lf.make(ClusterArrive, o, "cluster.arrive" + (".relaxed" if relaxed else ""),
+                        relaxed=relaxed))
+    return None
+
+
+@op("nvvm.cluster.wait")
+def _cluster_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    if lf.active(mask):
+        lf.emit(lf.make(ClusterWait, o, "cluster.wait"))
+    return None
+
+
+@op("nvvm.cp.async.bulk.commit.group")
+def _bulk_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    if lf.active(mask):
+        lf.emit(lf.make(BulkCommit, o, "cp.async.bulk.commit_group"))
+    return None
+
+
+@op("nvvm.cp.async.bulk.wait_group")
+def _bulk_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    if lf.active(mask):
+        g = re.match(r"(\d+)", o.attrs.get("group", "0"))
+        n = int(g.group(1)) if g else 0
+        lf.emit(lf.make(BulkWaitRead, o, f"cp.async.bulk.wait_group.read {n}", n=n))
+    return None
+
+
+@op("nvvm.tcgen05.commit")
+def _umma_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``tcgen05.commit...mbarrier::arrive::one{.multicast::cluster}`` (PTX ISA 9.7.16.11):
+    one arrival on each barrier once the warp's earlier tcgen05 ops complete."""
+    vals = lf.operands(o, env)
+    if lf.phase == 1 or not lf.active(mask):
+        return None
+    i = _first_lane(lf, mask)
+    p = lane(vals[0], i)
+    m = lane(vals[1], i) if len(vals) > 1 else None
+    if m is not None and not isinstance(m, int):
+        raise lf.error(o, f"tcgen05.commit with a multicast mask not known statically "
+                          f"({lf.where(o)})")
+    if m is None:
+        bars = [lf.barrier(p, o)]
+    else:
+        bars = [lf.barrier(Ptr(p.space, p.alloc, p.off, p.ebytes, c), o)
+                for c in range(16) if m >> c & 1]
+    for b in bars:
+        lf.note_side(o, b)
+    lf.emit(lf.make(UmmaCommit, o, "tcgen05.commit -> " + ", ".join(map(_short, bars)),
+                    bars=tuple(bars)))
+    return None
+
+
+def _smem_field(lf: Any, v: Any) -> str:
+    p = v.ptr if isinstance(v, View) else v
+    if isinstance(p, Ptr) and p.space == "smem":
+        return lf.field_name(p) or f"smem+{p.off}"
+    return "smem"
+
+
+@op("cute.copy")
+def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``cute.copy``: a TMA atom becomes ``TmaLoad``/``TmaStore``; other copies move data
+    between registers and memory and do not synchronise."""
+    atom = lf.val(env, o.operands[0], o)
+    if not isinstance(atom, Atom) or atom.kind == "other":
+        return None
+    if not lf.active(mask) or lf.phase == 1:
+        return None
+    i = _first_lane(lf, mask)  # one elected issue per warp (see the module docstring)
+    if atom.kind == "tma_load":
+        nbytes = atom.bits // 8 // max(1, atom.split)
+        bar = lane(atom.bar, i)
+        mm = lane(atom.mcast, i) if atom.mcast is not None else None
+        if not isinstance(bar, Ptr):
+            raise lf.error(o, f"a TMA load whose barrier is not known statically "
+                              f"({lf.where(o)})")
+        if mm is not None and not isinstance(mm, int):
+            raise lf.error(o, f"a TMA multicast mask not known statically ({lf.where(o)})")
+        dests = [c for c in range(16) if mm >> c & 1] if mm else [lf.w.cta]
+        dels = []
+        for d in dests:
+            target = d & ~1 if atom.num_cta == 2 else d
+            ref = lf.barrier(Ptr(bar.space, bar.alloc, bar.off, bar.ebytes, target), o)
+            lf.note_side(o, ref)
+            dels.append(Delivery(ref, nbytes, None))
+        dst = lf.val(env, o.operands[2], o) if len(o.operands) > 2 else None
+        lf.emit(lf.make(TmaLoad, o, f"TMA load {nbytes}B -> "
+                        + ", ".join(_short(d.bar) for d in dels)
+                        + f" ({_smem_field(lf, dst)})", deliveries=tuple(dels)))
+        return None
+    src = lf.val(env, o.operands[1], o) if len(o.operands) > 1 else None
+    lf.emit(lf.make(TmaStore, o, f"TMA store from {_smem_field(lf, src)}",
+                    buf=lf.store_buffer(src)))
+    return None
+
+
+# ops that are known and do not take part in the barrier protocol this front end models
+# (fences between proxies, MMA issue and its own group waits, register moves, TMEM
+# allocation, prefetches, printing); each is named, so anything else with side effects
+# is refused (``interp.is_side_effecting``)
+@op("nvvm.fence.proxy", "nvvm.fence.proxy.acquire", "nvvm.fence.proxy.release",
+    "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
+    "nvvm.wgmma.wait.group.sync.aligned", "nvvm.wgmma.mma_async", "nvvm.setmaxregister",
+    "nvvm.stmatrix", "nvvm.ldmatrix", "nvvm.tcgen05.wait", "nvvm.tcgen05.ld",
+    "nvvm.tcgen05.st", "nvvm.tcgen05.mma", "nvvm.tcgen05.fence",
+    "nvvm.prefetch.tensormap", "nvvm.cp.async.bulk.tensor.prefetch",
+    "cute_nvgpu.prefetch_tma_desc", "cute_nvgpu.arch.sm100.alloc_tmem",
+    "cute_nvgpu.arch.sm100.dealloc_tmem", "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit",
+    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr", "cute_nvgpu.arch.get_dyn_smem_size",
+    "cute_nvgpu.arch.sm100.tmem_load", "cute.memref.store", "cute.memref.store_vec",
+    "cute.print", "cute.gemm", "llvm.store", "nvvm.griddepcontrol.wait",
+    "nvvm.griddepcontrol.launch.dependents")
+def _no_sync_effect(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    n = len(o.results)
+    return [OPAQUE] * n if n > 1 else (OPAQUE if n else None)
