@@ -6,7 +6,8 @@ Each module is imported by path; its ``ARCH`` constant sets ``CUTE_DSL_ARCH`` fo
 (the DSL reads the variable once, when cutlass is imported, so the kernels of each arch
 compile in their own child process; no GPU is needed).  Prints one line per
 compile with the time it took, and exits 1 if any failed.  ``--ir DIR`` also keeps the
-clean MLIR of every compile under DIR (``CUTE_DSL_KEEP=ir``).
+clean MLIR (after canonicalize + cse) of every compile in DIR (``CUTE_DSL_KEEP=ir``),
+named ``cute_dsl_cutlass_NAME_host_<args>_clean.mlir``.
 """
 import argparse
 import importlib.util
@@ -59,12 +60,15 @@ def main(argv=None):
 
 
 def compile_here(names, ir_dir=None):
+    # the DSL reads these once, when cutlass is imported (as it does CUTE_DSL_ARCH);
+    # the files are named after each host function (cute_dsl_cutlass_NAME_host_...)
+    if ir_dir:
+        os.makedirs(ir_dir, exist_ok=True)
+        os.environ["CUTE_DSL_KEEP"] = "ir"
+        os.environ["CUTE_DSL_DUMP_DIR"] = ir_dir
     failed = 0
     arch = os.environ.get("CUTE_DSL_ARCH")
     for name in names:
-        if ir_dir:
-            os.environ["CUTE_DSL_KEEP"] = "ir"
-            os.environ["CUTE_DSL_DUMP_DIR"] = os.path.join(ir_dir, name)
         mod = load(name)
         assert mod.ARCH == arch, f"{name}: ARCH {mod.ARCH} compiled under {arch}"
         entry = getattr(mod, name)
