@@ -34,7 +34,7 @@ class Lifted:
 
 def library_roots() -> tuple[str, ...]:
     """Folders whose frames are not the user's: the DSL's package and pipeproof's."""
-    roots = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
+    roots = [os.path.dirname(os.path.abspath(__file__))]  # this front end (the capture hook)
     try:
         import cutlass
 

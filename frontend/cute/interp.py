@@ -72,6 +72,13 @@ class WarpRun:
     inits_done: set = field(default_factory=set)
     ops: int = 0
     sides: dict = field(default_factory=dict)   # pipeline var -> producer|consumer
+    # ghost bookkeeping (ghosts.py): buffers this warp reads, writes, marked dirty
+    held: set = field(default_factory=set)
+    written: set = field(default_factory=set)
+    dirty: set = field(default_factory=set)
+    mma_held: set = field(default_factory=set)
+    wgmma_held: set = field(default_factory=set)
+    cp_pending: set = field(default_factory=set)
 
 
 class Lifter:
@@ -103,6 +110,9 @@ class Lifter:
         self.named_ids: set[int] = set()
         self.notes: list[str] = []
         self.atom_split: dict[str, int] = {}
+        from .ghosts import Ghosts
+
+        self.ghosts = Ghosts(self)
         self.phase = 1
         self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
         self.programs: dict[tuple[int, int], WarpRun] = {}
@@ -237,6 +247,11 @@ class Lifter:
                         self.programs[(rank, warp)] = self.w
             if phase == 1:
                 self._name_barriers()
+                self.ghosts.finish_phase1()
+                for alloc, why in sorted(self.ghosts.untracked.items()):
+                    name = self.alloc_fields.get(alloc, (f"smem{alloc}", []))[0]
+                    self.notes.append(f"no data-race checks on shared memory {name}: an "
+                                      f"access the lifter cannot locate ({why})")
         return self
 
     def exec_block(self, blk: Any, env: dict, args: list, mask: Any) -> Optional[list]:
@@ -352,12 +367,7 @@ class Lifter:
         create = next((f.function for f in reversed(api_frames)
                        if f.function.endswith((".create", ".__init__"))), "")
         cls = create.split(".")[0] if create else ""
-        var = ""
-        uf = self.user_frame(op)
-        if uf is not None:
-            m = re.match(r"\s*(?:self\.)?(\w+)\s*(?::[^=]*)?=(?!=)",
-                         linecache.getline(uf.file, uf.line))
-            var = m.group(1) if m else ""
+        var = self.assigned_name(op)
         if not var:
             var = self.field_name(p) or "mbar"
         part = ""
@@ -385,6 +395,15 @@ class Lifter:
         if not isinstance(p, Ptr) or p.space != "smem":
             return BufRef(self.w.cta, "store.smem", 0)
         return BufRef(self.w.cta, f"store.{self.field_name(p) or 'smem'}", p.off)
+
+    def assigned_name(self, op: Op) -> str:
+        """The variable the user's line assigns (``pipe = PipelineAsync.create(...)``)."""
+        uf = self.user_frame(op)
+        if uf is None:
+            return ""
+        m = re.match(r"\s*(?:self\.)?(\w+)\s*(?::[^=]*)?=(?!=)",
+                     linecache.getline(uf.file, uf.line))
+        return m.group(1) if m else ""
 
     def field_name(self, p: Ptr) -> str:
         name, fields = self.alloc_fields.get(p.alloc, ("", []))

@@ -10,7 +10,7 @@ from ...model.compile import CompiledKernel, KernelInfo
 from ...model.errors import Unsupported
 from ...model.pipelines.base import ArrayDecl, PipelineDecl
 from ...model.program import (AgentProgram, Arrive, BufRef, Exit, MbarInit, TmaLoad,
-                              TmaStore, TryWait, UmmaCommit, Wait)
+                              TryWait, UmmaCommit, Wait)
 from .interp import Lifter
 
 
@@ -30,22 +30,19 @@ def to_compiled(lf: Lifter, name: str, params: dict[str, Any], source: str) -> C
     decls = [PipelineDecl(var=var, cls="lifted", stages=max(a.stages for a in ads),
                           arrays=tuple(ads), buffer=f"{var}.buf", sync="none")
              for var, ads in by_var.items()]
-    # TMA-store sources: one buffer per smem field, its stages the offsets stored from
-    offsets: dict[str, set[int]] = {}
+    # shared-memory buffers (ghosts.py), and any buffer an instruction names
+    stages = dict(lf.ghosts.declarations())
     for w in lf.programs.values():
         for ins in w.code:
-            if isinstance(ins, TmaStore):
-                offsets.setdefault(ins.buf.buffer, set()).add(ins.buf.stage)
-    remap = {}
-    for buf, offs in sorted(offsets.items()):
-        remap.update({(buf, o): i for i, o in enumerate(sorted(offs))})
-        decls.append(PipelineDecl(var=buf, cls="tma_store", stages=len(offs), arrays=(),
-                                  buffer=buf, sync="none"))
+            for b in referenced_buffers(ins):
+                stages[b.buffer] = max(stages.get(b.buffer, 0), b.stage + 1)
+    taken = {d.var for d in decls}
+    for buf, n in sorted(stages.items()):
+        decls.append(PipelineDecl(var=buf if buf not in taken else f"{buf}.smem", cls="smem",
+                                  stages=n, arrays=(), buffer=buf, sync="none"))
     programs = []
     for (cta, warp), w in sorted(lf.programs.items()):
-        code = [replace(i, buf=BufRef(i.buf.cta, i.buf.buffer,
-                                      remap[(i.buf.buffer, i.buf.stage)]))
-                if isinstance(i, TmaStore) else i for i in w.code]
+        code = list(w.code)
         code.append(Exit(label="exit"))
         programs.append(AgentProgram(cta=cta, warp=warp, role=role_name(w.sides, code),
                                      code=tuple(code), locals=tuple(w.locals)))
@@ -53,6 +50,19 @@ def to_compiled(lf: Lifter, name: str, params: dict[str, Any], source: str) -> C
                       cluster_shape=L.cluster, grid_clusters=None)
     return CompiledKernel(info=info, programs=tuple(programs), pipelines=tuple(decls),
                           named_barrier_ids=tuple(sorted(lf.named_ids)), source_file=source)
+
+
+def referenced_buffers(ins: Any) -> list[BufRef]:
+    out = [e.buf for e in ins.pre + ins.post]
+    out += [e.buf for e in getattr(ins, "effects", ())]
+    for name in ("buf",):
+        b = getattr(ins, name, None)
+        if isinstance(b, BufRef):
+            out.append(b)
+    for d in getattr(ins, "deliveries", ()):
+        if d.buf is not None:
+            out.append(d.buf)
+    return out
 
 
 def role_name(sides: dict[str, str], code: list) -> str:

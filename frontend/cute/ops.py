@@ -10,13 +10,14 @@ op names an older release prints to the ones handled here.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Callable
 
 from ...model.program import Branch, DynExpr, Jump
 from .mlir_text import Op
 from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
-                     norm, parse_tuple, quoted, size, unsigned, wrap)
+                     norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
 
 Handler = Callable[[Any, Op, dict, Any], Any]
 TABLE: dict[str, Handler] = {}
@@ -31,7 +32,7 @@ ALIASES: dict[str, dict[str, str]] = {
 
 
 def op_table(series: str) -> tuple[dict[str, Handler], list[tuple[str, Handler]]]:
-    from . import sync_ops  # noqa: F401  (registers the synchronisation ops)
+    from . import data_ops, sync_ops  # noqa: F401  (register their ops)
 
     table = dict(TABLE)
     for old, new in ALIASES.get(series, {}).items():
@@ -409,7 +410,7 @@ def _alloca(lf: Any, o: Op, env: dict, mask: Any) -> Any:
                 nm, sz, off = f.rsplit(":", 2)
                 fields.append((nm, int(sz), int(off)))
         lf.allocs[key] = aid
-        lf.alloc_fields[aid] = (f"smem{aid}", fields)
+        lf.alloc_fields[aid] = (lf.assigned_name(o) or f"smem{aid}", fields)
     return View(Ptr("smem", lf.allocs[key], 0, eb), t, eb)
 
 
@@ -462,7 +463,7 @@ def _leaves(lf: Any, o: Op, vals: list) -> Any:
 
 
 def _offset(p: Ptr, elems: int) -> Ptr:
-    return Ptr(p.space, p.alloc, p.off + elems * p.ebytes, p.ebytes, p.cta)
+    return replace(p, off=p.off + elems * p.ebytes)
 
 
 @op("cute.add_offset")
@@ -485,7 +486,7 @@ def _recast(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     t = o.result_types[0] if o.result_types else ""
     if isinstance(p, Ptr):
         eb = element_bytes(t) if t.startswith("!cute.ptr") else p.ebytes
-        return Ptr(p.space, p.alloc, p.off, eb, p.cta)
+        return replace(p, ebytes=eb)
     if isinstance(p, Lanes):
         return p
     if isinstance(p, View):
@@ -516,11 +517,19 @@ def _slice(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     try:
         off = crd2idx(c, lay[0], lay[1])
     except (TypeError, ValueError):
-        return View(v.ptr, t, v.ebytes)
-    if not isinstance(off, int):
-        return View(v.ptr, t, v.ebytes)
+        off = None
     p = v.ptr
-    return View(Ptr(p.space, p.alloc, p.off + off * v.ebytes, p.ebytes, p.cta), t, v.ebytes)
+    span = p.span
+    if span is not None and span[2]:
+        # the warp's region of the partitioned tensor, sliced by the same coordinate
+        ext = _span_slice(c, layout_of(span[2]), lay)
+        span = (span[0] + ext[0] * v.ebytes, span[0] + (ext[0] + ext[1]) * v.ebytes, "") \
+            if ext else (-1, -1, "")
+    elif span is not None:
+        span = (-1, -1, "")  # sliced twice: not followed
+    if not isinstance(off, int):
+        return View(replace(p, span=(-1, -1, "")) if span is not None else p, t, v.ebytes)
+    return View(replace(p, off=p.off + off * v.ebytes, span=span), t, v.ebytes)
 
 
 @op("cute.get_flat_coord", "cute.get_hier_coord")
@@ -615,12 +624,61 @@ def _tuple_arith(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return OPAQUE
 
 
+def _span_slice(c: Any, orig: Any, part: Any) -> Any:
+    """The part of the partitioned tensor's whole (``orig``) that a coordinate of the
+    partition (``part``) selects.  A partition has the original modes at its end and
+    thread/value modes before them; a coordinate entry is carried over to the original
+    mode in the same position from the end only where the two modes have the same
+    size (a stage index); a ``_`` takes the original mode whole.  None: not followed."""
+    if orig is None or part is None or not isinstance(c, tuple) or \
+            not isinstance(orig[0], tuple) or not isinstance(part[0], tuple):
+        return None
+    oshape, ostride = orig
+    pshape = part[0]
+    if len(c) != len(pshape) or len(c) < len(oshape):
+        return None
+    k = len(oshape)
+    cc = []
+    for i in range(k):
+        ci = c[len(c) - k + i]
+        pi = pshape[len(c) - k + i]
+        if ci is None:
+            cc.append(None)
+        elif isinstance(ci, int) and size(pi) == size(oshape[i]):
+            cc.append(ci)
+        else:
+            return None
+    # modes of the partition before those carried over must be taken whole
+    if any(x is not None and x != 0 for x in c[:len(c) - k]):
+        if not all(isinstance(x, int) for x in c[:len(c) - k]):
+            return None
+    return slice_extent(tuple(cc), oshape, ostride)
+
+
+@op("cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D",
+    "cute.tiled.mma.partition", "cute.local_partition")
+def _partition(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A per-thread partition of a tensor: the pointer stands for lane 0's part; the
+    warp as a whole covers the tensor (``span``), which later slices narrow down."""
+    vals = lf.operands(o, env)
+    src = next((v for v in vals if isinstance(v, View)), None)
+    t = o.result_types[0]
+    if src is None or not isinstance(src.ptr, Ptr):
+        return OPAQUE
+    from .ghosts import cosize_bytes
+
+    n = cosize_bytes(src)
+    p = src.ptr
+    span = (p.off, p.off + n, src.type) if n is not None and p.span is None else (-1, -1, "")
+    return View(replace(p, span=span), t, element_bytes(t) if "memref" in t else src.ebytes)
+
+
 # views of tensors whose layout changes but whose base pointer does not
 @op("cute.group_modes", "cute.append_to_rank", "cute.mma.make_fragment",
     "cute.tiled.mma.partition", "cute.coalesce", "cute.flat_divide", "cute.zipped_divide",
     "cute.tiled_divide", "cute.logical_divide", "cute.composition",
-    "cute.tiled.copy.partition_", "cute.tiled.copy.retile", "cute.select", "cute.dice",
-    "cute.make_fragment_like", "cute.local_tile", "cute.local_partition",
+    "cute.tiled.copy.retile", "cute.select", "cute.dice",
+    "cute.make_fragment_like", "cute.local_tile",
     "cute.tiled.mma.partition_shape", "cute.flat_product", "cute.logical_product")
 def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
@@ -636,7 +694,7 @@ def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 
 # loads from memory are run-time values; stores and data movement through registers
 # do not synchronise (their effects on stage buffers are the ghost effects' business)
-@op("cute.memref.load", "cute.memref.load_vec", "llvm.load")
+@op("llvm.load")
 def _load(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     src = lf.val(env, o.operands[0], o)
     p = src.ptr if isinstance(src, View) else src

@@ -16,15 +16,19 @@ what they were checked against (the PTX the same ``cute.compile`` produces):
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
-                              ClusterWait, Delivery, DynExpr, ExpectTx, FenceMbarInit,
-                              MbarInit, NamedBarrierOp, NamedWait, TmaLoad, TmaStore,
+                              ClusterWait, CpAsync, CpAsyncArrive, Delivery, DynExpr, ExpectTx, FenceMbarInit,
+                              BufRef, MbarInit, NamedBarrierOp, NamedWait, TmaLoad, TmaStore,
                               TryWait, UmmaCommit, Wait)
 from .mlir_text import Op
+from ...model.program import GhostEffect
+from ...model.system import ANY_FILL
+from .data_ops import copy_between
 from .ops import op
-from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane
+from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane, norm
 
 
 def _first_lane(lf: Any, mask: Any) -> int:
@@ -92,7 +96,7 @@ def _arrive(lf: Any, o: Op, env: dict, mask: Any, tx_operand: int = -1,
                      + (f" +{a.tx}B" if a.tx else "") for a in arrivals)
     scope = "cluster" if "cluster" in o.attrs.get("scope", "") else "cta"
     lf.emit(lf.make(Arrive, o, ("arrive.expect_tx " if tx_operand >= 0 else "arrive ") + what,
-                    arrivals=arrivals, scope=scope))
+                    arrivals=arrivals, scope=scope, pre=lf.ghosts.release_effects()))
     return [Dyn(None, "an mbarrier state")] * len(o.results) if o.results else None
 
 
@@ -218,7 +222,8 @@ def _named_barrier(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if lf.active(mask) and lf.phase == 2:
         lf.named_ids.add(bid)
         what = f"bar.{'sync' if sync else 'arrive'} {bid}" + (f", {cnt}" if cnt else "")
-        lf.emit(lf.make(NamedBarrierOp, o, what, id=bid, count=cnt, sync=sync, aligned=True))
+        lf.emit(lf.make(NamedBarrierOp, o, what, id=bid, count=cnt, sync=sync, aligned=True,
+                        pre=lf.ghosts.release_effects()))
         if sync:
             lf.emit(lf.make(NamedWait, o, f"bar.sync {bid} (wait)", id=bid))
     return None
@@ -227,10 +232,10 @@ def _named_barrier(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed")
 def _cluster_arrive(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """``barrier.cluster.arrive`` (PTX ISA 9.7.13.2)."""
-    if lf.active(mask):
+    if lf.active(mask) and lf.phase == 2:
         relaxed = "relaxed" in o.name or "relaxed" in o.attrs
         lf.emit(lf.make(ClusterArrive, o, "cluster.arrive" + (".relaxed" if relaxed else ""),
-                        relaxed=relaxed))
+                        relaxed=relaxed, pre=() if relaxed else lf.ghosts.release_effects()))
     return None
 
 
@@ -273,12 +278,11 @@ def _umma_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if m is None:
         bars = [lf.barrier(p, o)]
     else:
-        bars = [lf.barrier(Ptr(p.space, p.alloc, p.off, p.ebytes, c), o)
-                for c in range(16) if m >> c & 1]
+        bars = [lf.barrier(replace(p, cta=c), o) for c in range(16) if m >> c & 1]
     for b in bars:
         lf.note_side(o, b)
     lf.emit(lf.make(UmmaCommit, o, "tcgen05.commit -> " + ", ".join(map(_short, bars)),
-                    bars=tuple(bars)))
+                    bars=tuple(bars), effects=lf.ghosts.umma_commit_effects()))
     return None
 
 
@@ -294,13 +298,23 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """``cute.copy``: a TMA atom becomes ``TmaLoad``/``TmaStore``; other copies move data
     between registers and memory and do not synchronise."""
     atom = lf.val(env, o.operands[0], o)
+    if "simt_async_copy" in (o.operand_types[0] if o.operand_types else ""):
+        return _cp_async_copy(lf, o, env, mask)
     if not isinstance(atom, Atom) or atom.kind == "other":
+        copy_between(lf, o, env, mask)
         return None
-    if not lf.active(mask) or lf.phase == 1:
+    if not lf.active(mask):
         return None
     i = _first_lane(lf, mask)  # one elected issue per warp (see the module docstring)
     if atom.kind == "tma_load":
         nbytes = atom.bits // 8 // max(1, atom.split)
+        dst = lf.val(env, o.operands[2], o) if len(o.operands) > 2 else None
+        dp = dst.ptr if isinstance(dst, View) else None
+        iv = (dp.alloc, dp.off, dp.off + nbytes) \
+            if isinstance(dp, Ptr) and dp.space == "smem" else None
+        if lf.phase == 1:
+            lf.ghosts.touch(iv)
+            return None
         bar = lane(atom.bar, i)
         mm = lane(atom.mcast, i) if atom.mcast is not None else None
         if not isinstance(bar, Ptr):
@@ -310,19 +324,118 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             raise lf.error(o, f"a TMA multicast mask not known statically ({lf.where(o)})")
         dests = [c for c in range(16) if mm >> c & 1] if mm else [lf.w.cta]
         dels = []
+        pre = []
         for d in dests:
             target = d & ~1 if atom.num_cta == 2 else d
-            ref = lf.barrier(Ptr(bar.space, bar.alloc, bar.off, bar.ebytes, target), o)
+            ref = lf.barrier(replace(bar, cta=target), o)
             lf.note_side(o, ref)
-            dels.append(Delivery(ref, nbytes, None))
-        dst = lf.val(env, o.operands[2], o) if len(o.operands) > 2 else None
+            parts = lf.ghosts.bufs(iv, d) if iv is not None and iv[0] not in \
+                lf.ghosts.untracked else []
+            if not parts:
+                dels.append(Delivery(ref, nbytes, None))
+                continue
+            # the box lands in pieces, one per buffer it covers (bytes in each)
+            left = nbytes
+            for k, (b, n) in enumerate(parts):
+                n = left if k == len(parts) - 1 else min(n, left)
+                left -= n
+                dels.append(Delivery(ref, n, b, ANY_FILL))
+                pre.append(GhostEffect("write_begin", b, ANY_FILL))
         lf.emit(lf.make(TmaLoad, o, f"TMA load {nbytes}B -> "
-                        + ", ".join(_short(d.bar) for d in dels)
-                        + f" ({_smem_field(lf, dst)})", deliveries=tuple(dels)))
+                        + ", ".join(sorted({_short(d.bar) for d in dels}))
+                        + f" ({_smem_field(lf, dst)})", deliveries=tuple(dels),
+                        pre=tuple(pre)))
         return None
     src = lf.val(env, o.operands[1], o) if len(o.operands) > 1 else None
-    lf.emit(lf.make(TmaStore, o, f"TMA store from {_smem_field(lf, src)}",
-                    buf=lf.store_buffer(src)))
+    sp = src.ptr if isinstance(src, View) else None
+    iv = lf.ghosts.view_interval(src, mask)
+    if iv is None and isinstance(sp, Ptr) and sp.space == "smem":
+        iv = (sp.alloc, sp.off, sp.off + atom.bits // 8)
+    if lf.phase == 1:
+        lf.ghosts.touch(iv)
+        return None
+    parts = lf.ghosts.bufs(iv, lf.w.cta) if iv is not None and iv[0] not in \
+        lf.ghosts.untracked else []
+    if not parts:
+        raise lf.error(o, f"a TMA store whose shared-memory source the lifter cannot "
+                          f"locate ({lf.where(o)})")
+    for b, _ in parts:  # one bulk copy per buffer the source covers, in one group
+        own = lf.ghosts.own_write_end((b,))
+        lf.emit(lf.make(TmaStore, o, f"TMA store from {b.buffer}[{b.stage}]", buf=b,
+                        pre=own + (GhostEffect("async_read", b),)))
+    return None
+
+
+def _cp_async_copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``cp.async`` by the active lanes (PTX ISA 9.7.9.3): completes asynchronously, in
+    order with the warp's other cp.async ops; ``cp.async.mbarrier.arrive`` waits for it."""
+    if not lf.active(mask):
+        return None
+    dst = lf.val(env, o.operands[2], o) if len(o.operands) > 2 else None
+    iv = lf.ghosts.view_interval(dst, mask)
+    dp = dst.ptr if isinstance(dst, View) else None
+    dp = lane(dp, lf.active(mask)[0]) if isinstance(dp, Lanes) else dp
+    if iv is None and isinstance(dp, Ptr) and dp.space == "smem":
+        lf.ghosts.untrack(dp.alloc, f"cp.async at {lf.where(o)}")
+    if lf.phase == 1:
+        lf.ghosts.touch(iv)
+        return None
+    parts = [b for b, _ in lf.ghosts.bufs(iv, lf.w.cta)] \
+        if iv is not None and iv[0] not in lf.ghosts.untracked else []
+    pre = tuple(GhostEffect("write_begin", b, ANY_FILL) for b in parts
+                if b not in lf.w.cp_pending)
+    lf.w.cp_pending.update(parts)
+    lf.emit(lf.make(CpAsync, o, f"cp.async -> {_smem_field(lf, dst)} "
+                    f"({len(lf.active(mask))} lanes)",
+                    buf=parts[0] if parts else BufRef(lf.w.cta, "cp.async", 0), pre=pre))
+    return None
+
+
+@op("nvvm.cp.async.mbarrier.arrive", "nvvm.cp.async.mbarrier.arrive.shared")
+def _cp_async_arrive(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``cp.async.mbarrier.arrive{.noinc}`` (PTX ISA 9.7.9.4): one arrival per active lane,
+    deferred until the lane's earlier cp.async copies complete."""
+    lanes = lf.active(mask)
+    if not lanes or lf.phase == 1:
+        return None
+    vals = lf.operands(o, env)
+    refs = {lf.barrier(lane(vals[0], i), o) for i in lanes}
+    if len(refs) != 1:
+        raise lf.error(o, f"the lanes of one warp arrive on different barriers "
+                          f"({lf.where(o)})")
+    ref = refs.pop()
+    lf.note_side(o, ref)
+    noinc = "noinc = true" in " ".join(f"{k} = {v}" for k, v in o.attrs.items()) or \
+        o.attrs.get("noinc") == "unit"
+    effects = tuple(GhostEffect("write_end", b, ANY_FILL) for b in sorted(lf.w.cp_pending))
+    lf.w.cp_pending.clear()
+    lf.emit(lf.make(CpAsyncArrive, o, f"cp.async.mbarrier.arrive{'.noinc' if noinc else ''} "
+                    f"{_short(ref)} x{len(lanes)}", bar=ref, count=len(lanes), noinc=noinc,
+                    effects=effects))
+    return None
+
+
+@op("nvvm.mapa", "nvvm.mapa.shared.cluster")
+def _mapa(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``mapa``: the same shared-memory address in CTA ``rank`` of the cluster."""
+    p, r = lf.operands(o, env)[:2]
+
+    def one(pp: Any, rr: Any) -> Any:
+        if not isinstance(pp, Ptr) or not isinstance(rr, int):
+            return OPAQUE
+        return replace(pp, cta=rr)
+    if isinstance(r, Lanes) or isinstance(p, Lanes):
+        return norm(Lanes(one(lane(p, i), lane(r, i)) for i in range(32)))
+    return one(p, r)
+
+
+@op("nvvm.fence.proxy")
+def _fence_proxy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``fence.proxy.async.shared::cta`` (PTX ISA 9.7.13.4.1): the warp's earlier
+    generic-proxy stores to shared memory become visible to the async proxy."""
+    kind = o.attrs.get("kind", "")
+    if lf.active(mask) and lf.phase == 2 and ("async" in kind or not kind):
+        lf.ghosts.fence_proxy(o)
     return None
 
 
@@ -330,17 +443,16 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 # (fences between proxies, MMA issue and its own group waits, register moves, TMEM
 # allocation, prefetches, printing); each is named, so anything else with side effects
 # is refused (``interp.is_side_effecting``)
-@op("nvvm.fence.proxy", "nvvm.fence.proxy.acquire", "nvvm.fence.proxy.release",
+@op("nvvm.fence.proxy.acquire", "nvvm.fence.proxy.release",
     "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
     "nvvm.wgmma.wait.group.sync.aligned", "nvvm.wgmma.mma_async", "nvvm.setmaxregister",
-    "nvvm.stmatrix", "nvvm.ldmatrix", "nvvm.tcgen05.wait", "nvvm.tcgen05.ld",
+    "nvvm.tcgen05.wait", "nvvm.tcgen05.ld",
     "nvvm.tcgen05.st", "nvvm.tcgen05.mma", "nvvm.tcgen05.fence",
     "nvvm.prefetch.tensormap", "nvvm.cp.async.bulk.tensor.prefetch",
     "cute_nvgpu.prefetch_tma_desc", "cute_nvgpu.arch.sm100.alloc_tmem",
     "cute_nvgpu.arch.sm100.dealloc_tmem", "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit",
     "cute_nvgpu.arch.sm100.retrieve_tmem_ptr", "cute_nvgpu.arch.get_dyn_smem_size",
-    "cute_nvgpu.arch.sm100.tmem_load", "cute.memref.store", "cute.memref.store_vec",
-    "cute.print", "cute.gemm", "llvm.store", "nvvm.griddepcontrol.wait",
+    "cute_nvgpu.arch.sm100.tmem_load", "cute.print", "nvvm.griddepcontrol.wait",
     "nvvm.griddepcontrol.launch.dependents")
 def _no_sync_effect(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     n = len(o.results)

@@ -53,6 +53,10 @@ class Ptr:
     off: int             # byte offset in the allocation
     ebytes: int = 1      # element size the pointer steps by
     cta: Optional[int] = None  # another CTA of the cluster (``mapa``); None: this one
+    #: a per-thread partition's pointer (``partition_S/D``) is lane 0's; ``span`` is
+    #: what the whole warp covers: (lo, hi, layout text of the partitioned tensor, or
+    #: "" once sliced), or (-1, -1, "") when not known
+    span: Optional[tuple[int, int, str]] = None
 
 
 @dataclass(frozen=True)
@@ -220,3 +224,27 @@ def flatten(v: Any) -> list:
             out.extend(flatten(x))
         return out
     return [v]
+
+
+def slice_extent(c: Any, shape: Any, stride: Any) -> Optional[tuple[int, int]]:
+    """(offset, cosize) of the sub-layout a coordinate with ``None`` (``_``) modes
+    selects; None when the coordinate does not fit the layout."""
+    if c is None:
+        sh, st = flatten(shape), flatten(stride)
+        if not all(isinstance(x, int) for x in sh + st):
+            return None
+        return 0, 1 + sum((s - 1) * abs(d) for s, d in zip(sh, st))
+    if isinstance(shape, tuple):
+        if not isinstance(c, tuple) or len(c) != len(shape):
+            return None
+        off, co = 0, 1
+        for ci, si, di in zip(c, shape, stride):
+            r = slice_extent(ci, si, di)
+            if r is None:
+                return None
+            off += r[0]
+            co += r[1] - 1
+        return off, co
+    if not isinstance(c, int) or not isinstance(stride, int):
+        return None
+    return c * stride, 1

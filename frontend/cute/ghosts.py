@@ -1,0 +1,247 @@
+"""Ghost buffer effects of a lifted kernel: who reads and writes which shared memory.
+
+The data-race checks of the model (``read-before-full``, ``overwrite-before-release``,
+``missing-proxy-fence``; ``model/system.py`` ``System.ghost``) work on stage buffers
+(``BufRef``).  A lifted kernel has no declared stages, only addresses, so the buffers
+are made from the accesses themselves: every access the lifter sees (thread loads and
+stores, TMA destinations and sources, cp.async destinations, MMA operands) is an
+interval of bytes in an allocation; the boundaries of all intervals cut each
+allocation into *atoms*, and an atom is a buffer.  A pipeline's stage buffer, which
+every access touches whole, is one atom; nothing is merged, so two stages are never
+confused (no false race from coarse buffers).
+
+When each effect happens, in the model's terms (``model/program.py`` ``GhostEffect``):
+
+* a thread's reads and writes between two synchronisation instructions may happen at
+  any moment of that window.  The read is checked at its start (``post`` of the
+  warp's previous instruction: right after the wait that should protect it) and the
+  buffer stays *held* until the warp's next release (an mbarrier arrive, ``bar.sync``
+  /``bar.arrive``, ``barrier.cluster.arrive``); a write begins at the window's start
+  and ends (becomes visible) at that release (PTX ISA 8.8: a release orders the
+  thread's earlier accesses).  With every interleaving explored, checking at the
+  window's edges finds each race an access anywhere inside it could have;
+* a thread store marks the buffer *dirty* until ``fence.proxy.async`` (PTX ISA
+  9.7.13.4.1); a TMA store or MMA reading a dirty buffer is ``missing-proxy-fence``;
+* a TMA load writes its destination from issue to its delivery; a TMA store reads its
+  source until ``cp.async.bulk.wait_group.read``; cp.async writes until the arrive
+  that tracks it fires; a tcgen05 MMA reads its operands until its ``tcgen05.commit``
+  fires, a wgmma until the warp's next release.
+
+Tags are ``ANY_FILL``: the model cannot tell which fill a lifted read expects (that
+needs the pipeline state, which the IR has folded into parities), so a read of the
+previous fill with nothing in flight is not reported as a race; a wait on the wrong
+parity still shows up in the barrier protocol (stale parity, phase overrun).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+from typing import Any, Iterable, Optional
+
+from ...model.program import BufRef, GhostEffect, Instr, Nop
+from ...model.system import ANY_FILL
+from .values import Lanes, Ptr, View, crd2idx, flatten, lane, layout_of
+
+RELEASES = ("Arrive", "NamedBarrierOp", "ClusterArrive")
+
+
+def cosize_bytes(v: View) -> Optional[int]:
+    """Bytes a view spans: ``(1 + sum((s - 1) * |d|)) * element size``."""
+    lay = layout_of(v.type)
+    if lay is None:
+        return None
+    shape, stride = flatten(lay[0]), flatten(lay[1])
+    if len(shape) != len(stride) or not all(isinstance(x, int) for x in shape + stride):
+        return None
+    eb = v.ptr.ebytes if isinstance(v.ptr, Ptr) else v.ebytes
+    return (1 + sum((s - 1) * abs(d) for s, d in zip(shape, stride))) * max(1, eb)
+
+
+class Ghosts:
+    """Phase 1 collects intervals; phase 2 turns accesses into effects."""
+
+    def __init__(self, lf: Any) -> None:
+        self.lf = lf
+        self.intervals: dict[int, set[tuple[int, int]]] = {}
+        self.atoms: dict[int, list[tuple[int, int]]] = {}
+        self.untracked: dict[int, str] = {}
+        self.names: dict[tuple[int, int], tuple[str, int]] = {}
+        self.sizes: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ footprints
+    def view_interval(self, v: Any, mask: Any, coord: Any = None
+                      ) -> Optional[tuple[int, int, int]]:
+        """(alloc, lo, hi) of shared memory a view (or one element of it, at ``coord``,
+        per lane) covers; None when it is not shared memory the lifter can follow."""
+        if not isinstance(v, View):
+            return None
+        if isinstance(v.ptr, Lanes):  # a per-thread partition: the union over lanes
+            ivs = [self.view_interval(View(lane(v.ptr, i), v.type, v.ebytes), 1, coord)
+                   for i in self.lf.active(mask)]
+            if not ivs or any(x is None for x in ivs) or len({x[0] for x in ivs}) != 1:
+                return None
+            return ivs[0][0], min(x[1] for x in ivs), max(x[2] for x in ivs)
+        p = v.ptr
+        if isinstance(p, Ptr) and p.space == "smem" and p.span is not None:
+            lo, hi, _ = p.span  # a partition: the warp's region, not lane 0's
+            return (p.alloc, lo, hi) if hi > lo >= 0 else None
+        if coord is None:
+            if not isinstance(p, Ptr) or p.space != "smem":
+                return None
+            n = cosize_bytes(v)
+            if n is None:
+                return None
+            return p.alloc, p.off, p.off + n
+        lay = layout_of(v.type)
+        p = v.ptr
+        if lay is None or not isinstance(p, Ptr) or p.space != "smem":
+            return None
+        offs = []
+        for i in (self.lf.active(mask) if mask != 1 else [0]):
+            c = lane(coord, i)
+            try:
+                off = crd2idx(c, lay[0], lay[1])
+            except (TypeError, ValueError):
+                return None
+            if not isinstance(off, int):
+                return None
+            offs.append(off)
+        if not offs:
+            return None
+        eb = max(1, v.ebytes)
+        return p.alloc, p.off + min(offs) * eb, p.off + (max(offs) + 1) * eb
+
+    def touch(self, iv: Optional[tuple[int, int, int]]) -> None:
+        if iv is not None and iv[2] > iv[1]:
+            self.intervals.setdefault(iv[0], set()).add((iv[1], iv[2]))
+
+    def finish_phase1(self) -> None:
+        """Cut every allocation at the boundaries of the intervals accessed; name each
+        atom after the smem field (or user variable) it lies in, numbered in order."""
+        self.names: dict[tuple[int, int], tuple[str, int]] = {}
+        counts: dict[str, int] = {}
+        for alloc, ivs in sorted(self.intervals.items()):
+            if alloc in self.untracked:
+                continue
+            cuts = sorted({x for iv in ivs for x in iv})
+            atoms = [(a, b) for a, b in zip(cuts, cuts[1:])
+                     if any(lo <= a and b <= hi for lo, hi in ivs)]
+            self.atoms[alloc] = atoms
+            for k, (a, _) in enumerate(atoms):
+                name = self.lf.field_name(Ptr("smem", alloc, a)) or f"smem{alloc}"
+                self.names[(alloc, k)] = (name, counts.get(name, 0))
+                counts[name] = counts.get(name, 0) + 1
+        self.sizes = counts
+
+    def untrack(self, alloc: int, why: str) -> None:
+        """An access the lifter cannot locate: no race checks on this allocation (a
+        write it cannot see would make every later read look like a race)."""
+        if alloc not in self.untracked:
+            self.untracked[alloc] = why
+
+    def bufs(self, iv: Optional[tuple[int, int, int]], cta: int
+             ) -> list[tuple[BufRef, int]]:
+        """The buffers (atoms) an interval covers, with the bytes of it in each."""
+        if iv is None:
+            return []
+        alloc, lo, hi = iv
+        atoms = self.atoms.get(alloc, [])
+        i = bisect.bisect_right([a for a, _ in atoms], lo) - 1
+        out = []
+        for k in range(max(0, i), len(atoms)):
+            a, b = atoms[k]
+            if a >= hi:
+                break
+            if b > lo:
+                name, idx = self.names[(alloc, k)]
+                out.append((BufRef(cta, name, idx), min(b, hi) - max(a, lo)))
+        return out
+
+    def declarations(self) -> dict[str, int]:
+        """Buffer name -> number of atoms (the model's stages of that buffer)."""
+        return dict(self.sizes)
+
+    # ------------------------------------------------------------------ effects
+    def _attach_post(self, effects: Iterable[GhostEffect], op: Any) -> None:
+        """Effects at the start of the current window: ``post`` of the warp's previous
+        synchronisation instruction, else a step of their own."""
+        effects = tuple(effects)
+        if not effects:
+            return
+        code = self.lf.w.code
+        last = code[-1] if code else None
+        if isinstance(last, Instr) and last.is_sync and type(last).__name__ != "Exit" \
+                and type(last).__name__ != "Nop":
+            code[-1] = replace(last, post=last.post + effects)
+        elif isinstance(last, Nop):
+            code[-1] = replace(last, pre=last.pre + effects)
+        else:
+            self.lf.emit(self.lf.make(Nop, op, "smem access", pre=effects))
+
+    def thread_read(self, iv: Any, op: Any) -> None:
+        w = self.lf.w
+        new = [b for b, _ in self.bufs(iv, w.cta) if b not in w.held and b not in w.written]
+        w.held.update(new)
+        self._attach_post([e for b in new for e in (GhostEffect("read", b, ANY_FILL),
+                                                    GhostEffect("hold", b))], op)
+
+    def thread_write(self, iv: Any, op: Any) -> None:
+        w = self.lf.w
+        effects: list[GhostEffect] = []
+        for b, _ in self.bufs(iv, w.cta):
+            if b in w.written:
+                continue
+            if b in w.held:  # the warp's own read of it ends before it overwrites it
+                w.held.discard(b)
+                effects.append(GhostEffect("unhold", b))
+            w.written.add(b)
+            effects.append(GhostEffect("write_begin", b, ANY_FILL))
+            if b not in w.dirty:
+                w.dirty.add(b)
+                effects.append(GhostEffect("dirty", b))
+        self._attach_post(effects, op)
+
+    def release_effects(self) -> tuple[GhostEffect, ...]:
+        """``pre`` of a release: the window's writes end, its reads stop holding."""
+        w = self.lf.w
+        out = tuple(GhostEffect("write_end", b, ANY_FILL) for b in sorted(w.written))
+        out += tuple(GhostEffect("unhold", b) for b in sorted(w.held | w.wgmma_held))
+        w.written.clear()
+        w.held.clear()
+        w.wgmma_held.clear()
+        return out
+
+    def fence_proxy(self, op: Any) -> None:
+        w = self.lf.w
+        if w.dirty:
+            effects = tuple(GhostEffect("clean", b) for b in sorted(w.dirty))
+            w.dirty.clear()
+            self.lf.emit(self.lf.make(Nop, op, "fence.proxy.async", pre=effects))
+
+    def mma_read(self, iv: Any, op: Any, tcgen05: bool) -> None:
+        """An MMA reads its smem operands through the async proxy."""
+        w = self.lf.w
+        effects = []
+        for b, _ in self.bufs(iv, w.cta):
+            if b in w.mma_held or b in w.wgmma_held:
+                continue
+            (w.mma_held if tcgen05 else w.wgmma_held).add(b)
+            effects += [GhostEffect("read", b, ANY_FILL), GhostEffect("async_read", b)]
+        self._attach_post(effects, op)
+
+    def umma_commit_effects(self) -> tuple[GhostEffect, ...]:
+        w = self.lf.w
+        out = tuple(GhostEffect("unhold", b) for b in sorted(w.mma_held))
+        w.mma_held.clear()
+        return out
+
+    def own_write_end(self, bufs: Iterable[BufRef]) -> tuple[GhostEffect, ...]:
+        """A TMA store or cp.async of the warp's own pending writes: they end at issue."""
+        w = self.lf.w
+        out = []
+        for b in bufs:
+            if b in w.written:
+                w.written.discard(b)
+                out.append(GhostEffect("write_end", b, ANY_FILL))
+        return tuple(out)
