@@ -5,18 +5,42 @@ Parse errors name the file, line and column and list what was expected there.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
+import stat
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
-from lark.indenter import Indenter
+from lark.indenter import DedentError, Indenter
 
 from .. import ir
 from ..errors import ConfigError
+
+#: nesting limits (spec/language.md "Limits"): blocks inside blocks, brackets inside
+#: brackets, and the depth of one expression's tree (a chain ``a + b + c ...`` counts one
+#: level per operator).  The parser, the compiler and the engines recurse over these
+#: trees; past the limits Python's recursion limit would be hit instead of a clear error.
+MAX_BLOCK_DEPTH = 100
+MAX_BRACKET_DEPTH = 200
+MAX_EXPR_DEPTH = 200
+#: the largest .pipe file read (bytes); skeletons are a few kilobytes
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: digits of an integer literal (a 64-bit value has at most 20 decimal digits)
+MAX_LITERAL_CHARS = 100
+
+
+class _IndentProblem(Exception):
+    """Raised by the indenter with the position of the offending line (the parser does
+    not know the file name; ``parse`` turns it into a ConfigError)."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
 
 
 class _PipeIndenter(Indenter):
@@ -26,6 +50,27 @@ class _PipeIndenter(Indenter):
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
+
+    def handle_NL(self, token: Token) -> Any:
+        line = (token.end_line or token.line or 0)
+        indent_str = str(token).rsplit("\n", 1)[1]
+        col = len(indent_str) + 1
+        try:
+            yield from super().handle_NL(token)
+        except DedentError:
+            levels = ", ".join(str(i) for i in self.indent_level if i)
+            raise _IndentProblem(
+                f"inconsistent indentation: this line is indented by {col - 1}, which "
+                f"matches no enclosing block (indented by {levels or 0})", line, col) from None
+        if len(self.indent_level) - 1 > MAX_BLOCK_DEPTH:
+            raise _IndentProblem(f"blocks nested more than {MAX_BLOCK_DEPTH} deep", line, col)
+
+    def _process(self, stream: Any) -> Any:
+        for token in super()._process(stream):
+            if self.paren_level > MAX_BRACKET_DEPTH:
+                raise _IndentProblem(f"brackets nested more than {MAX_BRACKET_DEPTH} deep",
+                                     token.line or 0, token.column or 0)
+            yield token
 
 
 @functools.lru_cache(maxsize=1)
@@ -358,7 +403,11 @@ class _ToIR(Transformer):
 
     @v_args(meta=True)
     def number(self, meta: Any, items: list) -> ir.Const:
-        return ir.Const(int(str(items[0]).replace("_", ""), 0), self._loc(meta))
+        text = str(items[0])
+        if len(text) > MAX_LITERAL_CHARS:
+            raise ConfigError(f"integer literal of {len(text)} characters: too large (values "
+                              "must fit in 64 bits)", self._loc(meta))
+        return ir.Const(int(text.replace("_", ""), 0), self._loc(meta))
 
     @v_args(meta=True)
     def string(self, meta: Any, items: list) -> ir.Const:
@@ -420,6 +469,13 @@ def parse(text: str, filename: str = "<string>") -> ir.Kernel:
         text += "\n"
     try:
         tree = _parser().parse(text)
+    except _IndentProblem as e:
+        _LOCAL.parser = None  # the indenter's state is left mid-file
+        raise ConfigError(e.message, ir.Loc(filename, e.line, e.column)) from None
+    except RecursionError:
+        _LOCAL.parser = None
+        raise ConfigError("the file nests too deeply to be parsed",
+                          ir.Loc(filename, 1, 1)) from None
     except UnexpectedCharacters as e:
         raise ConfigError(
             f"unexpected character {text[e.pos_in_stream]!r}"
@@ -448,17 +504,88 @@ def parse(text: str, filename: str = "<string>") -> ir.Kernel:
     except VisitError as e:
         if isinstance(e.orig_exc, ConfigError):
             raise e.orig_exc from None
+        if isinstance(e.orig_exc, RecursionError):
+            raise ConfigError("the file nests too deeply to be read",
+                              ir.Loc(filename, 1, 1)) from None
         raise
+    except RecursionError:
+        raise ConfigError("the file nests too deeply to be read",
+                          ir.Loc(filename, 1, 1)) from None
+    if isinstance(kernel, ir.Kernel):
+        _check_expr_depth(kernel)
     if not isinstance(kernel, ir.Kernel):
         raise ConfigError("the file does not define a kernel (def NAME(...):)",
                           ir.Loc(filename, 1, 1))
     return ir.Kernel(kernel.name, kernel.params, kernel.body, kernel.loc, text)
 
 
-def parse_file(path: str | Path) -> ir.Kernel:
+_EXPR_TYPES = (ir.Const, ir.Name, ir.Attr, ir.Call, ir.BinOp, ir.UnaryOp, ir.Compare,
+               ir.BoolOp, ir.IfExp, ir.TupleExpr, ir.ListExpr, ir.Subscript)
+
+
+def _ir_children(node: Any) -> Iterator[Any]:
+    for f in dataclasses.fields(node):
+        if f.name == "loc":
+            continue
+        todo = [getattr(node, f.name)]
+        while todo:
+            v = todo.pop()
+            if dataclasses.is_dataclass(v) and not isinstance(v, (type, ir.Loc)):
+                yield v
+            elif isinstance(v, (tuple, list)):
+                todo.extend(v)
+
+
+def _check_expr_depth(kernel: ir.Kernel) -> None:
+    """Refuse an expression more than ``MAX_EXPR_DEPTH`` deep (iteratively: the compiler
+    and the engines evaluate expressions recursively)."""
+    stack: list[tuple[Any, int]] = [(kernel, 0)]
+    while stack:
+        node, depth = stack.pop()
+        is_expr = isinstance(node, _EXPR_TYPES)
+        for c in _ir_children(node):
+            d = (depth + 1 if is_expr else 1) if isinstance(c, _EXPR_TYPES) else 0
+            if d > MAX_EXPR_DEPTH:
+                loc = getattr(c, "loc", None) or getattr(node, "loc", None)
+                raise ConfigError(f"expression nested more than {MAX_EXPR_DEPTH} deep (each "
+                                  "operator of a chain such as a + b + c counts as a level); "
+                                  "split it with assignments", loc)
+            stack.append((c, d))
+
+
+def read_source(path: str | Path) -> str:
+    """The text of a source file, refusing what cannot be one: something that is not a
+    regular file (a FIFO or a device would block or never end), a file larger than
+    ``MAX_FILE_BYTES``, or one that is not UTF-8.  Raises ConfigError."""
     p = Path(path)
     try:
-        text = p.read_text()
+        st = os.stat(p)
     except OSError as e:
         raise ConfigError(f"cannot read {p}: {e.strerror}", ir.Loc(str(p))) from None
-    return parse(text, str(p))
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{p} is a directory, not a file", ir.Loc(str(p)))
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{p} is not a regular file (a pipe, socket or device); pass the "
+                          "path of a file", ir.Loc(str(p)))
+    if st.st_size > MAX_FILE_BYTES:
+        raise ConfigError(f"{p} is {st.st_size:,} bytes; source files are limited to "
+                          f"{MAX_FILE_BYTES:,}", ir.Loc(str(p)))
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read {p}: {e.strerror}", ir.Loc(str(p))) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{p} is larger than {MAX_FILE_BYTES:,} bytes", ir.Loc(str(p)))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(f"the file is not UTF-8 text (byte 0x{data[e.start]:02x})",
+                          ir.Loc(str(p), line, col)) from None
+
+
+def parse_file(path: str | Path) -> ir.Kernel:
+    p = Path(path)
+    return parse(read_source(p), str(p))
