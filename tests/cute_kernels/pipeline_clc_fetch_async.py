@@ -18,7 +18,7 @@ defer_sync=True + pipeline_init_arrive/wait(cluster_shape_mn=(2, 1)).
 pipeline_clc_fetch_async.pipe verdict: PROVEN (unbounded)
 Lifted (bug=0 and every bug, exit code 3): UNKNOWN unsupported op
   nvvm.clusterlaunchcontrol.query.cancel (tests/cute_kernels/pipeline_clc_fetch_async.py:
-  130: m, _, _, is_valid = cute.arch.clc_response(response + consumer.index)): pipeproof
+  133: m, _, _, is_valid = cute.arch.clc_response(response + consumer.index)): pipeproof
   does not know what it does to synchronisation
 (expected: the worker warp is interpreted first and stops at the response read; the
 scheduler also issues nvvm.clusterlaunchcontrol.try.cancel, and both loops are scf.while
@@ -28,6 +28,9 @@ exit is read from memory, which ops.py's scf.while also rejects today).
 Planted bugs (``bug=N``):
   1. consumer_group is CooperativeGroup(Agent.Thread, 32 * 2): the scheduler warp, which
      also consumes the response, is not counted.
+     Lifted: UNKNOWN (as above)
+     Twin pipeline_clc_fetch_async_bug1.pipe: VIOLATED arrival-overflow (cta0.w1 arrive
+     on clc.full[0]@cta1)
   2. the workers release from one elected lane (elect_one) while the empty barrier counts
      every lane of every consumer warp: the empty phase never completes and the
      scheduler blocks in its next producer_acquire.
