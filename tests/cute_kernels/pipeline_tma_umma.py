@@ -143,7 +143,7 @@ def pipeline_tma_umma_kernel(
         acc_shape = tiled_mma.partition_shape_C(MMA_TILER[:2])
         tCtAcc = cute.make_tensor(tmem_ptr, tiled_mma.make_fragment_C(acc_shape).layout)
         tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGE)
-        tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, 1)
+        tCrB = tiled_mma.make_fragment_B(sB)  # (MMA, MMA_N, MMA_K, STAGE)
         _, consumer = ab.make_participants()
         for k in range(k_tiles):
             handle = consumer.wait_and_advance()
@@ -152,7 +152,7 @@ def pipeline_tma_umma_kernel(
                     tiled_mma,
                     tCtAcc,
                     tCrA[None, None, kb, handle.index],
-                    tCrB[None, None, kb, 0],
+                    tCrB[None, None, kb, handle.index],
                     tCtAcc,
                 )
                 tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
