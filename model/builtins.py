@@ -315,6 +315,25 @@ def b_launch(cx: Any, args: tuple, kw: dict) -> None:
     return None
 
 
+#: the most elements ``range(...)`` may give as a value (a list of warps or CTAs); a for
+#: loop's trip count has its own limit (model/compile.py MAX_TRIP_COUNT)
+MAX_RANGE_LEN = 4096
+
+
+def _range(*a: Any) -> tuple:
+    if any(isinstance(x, bool) or not isinstance(x, int) for x in a):
+        raise TypeError("range() takes ints")
+    r = range(*a)
+    try:
+        n = len(r)
+    except OverflowError:
+        n = MAX_RANGE_LEN + 1
+    if n > MAX_RANGE_LEN:
+        raise ValueError(f"{n if n <= 10**30 else 'too many'} elements; at most "
+                         f"{MAX_RANGE_LEN} here")
+    return tuple(r)
+
+
 def _pyfn(name: str, f: Callable[..., Any]) -> Builtin:
     def fn(cx: Any, args: tuple, kw: dict) -> Any:
         if kw:
@@ -820,7 +839,7 @@ def builtins_table() -> dict[str, Any]:
     for name, fn in fns.items():
         table[name] = Builtin(name, fn)
     for name, f in (("min", min), ("max", max), ("abs", abs), ("int", int), ("bool", bool),
-                    ("len", len), ("range", lambda *a: tuple(range(*a)))):
+                    ("len", len), ("range", _range)):
         table[name] = _pyfn(name, f)
     for cls in registry.PIPELINE_CLASSES:
         table[cls.CLASS] = PipelineClassRef(cls)

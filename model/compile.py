@@ -42,6 +42,57 @@ MAX_BLOCK_THREADS = 1024
 #: safety limit on specialised flow-graph nodes per warp (unrolled loop iterations)
 MAX_SPECIALISATIONS = 200_000
 
+#: size limits (spec/language.md "Limits"), chosen from what the engines handle:
+#: PipelineAsync with 1024 stages is checked in about 12 s (0.8 GB), with 2048 it stays
+#: undecided after 30 s and 1 GB, with 2**20 it never ends.
+MAX_STAGES = 1024
+#: a for loop is unrolled: 1000 iterations of PipelineAsync are checked in 9 s, 3000 in
+#: 64 s; 10**9 used to unroll for minutes before giving up
+MAX_TRIP_COUNT = 4096
+#: integers a .pipe expression may produce: a GPU kernel's values fit in 64 bits, and
+#: ``10 ** 10 ** 10`` must not be computed
+MAX_INT_BITS = 64
+#: elements of a tuple built with ``*``
+MAX_TUPLE_LEN = 4096
+
+
+def describe(v: Any) -> str:
+    """A value as a .pipe author writes it: never a Python repr with an address."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int):
+        return str(v) if v.bit_length() <= 80 else f"an integer of {v.bit_length()} bits"
+    if isinstance(v, str):
+        return repr(v) if len(v) <= 60 else repr(v[:57] + "...")
+    if isinstance(v, (tuple, list)):
+        inner = ", ".join(describe(x) for x in v[:8]) + (", ..." if len(v) > 8 else "")
+        return f"({inner}{',' if len(v) == 1 else ''})"
+    if isinstance(v, Builtin):
+        return f"the builtin {v.name}"
+    if isinstance(v, PipelineClassRef):
+        return f"the class {v.name}"
+    if isinstance(v, PipelineBase):
+        return f"the pipeline {v.decl.var}"
+    if isinstance(v, PipelineStateVal):
+        return "a PipelineState"
+    if isinstance(v, Module):
+        return f"the module {v.path}"
+    if isinstance(v, DynExpr):
+        return "a run-time value"
+    if isinstance(v, Layout):
+        return f"a layout of shape {describe(v.shape)}"
+    if isinstance(v, tuple) and v and v[0] in ("method", "create"):
+        return "a method"
+    name = getattr(v, "name", None)
+    return f"{type(v).__name__} {name}" if isinstance(name, str) else type(v).__name__
+
+
+def _check_int(v: Any, loc: Optional[ir.Loc]) -> Any:
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > MAX_INT_BITS:
+        raise ConfigError(f"integer of {v.bit_length()} bits: values must fit in "
+                          f"{MAX_INT_BITS} bits", loc)
+    return v
+
 
 class NeedParams(Unsupported):
     """A value that must be known when the kernel is compiled (a stage count, a product,
@@ -221,9 +272,9 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
                               f"{p.name}=VALUE", p.loc)
     env = dict(params)
     block, cluster, grid = None, None, None
+    _check_launch_calls(kernel)
     for s in kernel.body:
-        if isinstance(s, ir.ExprStmt) and isinstance(s.expr, ir.Call) and \
-                isinstance(s.expr.func, ir.Name) and s.expr.func.id == "launch":
+        if _is_launch_stmt(s):
             kw = {k: ev.eval_static(v, env) for k, v in s.expr.kwargs}
             for k in kw:
                 if k not in ("block", "cluster", "grid"):
@@ -264,6 +315,43 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
                           f"{MAX_CLUSTER_SIZE}", loc)
     return KernelInfo(kernel.name, tuple(params.items()), block, cluster,  # type: ignore
                       _grid_clusters(grid, cluster, loc))
+
+
+def _is_launch_call(e: Any) -> bool:
+    return isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.id == "launch"
+
+
+def _is_launch_stmt(s: Any) -> bool:
+    return isinstance(s, ir.ExprStmt) and _is_launch_call(s.expr)
+
+
+def _check_launch_calls(kernel: ir.Kernel) -> None:
+    """``launch(...)`` is one statement at the top level of the body: a second one, or
+    one inside a role, a branch, a loop or an expression, is an error (it would
+    otherwise be ignored)."""
+    from .lang.parser import _ir_children
+
+    first: Optional[ir.ExprStmt] = None
+    top = {id(s) for s in kernel.body if _is_launch_stmt(s)}
+    stack: list[Any] = list(reversed(kernel.body))
+    calls: list[Any] = []
+    while stack:
+        node = stack.pop()
+        if _is_launch_stmt(node) and id(node) in top:
+            if first is not None:
+                raise ConfigError(f"launch(...) is called a second time (first at line "
+                                  f"{first.loc.line}); a kernel is launched once", node.loc)
+            first = node
+            stack.extend(node.expr.args)
+            stack.extend(v for _k, v in node.expr.kwargs)
+            continue
+        if _is_launch_call(node):
+            calls.append(node)
+        stack.extend(_ir_children(node))
+    if calls:
+        c = min(calls, key=lambda c: (c.loc.line, c.loc.column))
+        raise ConfigError("launch(...) must be a statement at the top level of the kernel "
+                          "body, not inside a role, a block or an expression", c.loc)
 
 
 def _grid_clusters(grid: Any, cluster: tuple, loc: Any) -> Optional[int]:
@@ -346,7 +434,8 @@ class _Evaluator:
             try:
                 return obj[idx]
             except (TypeError, IndexError, KeyError) as ex:
-                raise ConfigError(f"cannot index {obj!r} with {idx!r}: {ex}", e.loc) from None
+                raise ConfigError(f"cannot index {describe(obj)} with {describe(idx)}: {ex}",
+                                  e.loc) from None
         if isinstance(e, ir.BinOp):
             return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.loc)
         if isinstance(e, ir.UnaryOp):
@@ -359,11 +448,14 @@ class _Evaluator:
                 self._unsupported(f"unary {e.op} of a run-time value", e.loc)
             if e.op == "not":
                 return not v
-            if e.op == "-":
-                return -v
-            if e.op == "+":
-                return +v
-            return ~v
+            try:
+                if e.op == "-":
+                    return _check_int(-v, e.loc)
+                if e.op == "+":
+                    return +v
+                return ~v
+            except TypeError:
+                raise ConfigError(f"cannot apply unary {e.op} to {describe(v)}", e.loc) from None
         if isinstance(e, ir.Compare):
             return self.compare(e.op, self.eval(e.left, env), self.eval(e.right, env), e.loc)
         if isinstance(e, ir.BoolOp):
@@ -401,36 +493,64 @@ class _Evaluator:
                 return DynExpr("add" if op == "+" else "sub", (wrap(a), wrap(b)))
             self._unsupported(f"operator {op} on a run-time value", loc)
         try:
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            if op == "//":
-                return a // b
-            if op == "/":
-                if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-                    return a // b
-                raise ConfigError("'/' must divide exactly; use '//'", loc)
-            if op == "%":
-                return a % b
-            if op == "**":
-                return a ** b
-            if op == "<<":
-                return a << b
-            if op == ">>":
-                return a >> b
-            if op == "&":
-                return a & b
-            if op == "|":
-                return a | b
-            if op == "^":
-                return a ^ b
+            return _check_int(self._binop(op, a, b, loc), loc)
         except ZeroDivisionError:
             raise ConfigError("division by zero", loc) from None
         except TypeError:
-            raise ConfigError(f"cannot apply {op} to {a!r} and {b!r}", loc) from None
+            raise ConfigError(f"cannot apply {op} to {describe(a)} and {describe(b)}",
+                              loc) from None
+        except ValueError as ex:  # a negative shift count
+            raise ConfigError(f"{describe(a)} {op} {describe(b)}: {ex}", loc) from None
+
+    def _binop(self, op: str, a: Any, b: Any, loc: ir.Loc) -> Any:
+        """``a op b`` on compile-time values, refusing results too large to compute
+        (``MAX_INT_BITS``, ``MAX_TUPLE_LEN``) before computing them."""
+        ints = all(isinstance(x, int) for x in (a, b))
+        if op == "**" and ints:
+            if b < 0:
+                raise ConfigError(f"{describe(a)} ** {describe(b)}: a negative exponent "
+                                  "gives a fraction; values are integers", loc)
+            if abs(a) > 1 and (abs(a).bit_length() - 1) * b > MAX_INT_BITS:
+                raise ConfigError(f"{describe(a)} ** {describe(b)} does not fit in "
+                                  f"{MAX_INT_BITS} bits", loc)
+        if op == "<<" and ints and a and b > MAX_INT_BITS:
+            raise ConfigError(f"{describe(a)} << {describe(b)} does not fit in "
+                              f"{MAX_INT_BITS} bits", loc)
+        if op == "*" and not ints:
+            seq, n = (a, b) if isinstance(b, int) else (b, a)
+            if not isinstance(n, int) or isinstance(n, bool) \
+                    or not isinstance(seq, (tuple, str)) \
+                    or max(n, 0) * len(seq) > MAX_TUPLE_LEN:
+                raise ConfigError(f"cannot apply * to {describe(a)} and {describe(b)}", loc)
+        if op == "+" and isinstance(a, (tuple, str)) and isinstance(b, (tuple, str)) \
+                and len(a) + len(b) > MAX_TUPLE_LEN:
+            raise ConfigError(f"a tuple of more than {MAX_TUPLE_LEN} elements", loc)
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "//":
+            return a // b
+        if op == "/":
+            if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+                return a // b
+            raise ConfigError("'/' must divide exactly; use '//'", loc)
+        if op == "%":
+            return a % b
+        if op == "**":
+            return a ** b
+        if op == "<<":
+            return a << b
+        if op == ">>":
+            return a >> b
+        if op == "&":
+            return a & b
+        if op == "|":
+            return a | b
+        if op == "^":
+            return a ^ b
         raise ConfigError(f"unknown operator {op}", loc)
 
     def compare(self, op: str, a: Any, b: Any, loc: ir.Loc) -> Any:
@@ -462,7 +582,7 @@ class _Evaluator:
             if op == "not in":
                 return a not in b
         except TypeError:
-            raise ConfigError(f"cannot compare {a!r} {op} {b!r}", loc) from None
+            raise ConfigError(f"cannot compare {describe(a)} {op} {describe(b)}", loc) from None
         raise ConfigError(f"unknown comparison {op}", loc)
 
     def attr(self, obj: Any, name: str, e: Any) -> Any:
@@ -477,6 +597,9 @@ class _Evaluator:
             except KeyError:
                 raise ConfigError(f"{obj.name} has no member {name!r}", loc) from None
         if isinstance(obj, PipelineClassRef):
+            if name == "create" and not hasattr(obj.cls, "create"):
+                raise ConfigError(f"{obj.name} has no create(); construct it directly: "
+                                  f"{obj.name}(...)", loc)
             if name == "create":
                 return ("create", obj)
             raise ConfigError(f"{obj.name}.{name} is not supported; use {obj.name}.create(...)",
@@ -503,13 +626,14 @@ class _Evaluator:
                 return ("method", obj, name)
             with self.agent.at(loc, name):
                 return obj.attribute(self.agent, name)
-        raise ConfigError(f"{type(obj).__name__} value has no attribute {name!r}", loc)
+        raise ConfigError(f"{describe(obj)} has no attribute {name!r}", loc)
 
     def call(self, e: ir.Call, env: dict) -> Any:
         if self.agent is None:
             f = self.eval(e.func, env)
             if isinstance(f, Builtin) and f.name in ("make_layout", "tiled_divide", "size", "min",
-                                                     "max", "abs", "int", "bool", "len"):
+                                                     "max", "abs", "int", "bool", "len",
+                                                     "range"):
                 args = tuple(self.eval(a, env) for a in e.args)
                 kw = {k: self.eval(v, env) for k, v in e.kwargs}
                 return f.fn(_StaticCx(e.loc), args, kw)
@@ -654,11 +778,16 @@ class _Agent:
     def need_int(self, kw: dict, key: str, minimum: Optional[int] = None) -> int:
         v = self.ev.static(self.need(kw, key), self.loc)
         if isinstance(v, DynExpr) or not isinstance(v, int) or isinstance(v, bool):
-            self.error(f"{key} must be a static int, got {v!r}")
+            self.error(f"{key} must be a static int, got {describe(v)}")
         if minimum is not None and v < minimum:
             if key == "num_stages":
                 self.error(f"num_stages={v}: a pipeline needs at least one stage")
             self.error(f"{key}={v} must be at least {minimum}")
+        if key == "num_stages" and v > MAX_STAGES:
+            self.error(f"num_stages={describe(v)}: pipeproof checks at most {MAX_STAGES} "
+                       "stages (the engines' limit; a kernel's shared memory holds far "
+                       "fewer)", hint="check the kernel with the stage count it is "
+                                      "launched with (CUTLASS kernels use 2 to 16)")
         return v
 
     def as_int(self, v: Any, what: str) -> int:
@@ -666,7 +795,7 @@ class _Agent:
         if isinstance(v, bool) or not isinstance(v, int):
             if isinstance(v, DynExpr):
                 self.unsupported(f"{what} that depends on run-time data")
-            self.error(f"{what} must be an int, got {v!r}")
+            self.error(f"{what} must be an int, got {describe(v)}")
         return v
 
     def optional_rank(self, kw: dict, key: str) -> Optional[int]:
@@ -932,10 +1061,13 @@ class _Compiler:
                     warps = _as_tuple(ev.eval_static(s.warps, env))
                 except (ConfigError, Unsupported):
                     continue
+                if not warps:
+                    raise ConfigError(f"role {s.name!r} names no warps", s.loc)
                 for w in warps:
-                    if not isinstance(w, int) or not 0 <= w < self.info.num_warps:
+                    if isinstance(w, bool) or not isinstance(w, int) \
+                            or not 0 <= w < self.info.num_warps:
                         raise ConfigError(
-                            f"role {s.name!r} names warp {w}, but the block has "
+                            f"role {s.name!r} names warp {describe(w)}, but the block has "
                             f"{self.info.num_warps} warps (block={self.info.block_threads})",
                             s.loc)
                 if s.ctas is not None:
@@ -943,10 +1075,13 @@ class _Compiler:
                         ctas = _as_tuple(ev.eval_static(s.ctas, env))
                     except (ConfigError, Unsupported):
                         continue
+                    if not ctas:
+                        raise ConfigError(f"role {s.name!r} names no CTAs", s.loc)
                     for c in ctas:
-                        if not isinstance(c, int) or not 0 <= c < self.info.cluster_size:
+                        if isinstance(c, bool) or not isinstance(c, int) \
+                                or not 0 <= c < self.info.cluster_size:
                             raise ConfigError(
-                                f"role {s.name!r} names CTA {c}, but the cluster has "
+                                f"role {s.name!r} names CTA {describe(c)}, but the cluster has "
                                 f"{self.info.cluster_size} CTAs", s.loc)
 
     def points(self, env: dict) -> frozenset:
@@ -1138,6 +1273,10 @@ class _Compiler:
                 a.targets.add(len(a.code))
                 cnt = a.visits.get(node, 0) + 1
                 a.visits[node] = cnt
+                if len(a.code) > MAX_SPECIALISATIONS and cnt <= 2:
+                    raise Unsupported(
+                        f"unsupported: warp {a.warp} of CTA {a.cta} compiles to more than "
+                        f"{MAX_SPECIALISATIONS:,} instructions", n.loc)
                 if cnt > MAX_SPECIALISATIONS // 10 or len(a.code) > MAX_SPECIALISATIONS:
                     raise Unsupported(
                         "unsupported: this loop does not reach a repeating state within "
@@ -1187,6 +1326,9 @@ class _Compiler:
                 if not done:
                     return
                 warps, ctas = where
+                if not warps or ctas == ():
+                    raise ConfigError(f"role {r.name!r} names no "
+                                      f"{'warps' if not warps else 'CTAs'}", r.loc)
                 if a.warp in warps and (ctas is None or a.cta in ctas):
                     env = dict(env)
                     env[_ROLE] = r.name
@@ -1225,8 +1367,28 @@ class _Compiler:
             if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)):
                 raise Unsupported("unsupported: a for loop whose bound depends on "
                                   "run-time data", f.loc)
-            if not isinstance(step, int) or step == 0:
-                raise ConfigError("range() step must be a non-zero int", f.loc)
+            if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                raise ConfigError(f"range() step must be a non-zero int, not "
+                                  f"{describe(step)}", f.loc)
+            cur = env[f.var]
+            for what, v in (("start", cur), ("stop", stop)):
+                if isinstance(v, bool) or not isinstance(v, (int, DynExpr)):
+                    raise ConfigError(f"range() {what} must be an int, not {describe(v)}",
+                                      f.loc)
+            # the loop is unrolled: refuse trip counts beyond what the engines handle
+            # before unrolling them (spec/language.md "Limits")
+            if not isinstance(cur, DynExpr):
+                stops = (self._values(stop, env) if isinstance(stop, DynExpr)
+                         and not dyn_locals(stop) else {stop})
+                left = max((len(range(cur, x, step)) for x in stops
+                            if isinstance(x, int)), default=0)
+                if left > MAX_TRIP_COUNT:
+                    raise ConfigError(
+                        f"this loop runs {left:,} more times; pipeproof unrolls loops and "
+                        f"checks at most {MAX_TRIP_COUNT:,} iterations of one loop",
+                        f.loc, hint="check the kernel with a smaller trip count (e.g. "
+                                    "--param k_tiles=8): a pipeline's iterations repeat "
+                                    "with period 2 * num_stages")
             # a symbolic trip count gives a parameter split per iteration
             cond = a.ev.compare("<" if step > 0 else ">", env[f.var], stop, f.loc)
         else:
