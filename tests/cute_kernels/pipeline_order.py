@@ -62,6 +62,11 @@ def pipeline_order_kernel(iterations: cutlass.Constexpr, bug: cutlass.Constexpr)
     storage = smem.allocate(_storage())
     sbuf = storage.buf.get_tensor(cute.make_layout(GROUP))
 
+    # the buffer is initialised before create()'s CTA-wide sync publishes it (else the
+    # first critical section reads uninitialised shared memory: read-before-full)
+    if tidx < GROUP:
+        sbuf[tidx] = cutlass.Float32(0.0)
+
     arrivals = GROUP
     if cutlass.const_expr(bug == 1):
         arrivals = 32
