@@ -228,6 +228,12 @@ def b_tiled_divide(cx: Any, args: tuple, kw: dict) -> Layout:
         cx.error(f"tiled_divide: {e}")
 
 
+def _show(v: Any) -> str:
+    from .compile import describe
+
+    return describe(v)
+
+
 def b_size(cx: Any, args: tuple, kw: dict) -> int:
     """``cute.size(x, mode=[...])``: the size of a layout or shape, or of the given modes."""
     (x, mode) = _args(cx, args, kw, ("a", "mode"), "size", 1)
@@ -241,6 +247,8 @@ def b_size(cx: Any, args: tuple, kw: dict) -> int:
             if not isinstance(m, int) or not 0 <= m < len(shape):
                 cx.error(f"size(): mode {m!r} outside the {len(shape)} modes of {shape}")
             for e in _flatten(shape[m]):
+                if isinstance(e, bool) or not isinstance(e, int):
+                    cx.error(f"size(): the shape {_show(shape)} holds {_show(e)}, not an int")
                 n *= e
         return n
     if isinstance(x, Layout):
@@ -248,11 +256,13 @@ def b_size(cx: Any, args: tuple, kw: dict) -> int:
     if isinstance(x, (tuple, list)):
         n = 1
         for e in _flatten(x):
+            if isinstance(e, bool) or not isinstance(e, int):
+                cx.error(f"size(): the shape {_show(x)} holds {_show(e)}, not an int")
             n *= e
         return n
-    if isinstance(x, int):
+    if isinstance(x, int) and not isinstance(x, bool):
         return x
-    cx.error(f"size() of {x!r}")
+    cx.error(f"size() of {_show(x)}: expected a layout, a shape or an int")
 
 
 def b_image_mask(cx: Any, args: tuple, kw: dict) -> int:
@@ -405,6 +415,7 @@ def b_pipeline_init_arrive(cx: Any, args: tuple, kw: dict) -> None:
     """``pipeline_init_arrive``: the fence, then a cluster arrive only for clusters > 1."""
     shape, relaxed = _args(cx, args, kw, ("cluster_shape_mn", "is_relaxed"),
                            "pipeline_init_arrive")
+    _shape_ints(cx, shape, "pipeline_init_arrive")
     b_mbarrier_init_fence(cx, (), {})
     if shape is not None and b_size(cx, (shape,), {}) > 1:
         _check_cluster_shape(cx, shape, "pipeline_init_arrive")
@@ -414,11 +425,22 @@ def b_pipeline_init_arrive(cx: Any, args: tuple, kw: dict) -> None:
 def b_pipeline_init_wait(cx: Any, args: tuple, kw: dict) -> None:
     """``pipeline_init_wait``: ``sync_threads`` without a cluster, else ``cluster_wait``."""
     (shape,) = _args(cx, args, kw, ("cluster_shape_mn",), "pipeline_init_wait")
+    _shape_ints(cx, shape, "pipeline_init_wait")
     if shape is None or b_size(cx, (shape,), {}) == 1:
         b_sync_threads(cx, (), {})
     else:
         _check_cluster_shape(cx, shape, "pipeline_init_wait")
         b_cluster_wait(cx, (), {})
+
+
+def _shape_ints(cx: Any, shape: Any, what: str) -> None:
+    """``cluster_shape_mn``: an int or a tuple of ints (None: absent)."""
+    if shape is None:
+        return
+    for e in _flatten(shape):
+        if isinstance(e, bool) or not isinstance(e, int) or e < 1:
+            cx.error(f"{what}: cluster_shape_mn {_show(shape)} must hold positive ints, "
+                     f"not {_show(e)}")
 
 
 def _check_cluster_shape(cx: Any, shape: Any, what: str) -> None:

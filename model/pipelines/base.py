@@ -28,9 +28,10 @@ from typing import Any, Optional
 from ..groups import WARP_SIZE, CooperativeGroup, arrive_count
 from ..pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_acquire,
                               fill_tag_for_wait, make_pipeline_state)
-from ..program import (Arrival, Arrive, BarRef, BufRef, CpAsyncArrive, GhostEffect,
+from ..program import (Arrival, Arrive, BarRef, BufRef, CpAsyncArrive, DynExpr, GhostEffect,
                        UmmaCommit, Wait, TryWait, dyn_local)
 from ..properties import Prop
+from .dispatch import check_arguments
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class PipelineBase:
             cx.error(f"{self.decl.cls} has no method {name}()")
         while args and args[-1] is None:
             args = args[:-1]
+        check_arguments(cx, self.decl.cls, name, fn, args, kwargs)
         hook = getattr(cx, "pipeline_call", None)
         if hook is not None:  # the compiler's role bookkeeping (model/roles.py)
             hook(self, name, args)
@@ -313,6 +315,11 @@ def wait_unless(cx: Any, token: Any, bar: BarRef, state: PipelineStateVal, label
         if post:
             cx.emit(Nop(loc=cx.loc, label=label + " (wait skipped: token is True)", post=post))
         return
+    if not isinstance(token, DynExpr):
+        from ..compile import describe
+
+        cx.error(f"{label}: the token must be the result of a try_wait / try_acquire on "
+                 f"this pipeline, or True, False or None; got {describe(token)}")
     cx.branch_unless(token, lambda: emit_wait(cx, bar, state, label))
     if post:
         cx.emit(Nop(loc=cx.loc, label=label + " (data owned)", post=post))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import NamedBarrierOp, NamedWait
+from .dispatch import call_method
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class NamedBarrier:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
             cx.error(f"NamedBarrier has no method {name}()")
-        return fn(cx, *args, **kwargs)
+        return call_method(cx, "NamedBarrier", name, fn, args, kwargs)
 
     def attribute(self, cx: Any, name: str) -> Any:
         if name in ("barrier_id", "num_threads"):

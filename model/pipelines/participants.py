@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..pipeline_state import PipelineStateVal
+from .dispatch import call_method
 
 
 class _Dispatch:
@@ -25,7 +26,7 @@ class _Dispatch:
             cx.error(f"{type(self).__name__} has no method {name}()")
         while args and args[-1] is None:
             args = args[:-1]
-        return fn(cx, *args, **kwargs)
+        return call_method(cx, type(self).__name__, name, fn, args, kwargs)
 
 
 @dataclass(frozen=True)

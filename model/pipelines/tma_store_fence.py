@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import BulkCommit, BulkWaitRead
+from .dispatch import call_method
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class TmaStoreFence:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
             cx.error(f"TmaStoreFence has no method {name}()")
-        return fn(cx, *args, **kwargs)
+        return call_method(cx, "TmaStoreFence", name, fn, args, kwargs)
 
     def attribute(self, cx: Any, name: str) -> Any:
         cx.error(f"TmaStoreFence has no attribute {name!r}")
