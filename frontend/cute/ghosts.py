@@ -165,7 +165,8 @@ class Ghosts:
     # ------------------------------------------------------------------ effects
     def _attach_post(self, effects: Iterable[GhostEffect], op: Any) -> None:
         """Effects at the start of the current window: ``post`` of the warp's previous
-        synchronisation instruction, else a step of their own."""
+        synchronisation instruction (whose label then names the access and its line,
+        so a counterexample points at the load or store), else a step of their own."""
         effects = tuple(effects)
         if not effects:
             return
@@ -173,7 +174,11 @@ class Ghosts:
         last = code[-1] if code else None
         if isinstance(last, Instr) and last.is_sync and type(last).__name__ != "Exit" \
                 and type(last).__name__ != "Nop":
-            code[-1] = replace(last, post=last.post + effects)
+            what = _describe(effects)
+            loc = self.lf.loc(op)
+            at = f" (line {loc.line})" if loc.line else ""
+            code[-1] = replace(last, post=last.post + effects,
+                               label=f"{last.label}; then {what}{at}" if what else last.label)
         elif isinstance(last, Nop):
             code[-1] = replace(last, pre=last.pre + effects)
         else:
@@ -245,3 +250,13 @@ class Ghosts:
                 w.written.discard(b)
                 out.append(GhostEffect("write_end", b, ANY_FILL))
         return tuple(out)
+
+
+def _describe(effects: tuple[GhostEffect, ...]) -> str:
+    verbs = {"read": "reads", "write_begin": "writes"}
+    parts = []
+    for e in effects:
+        v = verbs.get(e.kind)
+        if v:
+            parts.append(f"{v} {e.buf.buffer}[{e.buf.stage}]")
+    return ", ".join(dict.fromkeys(parts))
