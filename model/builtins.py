@@ -119,12 +119,12 @@ def _state_arg(cx: Any, pipe: Any, x: Any, what: str) -> PipelineStateVal:
         if not 0 <= x < pipe.decl.stages:
             cx.error(f"{what}: stage index {x} outside [0, {pipe.decl.stages})")
         return state_from_index_phase(pipe.decl.stages, x, 0)
-    cx.error(f"{what} expects a pipeline state, handle or stage index, got {x!r}")
+    cx.error(f"{what} expects a pipeline state, handle or stage index, got {_show(x)}")
 
 
 def _pipe_arg(cx: Any, x: Any, what: str) -> PipelineBase:
     if not isinstance(x, PipelineBase):
-        cx.error(f"{what} expects a pipeline as its first argument, got {x!r}")
+        cx.error(f"{what} expects a pipeline as its first argument, got {_show(x)}")
     return x
 
 
@@ -132,7 +132,7 @@ def _mask_arg(cx: Any, mask: Any, what: str) -> Optional[int]:
     if mask is None:
         return None
     if not isinstance(mask, int) or isinstance(mask, bool):
-        cx.error(f"{what}: the multicast mask must be a static int, got {mask!r}")
+        cx.error(f"{what}: the multicast mask must be a static int, got {_show(mask)}")
     if mask <= 0:
         cx.error(f"{what}: an empty multicast mask (0) sends the copy nowhere")
     if mask >> cx.kernel.cluster_size:
@@ -158,7 +158,7 @@ def b_cooperative_group(cx: Any, args: tuple, kw: dict) -> CooperativeGroup:
 def b_make_pipeline_state(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
     utype, stages = _args(cx, args, kw, ("type", "stages"), "make_pipeline_state", 2)
     if not isinstance(stages, int) or stages < 1:
-        cx.error(f"make_pipeline_state: stages must be a static int >= 1, got {stages!r}")
+        cx.error(f"make_pipeline_state: stages must be a static int >= 1, got {_show(stages)}")
     try:
         st = make_pipeline_state(utype, stages, cx.track_count)
     except ValueError as e:
@@ -240,12 +240,12 @@ def b_size(cx: Any, args: tuple, kw: dict) -> int:
     if mode is not None:
         shape = x.shape if isinstance(x, Layout) else x
         if not isinstance(shape, (tuple, list)):
-            cx.error(f"size(..., mode={mode!r}) needs a layout or a shape")
+            cx.error(f"size(..., mode={_show(mode)}) needs a layout or a shape")
         modes = mode if isinstance(mode, (tuple, list)) else (mode,)
         n = 1
         for m in modes:
             if not isinstance(m, int) or not 0 <= m < len(shape):
-                cx.error(f"size(): mode {m!r} outside the {len(shape)} modes of {shape}")
+                cx.error(f"size(): mode {_show(m)} outside the {len(shape)} modes of {shape}")
             for e in _flatten(shape[m]):
                 if isinstance(e, bool) or not isinstance(e, int):
                     cx.error(f"size(): the shape {_show(shape)} holds {_show(e)}, not an int")
@@ -284,14 +284,14 @@ def _image_mask(cx: Any, layout: Any, coord: Any, mode: Any, what: str) -> int:
     if len(coord) != len(layout.shape) or not all(isinstance(c, int) for c in coord):
         cx.error(f"{what}: coordinate {coord} does not match layout shape {layout.shape}")
     if not isinstance(mode, int) or not 0 <= mode < len(layout.shape):
-        cx.error(f"{what}: mode {mode!r} outside the layout's {len(layout.shape)} modes")
+        cx.error(f"{what}: mode {_show(mode)} outside the layout's {len(layout.shape)} modes")
     return layout.image_mask(coord, mode)
 
 
 def b_get_coord(cx: Any, layout: Layout, args: tuple, kw: dict) -> tuple:
     (rank,) = _args(cx, args, kw, ("rank",), "get_flat_coord", 1)
     if not isinstance(rank, int) or not 0 <= rank < layout.size:
-        cx.error(f"rank {rank!r} outside a layout of {layout.size} CTAs")
+        cx.error(f"rank {_show(rank)} outside a layout of {layout.size} CTAs")
     return layout.coord(rank)
 
 
@@ -473,7 +473,7 @@ def b_fence_proxy_async(cx: Any, args: tuple, kw: dict) -> None:
 def _bar_arg(cx: Any, ptr: Any, what: str) -> BarRef:
     if not isinstance(ptr, BarrierPtr):
         cx.error(f"{what} expects an mbarrier pointer (producer_get_barrier(state), "
-                 f"handle.barrier, ...), got {ptr!r}")
+                 f"handle.barrier, ...), got {_show(ptr)}")
     return ptr.bar
 
 
@@ -494,7 +494,7 @@ def _scope_arg(cx: Any, scope: Any, what: str) -> str:
     if scope is None:
         return "cta"
     if scope not in ("cta", "cluster"):
-        cx.error(f"{what}: scope must be \"cta\" or \"cluster\", not {scope!r}")
+        cx.error(f"{what}: scope must be \"cta\" or \"cluster\", not {_show(scope)}")
     return scope
 
 

@@ -362,7 +362,7 @@ def _grid_clusters(grid: Any, cluster: tuple, loc: Any) -> Optional[int]:
     if isinstance(grid, int):
         grid = (grid,)
     if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise ConfigError(f"launch(grid={grid!r}): expected up to three positive ints (CTAs "
+        raise ConfigError(f"launch(grid={describe(grid)}): expected up to three positive ints (CTAs "
                           "per dimension) or None", loc)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid):
@@ -1407,7 +1407,7 @@ class _Compiler:
                 self.current_target = None
             if s.unpack:
                 if not isinstance(v, tuple) or len(v) != len(s.targets):
-                    raise ConfigError(f"cannot unpack {v!r} into {len(s.targets)} names", s.loc)
+                    raise ConfigError(f"cannot unpack {describe(v)} into {len(s.targets)} names", s.loc)
                 for t, x in zip(s.targets, v):
                     if t != "_":
                         env[t] = x

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 WARP_SIZE = 32
 
 
+def _show(v: object) -> str:
+    """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
+    from .compile import describe
+
+    return describe(v)
+
+
 class Agent:
     Thread = "Thread"
     Warp = "Warp"
@@ -31,9 +38,9 @@ class CooperativeGroup:
 
     def __post_init__(self) -> None:
         if self.agent not in Agent.ALL:
-            raise ValueError(f"unknown Agent {self.agent!r}")
+            raise ValueError(f"unknown Agent {_show(self.agent)}")
         if not isinstance(self.size, int) or self.size <= 0:
-            raise ValueError(f"CooperativeGroup size must be a positive int, got {self.size!r}")
+            raise ValueError(f"CooperativeGroup size must be a positive int, got {_show(self.size)}")
 
     def __str__(self) -> str:
         return f"CooperativeGroup(Agent.{self.agent}, {self.size})"

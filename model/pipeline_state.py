@@ -21,6 +21,13 @@ from typing import Optional
 from .mbarrier import PHASE_MOD
 
 
+def _show(v: object) -> str:
+    """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
+    from .compile import describe
+
+    return describe(v)
+
+
 class PipelineUserType:
     """``PipelineUserType`` of ``cutlass.pipeline``."""
 
@@ -95,7 +102,7 @@ def make_pipeline_state(user_type: str, stages: int, track_count: bool = True,
     elif user_type == PipelineUserType.Consumer:
         ghost = 0
     else:
-        raise ValueError(f"unknown PipelineUserType {user_type!r}")
+        raise ValueError(f"unknown PipelineUserType {_show(user_type)}")
     return PipelineStateVal(stages, 0, ghost, 0 if track_count else None, True, simple,
                             user_type)
 

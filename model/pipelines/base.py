@@ -34,6 +34,13 @@ from ..properties import Prop
 from .dispatch import check_arguments
 
 
+def _show(v: object) -> str:
+    """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
+    from ..compile import describe
+
+    return describe(v)
+
+
 @dataclass(frozen=True)
 class ArrayDecl:
     """An mbarrier array of ``stages`` barriers, initialised with ``count`` in every CTA."""
@@ -246,7 +253,7 @@ def emit_cp_async_arrive(cx: Any, bar: BarRef, label: str, noinc: bool = True) -
 
 def group_count(cx: Any, group: Any, what: str) -> int:
     if not isinstance(group, CooperativeGroup):
-        cx.error(f"{what} must be a CooperativeGroup(Agent..., size), got {group!r}")
+        cx.error(f"{what} must be a CooperativeGroup(Agent..., size), got {_show(group)}")
     n = arrive_count(group, cx.kernel.block_threads, cx.kernel.cluster_size)
     threads = cx.kernel.block_threads * cx.kernel.cluster_size
     if n > threads:
@@ -261,7 +268,7 @@ def group_count(cx: Any, group: Any, what: str) -> int:
 def user_state_type(value: Any) -> str:
     if value not in (PipelineUserType.Producer, PipelineUserType.Consumer,
                      PipelineUserType.ProducerConsumer):
-        raise ValueError(f"expected PipelineUserType.Producer/Consumer, got {value!r}")
+        raise ValueError(f"expected PipelineUserType.Producer/Consumer, got {_show(value)}")
     return value
 
 

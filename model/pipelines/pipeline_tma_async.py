@@ -28,13 +28,20 @@ from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive
 from .pipeline_async import PipelineAsync
 
 
+def _show(v: object) -> str:
+    """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
+    from ..compile import describe
+
+    return describe(v)
+
+
 def vmnk_of(cx: Any, kw: dict, key: str = "cta_layout_vmnk") -> ClusterVMNK:
     """The pipeline's ``cta_layout_vmnk``: checked against the launch's cluster."""
     lay = kw.pop(key, None)
     if lay is None:
         lay = Layout((1, 1, 1, 1))
     if not isinstance(lay, Layout):
-        cx.error(f"{key} must be a layout (make_layout(...) or tiled_divide(...)), got {lay!r}")
+        cx.error(f"{key} must be a layout (make_layout(...) or tiled_divide(...)), got {_show(lay)}")
     try:
         vmnk = ClusterVMNK.of(lay)
     except ValueError as e:
@@ -51,7 +58,7 @@ def mcast_mode_of(cx: Any, kw: dict) -> tuple[int, int]:
     mode = kw.pop("mcast_mode_mn", (1, 1))
     if (not isinstance(mode, tuple) or len(mode) != 2
             or any(m not in (0, 1, True, False) for m in mode)):
-        cx.error(f"mcast_mode_mn must be a pair of 0/1, got {mode!r}")
+        cx.error(f"mcast_mode_mn must be a pair of 0/1, got {_show(mode)}")
     mode = (int(mode[0]), int(mode[1]))
     if mode == (0, 0):
         cx.error("mcast_mode_mn (0, 0) is not allowed (CUTLASS asserts it)")
@@ -63,7 +70,7 @@ def tx_count_of(cx: Any, kw: dict, key: str = "tx_count", default: Optional[int]
     if tx is None:
         cx.error(f"missing argument {key}=")
     if not isinstance(tx, int) or isinstance(tx, bool):
-        cx.error(f"{key} must be an int number of bytes, got {tx!r}")
+        cx.error(f"{key} must be an int number of bytes, got {_show(tx)}")
     if tx < 0 or tx > MAXC:
         cx.error(f"{key}={tx} is outside [0, 2^20-1]: an mbarrier tx-count cannot hold it")
     return tx

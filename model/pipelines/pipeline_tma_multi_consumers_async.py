@@ -26,6 +26,13 @@ from .pipeline_tma_umma import _umma_side
 from .registry import register
 
 
+def _show(v: object) -> str:
+    """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
+    from ..compile import describe
+
+    return describe(v)
+
+
 @register
 @dataclass(frozen=True)
 class PipelineTmaMultiConsumersAsync(PipelineAsync):
@@ -126,7 +133,7 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
             return
         if op_type != "AsyncThread":
             cx.error(f"consumer_release op_type must be PipelineOp.TCGen05Mma or "
-                     f"PipelineOp.AsyncThread, got {op_type!r}")
+                     f"PipelineOp.AsyncThread, got {_show(op_type)}")
         arrivals = []
         for lane in cx.lanes:
             if self.per_lane:
