@@ -192,8 +192,8 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     is not a pipeproof query: 2; undecided or a changed source: 3 (proofs/recheck.py)."""
     from .proofs.recheck import recheck
 
-    if not args.timeout > 0:
-        print(f"pipeproof: --timeout must be a positive number of seconds, not "
+    if not 0 < args.timeout < float("inf"):
+        print(f"pipeproof: --timeout must be a finite positive number of seconds, not "
               f"{args.timeout:g}", file=sys.stderr)
         return 2
     codes = []

@@ -9,12 +9,17 @@ violation and deadlock query up to the depth searched (``checker/bmc.py`` ``writ
 ``sat`` when a counterexample exists.
 
 ``stamp`` prepends who made the file: the pipeproof version, the kernel and its
-parameters, the source file with its SHA-256, the verdict and the answer the verdict
+parameters, the source file with its SHA-256, the verdict, the answer the verdict
 stands for (``; pipeproof-expect: unsat``; ``none`` where it claims nothing the query
 can show: a search out of time, a starvation lasso, which the unrolling's query does
-not contain).  ``recheck`` asks z3 again, independently of
-the search that wrote the file, and compares: the answer with the expected one, the
-source with its digest.  The file is SMT-LIB 2 as z3 prints it (``z3 FILE`` answers
+not contain), and the SHA-256 of the query itself (``; pipeproof-body: sha256=...``,
+the bytes after the stamp).  ``recheck`` first verifies what it is given -- every
+stamp field present, a known expected answer, the query's digest -- and refuses a file
+that fails (``BadProofFile``: "not a pipeproof proof file" or "modified after
+export", exit code 2), so that an appended ``(assert false)`` or a file cut short is
+never taken for a proof or for a refuted one.  Then it asks z3 again, independently
+of the search that wrote the file, and compares: the answer with the expected one,
+the source with its digest.  The file is SMT-LIB 2 as z3 prints it (``z3 FILE`` answers
 the same query; other solvers were not tried).
 
 What a re-check does *not* re-check: that the encoding is the model's transition
@@ -35,6 +40,19 @@ import z3
 
 #: header lines of a stamp: ``; pipeproof-KEY: VALUE``
 PREFIX = "; pipeproof-"
+#: the fields every stamp has, in order
+FIELDS = ("version", "kernel", "source", "verdict", "expect", "body")
+#: the answers a stamp may expect
+EXPECTS = ("sat", "unsat", "none")
+
+
+class BadProofFile(ValueError):
+    """A file ``recheck`` refuses: not a stamped pipeproof query, or one changed since
+    ``pipeproof check --smt2`` wrote it."""
+
+
+def body_digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def source_digest(path: str) -> Optional[str]:
@@ -51,14 +69,15 @@ def stamp(path: str, *, version: str, kernel: str, params: dict[str, Any], sourc
     """Prepend the provenance lines to the ``--smt2`` file at ``path``.  ``expect``: the
     answer the verdict stands for, as the engine that wrote the file says
     (``checker/bmc.py`` ``_smt2_expect``)."""
-    with open(path) as f:
+    with open(path, encoding="utf-8", newline="") as f:
         body = f.read()
     digest = source_digest(source) if source else None
     ps = ", ".join(f"{k}={v}" for k, v in params.items())
     lines = [f"version: {version}", f"kernel: {kernel}({ps})",
              f"source: {source}" + (f" sha256={digest}" if digest else ""),
-             f"verdict: {headline}", f"expect: {expect}"]
-    with open(path, "w") as f:
+             f"verdict: {headline}", f"expect: {expect}",
+             f"body: sha256={body_digest(body)}"]
+    with open(path, "w", encoding="utf-8", newline="") as f:
         f.write("".join(f"{PREFIX}{line}\n" for line in lines) + body)
 
 
@@ -110,35 +129,96 @@ class Recheck:
         return "\n".join(lines)
 
 
+def _read_text(path: str) -> str:
+    """The file's text; a FIFO or device is refused before it is opened (opening a FIFO
+    blocks), as is a file that is not UTF-8."""
+    import stat as _stat
+
+    st = os.stat(path)  # OSError: the caller reports it
+    if not _stat.S_ISREG(st.st_mode):
+        raise BadProofFile("not a pipeproof proof file: not a regular file")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadProofFile("not a pipeproof proof file: not UTF-8 text") from None
+
+
+def split_stamp(text: str) -> tuple[dict[str, str], str]:
+    """The stamp's fields (its leading ``; pipeproof-KEY: VALUE`` lines) and the body
+    after them."""
+    meta: dict[str, str] = {}
+    pos = 0
+    while text.startswith(PREFIX, pos):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end + 1
+        key, _, value = text[pos + len(PREFIX):end].partition(":")
+        meta[key.strip()] = value.strip()
+        pos = end
+    return meta, text[pos:]
+
+
 def read_header(path: str) -> tuple[dict[str, str], str]:
     """The stamp's fields and the header comment that says what the answer means."""
-    meta: dict[str, str] = {}
+    meta, body = split_stamp(_read_text(path))
     claim = ""
-    with open(path) as f:
-        for line in f:
-            if not line.startswith(";"):
-                break
-            if line.startswith(PREFIX):
-                key, _, value = line[len(PREFIX):].partition(":")
-                meta[key.strip()] = value.strip()
-            elif "unsat =" in line or "sat =" in line:
-                claim = line.lstrip("; ").strip()
+    for line in body.splitlines():
+        if not line.startswith(";"):
+            break
+        if "unsat =" in line or "sat =" in line:
+            claim = line.lstrip("; ").strip()
     return meta, claim
+
+
+def verify(text: str) -> tuple[dict[str, str], str]:
+    """The stamp's fields and the body of a stamped query, after checking that the
+    file is one pipeproof wrote and that it is unchanged; ``BadProofFile`` otherwise."""
+    meta, body = split_stamp(text)
+    if not meta:
+        raise BadProofFile("not a pipeproof proof file: no stamp (write one with "
+                           "pipeproof check --engine bmc --smt2 FILE)")
+    missing = [k for k in FIELDS if k not in meta]
+    if missing:
+        raise BadProofFile(f"not a pipeproof proof file: the stamp has no "
+                           f"{', '.join(missing)} field"
+                           + (" (made by an older pipeproof? export it again)"
+                              if missing == ["body"] else ""))
+    if meta["expect"] not in EXPECTS:
+        raise BadProofFile(f"not a pipeproof proof file: expect: {meta['expect'][:40]!r} "
+                           f"is not one of {', '.join(EXPECTS)}")
+    digest = meta["body"].partition("sha256=")[2]
+    if len(digest) != 64:
+        raise BadProofFile("not a pipeproof proof file: the body field has no SHA-256")
+    if body_digest(body) != digest:
+        raise BadProofFile("modified after export: the query's SHA-256 is not the stamped "
+                           "one (the file was edited, appended to or cut short)")
+    if "(check-sat)" not in body:
+        raise BadProofFile("not a pipeproof proof file: no (check-sat) in the query")
+    return meta, body
 
 
 def recheck(path: str, timeout: float = 600.0) -> Recheck:
     """Solve the query in ``path`` with z3 and compare with its stamp.  Raises
-    ``ValueError`` for a file that is not a pipeproof SMT-LIB query and ``OSError`` for
-    one that cannot be read."""
-    meta, claim = read_header(path)
-    if not meta and not claim:
-        raise ValueError("not an SMT-LIB file written by pipeproof check --smt2")
+    ``BadProofFile`` (a ``ValueError``) for a file that is not a stamped pipeproof query
+    or was changed after export, and ``OSError`` for one that cannot be read."""
+    if not (0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be a finite positive number of seconds, not "
+                         f"{timeout:g}")
+    meta, body = verify(_read_text(path))
+    claim = ""
+    for line in body.splitlines():
+        if not line.startswith(";"):
+            break
+        if "unsat =" in line or "sat =" in line:
+            claim = line.lstrip("; ").strip()
     s = z3.SolverFor("QF_BV")
     try:
-        s.from_file(path)
+        s.from_string(body)
     except z3.Z3Exception as e:
-        raise ValueError(f"not readable as SMT-LIB 2: {e}") from None
-    s.set("timeout", max(1, int(timeout * 1000)))
+        raise BadProofFile(f"not a pipeproof proof file: not readable as SMT-LIB 2: "
+                           f"{e}") from None
+    s.set("timeout", max(1, min(int(timeout * 1000), 2**32 - 1)))
     t0 = time.perf_counter()
     answer = str(s.check())
     seconds = time.perf_counter() - t0

@@ -7,13 +7,21 @@ import shutil
 from pathlib import Path
 
 from pipeproof.cli import main
-from pipeproof.proofs.recheck import read_header, recheck
+from pipeproof.proofs.recheck import body_digest, read_header, recheck, split_stamp
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _check(src: Path, out: Path, *extra: str) -> int:
     return main(["check", str(src), "--engine", "bmc", "--smt2", str(out), *extra])
+
+
+def _forge(good: Path, out: Path, body: str) -> None:
+    """``good``'s stamp over another query ``body``, its digest recomputed: what a forger
+    would write (recheck then judges the query on its own)."""
+    meta, _ = split_stamp(good.read_text())
+    meta["body"] = f"sha256={body_digest(body)}"
+    out.write_text("".join(f"; pipeproof-{k}: {v}\n" for k, v in meta.items()) + body)
 
 
 def test_a_certificate_rechecks_unsat(tmp_path: Path, capsys) -> None:
@@ -37,11 +45,11 @@ def test_a_counterexample_query_rechecks_sat(tmp_path: Path) -> None:
 
 
 def test_a_query_that_does_not_say_what_it_claims_is_caught(tmp_path: Path, capsys) -> None:
-    """The stamp says unsat; a file whose formula was emptied is sat: exit 1."""
+    """The stamp says unsat; a file whose formula was emptied (and its digest forged) is
+    sat: exit 1."""
     out = tmp_path / "cert.smt2"
     assert _check(EX / "textbook/pipeline_async.pipe", out) == 0
-    head = [ln for ln in out.read_text().splitlines(keepends=True) if ln.startswith(";")]
-    out.write_text("".join(head) + "(check-sat)\n")
+    _forge(out, out, "(check-sat)\n")
     capsys.readouterr()
     assert main(["recheck", str(out)]) == 1
     assert "CONTRADICTS the verdict" in capsys.readouterr().out
@@ -70,14 +78,13 @@ def test_bad_input_and_the_worst_code_first(tmp_path: Path, capsys) -> None:
     plain = tmp_path / "plain.smt2"
     plain.write_text("(check-sat)\n")
     assert main(["recheck", str(plain)]) == 2
-    assert "not an SMT-LIB file written by pipeproof" in capsys.readouterr().err
+    assert "not a pipeproof proof file" in capsys.readouterr().err
     assert main(["recheck", str(tmp_path / "missing.smt2")]) == 2
     assert main(["recheck", "--timeout", "0", str(plain)]) == 2
     good = tmp_path / "good.smt2"
     assert _check(EX / "textbook/pipeline_async.pipe", good) == 0
     broken = tmp_path / "broken.smt2"
-    head = [ln for ln in good.read_text().splitlines(keepends=True) if ln.startswith(";")]
-    broken.write_text("".join(head) + "(check-sat)\n")
+    _forge(good, broken, "(check-sat)\n")
     assert main(["recheck", str(good), str(plain), str(broken)]) == 1
 
 
