@@ -23,13 +23,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from .conform import assemble, have_ptxas
     from .emit import EmitOptions, emit_file
 
-    params = _parse_params(args.param or [])
-    for k, v in params.items():
-        if isinstance(v, range):
-            from ..model.errors import ConfigError
-
-            raise ConfigError(f"--param {k}={v.start}..{v.stop - 1}: PTX is emitted for one "
-                              f"value; pass --param {k}=VALUE")
+    params = _one_value_params(args.param, "PTX is emitted for one value")
+    if args.assemble and (not args.output or args.output == "-"):
+        # before emitting: the PTX is not dumped on stdout only to fail after it
+        print("pipeproof: --assemble needs -o FILE (ptxas reads the PTX from a file)",
+              file=sys.stderr)
+        return 2
     em = emit_file(args.file, params, EmitOptions(args.arch, trace=not args.no_trace,
                                                   jitter=not args.no_jitter))
     if args.output and args.output != "-":
@@ -46,9 +45,6 @@ def cmd_emit(args: argparse.Namespace) -> int:
         if not have_ptxas():
             print("ptxas not found: cannot assemble (install the CUDA toolkit)", file=sys.stderr)
             return 3
-        if not args.output or args.output == "-":
-            print("--assemble needs -o FILE", file=sys.stderr)
-            return 2
         ok, err = assemble(args.output, args.arch, args.output + ".cubin")
         print(("assembled " if ok else "ptxas failed: ") + (args.output + ".cubin" if ok else err),
               file=sys.stderr)
@@ -56,11 +52,49 @@ def cmd_emit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_conform(args: argparse.Namespace) -> int:
+def _one_value_params(items: Any, why: str) -> dict[str, Any]:
     from ..cli import _parse_params
+    from ..model.errors import ConfigError
+
+    params = _parse_params(items or [])
+    for k, v in params.items():
+        if isinstance(v, range):
+            raise ConfigError(f"--param {k}={v.start}..{v.stop - 1}: {why}; pass "
+                              f"--param {k}=VALUE")
+    return params
+
+
+def _check_conform_args(args: argparse.Namespace, params: dict[str, Any]) -> None:
+    """Everything ``conform`` can check without a GPU, checked before it looks for one:
+    the counts, the watchdog, the kernel, its parameters and the mutant."""
+    import math
+
+    from ..model.errors import ConfigError
+    from .conform import compiled_for
+
+    if args.runs < 1:
+        raise ConfigError(f"--runs must be at least 1, not {args.runs}")
+    if args.clusters < 1:
+        raise ConfigError(f"--clusters must be at least 1, not {args.clusters}")
+    if not (args.timeout_ms > 0 and math.isfinite(args.timeout_ms)):
+        raise ConfigError(f"--timeout-ms must be a finite positive number, not "
+                          f"{args.timeout_ms:g}")
+    from .mutants import OPERATORS
+
+    if args.mutant and args.mutant not in OPERATORS:
+        raise ConfigError(f"--mutant {args.mutant}: no such mutant (one of "
+                          f"{', '.join(sorted(OPERATORS))})")
+    try:
+        compiled_for(args.file, params, args.mutant or "")
+    except ValueError as e:  # a mutant that does not apply
+        raise ConfigError(str(e)) from None
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
     from .conform import NoGpu, conform_file, exit_code, render_report
 
-    params = _parse_params(args.param or [])
+    params = _one_value_params(args.param, "a GPU run is for one value")
+    _check_conform_args(args, params)
     try:
         rep = conform_file(args.file, params, args.runs, args.clusters, args.mutant or "",
                            timeout_ms=args.timeout_ms)

@@ -32,6 +32,9 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
         k = k.strip()
         if not k.isidentifier():
             raise ConfigError(f"--param {it!r}: {k!r} is not a parameter name")
+        if k in out:
+            raise ConfigError(f"--param {k} is given twice; give each parameter once "
+                              f"(a range: --param {k}=LO..HI)")
         v = v.strip()
         try:
             if ".." in v:
@@ -44,6 +47,10 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
                 out[k] = v == "True"
             else:
                 out[k] = int(v, 0)
+            for x in ((out[k].start, out[k].stop - 1) if isinstance(out[k], range)
+                      else (out[k],)):
+                if isinstance(x, int) and x.bit_length() > 64:
+                    raise ConfigError(f"--param {k}: {v[:30]}... does not fit in 64 bits")
         except ValueError:
             raise ConfigError(f"--param {it!r}: {v!r} is not an integer (or LO..HI range)") \
                 from None
@@ -96,18 +103,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     params = _parse_params(args.param or [])
     if args.jobs is not None and args.jobs < 1:
-        print(f"pipeproof: --jobs must be at least 1, not {args.jobs}", file=sys.stderr)
-        return 2
+        return _usage_error(args, f"--jobs must be at least 1, not {args.jobs}")
     if args.width is not None and args.width < 1:
-        print(f"pipeproof: --width must be at least 1, not {args.width}", file=sys.stderr)
-        return 2
+        return _usage_error(args, f"--width must be at least 1, not {args.width}")
     # output files are checked before the search, not after minutes of it
     for flag, path in (("--smt2", args.smt2), ("--perfetto", args.perfetto),
                        ("--html", args.html)):
         why = _unwritable(path)
         if why:
-            print(f"pipeproof: {flag} {path}: {why}", file=sys.stderr)
-            return 2
+            return _usage_error(args, f"{flag} {path}: {why}")
     show_progress = want_progress(args.progress, sys.stderr, args.quiet, args.json)
     progress = _progress_printer(sys.stderr) if show_progress else None
     cute = _is_cute_entry(args.file)
@@ -330,20 +334,58 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _print_json_error(args: argparse.Namespace, message: str, loc: Any) -> None:
+    """With ``--json``, bad input is still a JSON object on stdout (exit code 2):
+    ``{"status": "ERROR", "error": {"message", "file", "line", "column"}}``."""
+    if not getattr(args, "json", False):
+        return
+    err = {"message": message,
+           "file": getattr(loc, "file", None) if loc is not None else None,
+           "line": (getattr(loc, "line", 0) or None) if loc is not None else None,
+           "column": (getattr(loc, "column", 0) or None) if loc is not None else None}
+    print(json.dumps({"status": "ERROR", "error": err}, indent=2))
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """A usage error found by a command itself: ``pipeproof: MESSAGE`` (and the JSON
+    error object with ``--json``); exit code 2."""
+    _print_json_error(args, message, None)
+    print(f"pipeproof: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = build_parser()
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
-        return int(e.code or 0) if e.code in (0, None) else 2
+        if e.code in (0, None):
+            return 0
+        if "--json" in (sys.argv[1:] if argv is None else list(argv)):
+            _print_json_error(argparse.Namespace(json=True),
+                              "invalid command line (argparse's message is on stderr)",
+                              None)
+        return 2
     if not getattr(args, "fn", None):
         ap.print_help()
         return 2
     try:
         return args.fn(args)
     except ConfigError as e:
+        _print_json_error(args, e.message, e.loc)
         print(e.render(), file=sys.stderr)
         return 2
+    except RecursionError:
+        # a backstop: the parser refuses deep nesting first (spec/language.md "Limits")
+        msg = "the input nests too deeply for pipeproof (Python's recursion limit)"
+        _print_json_error(args, msg, None)
+        print(f"pipeproof: {msg}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        msg = "out of memory (the input is too large for pipeproof)"
+        _print_json_error(args, msg, None)
+        print(f"pipeproof: {msg}", file=sys.stderr)
+        return 3
     except Unsupported as e:
         msg = {"status": "UNKNOWN", "reason": e.render()}
         if getattr(args, "json", False):
