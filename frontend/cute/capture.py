@@ -89,10 +89,18 @@ def _configure_dsl(arch: str) -> None:
         pass
 
 
-def capture(compile_fn: Callable[[], Any], arch: str) -> tuple[list[Capture], Any]:
-    """Run ``compile_fn()`` (which calls ``cute.compile``) and return the module of every
-    kernel build it made, with its result.  An exception from the DSL propagates after
-    the hook is removed."""
+class _Captured(Exception):
+    """Raised by the hook to stop ``cute.compile`` once the module is captured."""
+
+
+def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = False
+            ) -> tuple[list[Capture], Any]:
+    """Run ``compile_fn()`` (which calls ``cute.compile``) and return the module of the
+    first kernel build it makes, with its result.  Unless ``finish_compile``, the
+    compile stops there: the check needs nothing the lowering makes, and a crash in
+    the lowering (seen: a segfault on a mis-shaped TMEM fragment) cannot take the
+    check down with it.  An exception from the DSL propagates after the hook is
+    removed."""
     version = dsl_version()
     check_version(version)
     from cutlass._mlir import ir
@@ -111,6 +119,8 @@ def capture(compile_fn: Callable[[], Any], arch: str) -> tuple[list[Capture], An
         got.append(Capture(clone.operation.get_asm(enable_debug_info=True,
                                                     print_generic_op_form=True),
                            version, arch, str(function_name)))
+        if not finish_compile:
+            raise _Captured()
 
     # generate_original_ir runs on every compile, a cached one included (4.8);
     # build_module only on a JIT-cache miss, but exists in every release seen
@@ -132,8 +142,24 @@ def capture(compile_fn: Callable[[], Any], arch: str) -> tuple[list[Capture], An
             return original(self, module, function_name)
 
     setattr(BaseDSL, name, hook)
+    result = None
     try:
         result = compile_fn()
+    except _Captured:
+        pass
+    except Exception as e:  # the DSL may wrap the hook's exception in its own
+        if not (got and _caused_by_capture(e)):
+            raise
     finally:
         setattr(BaseDSL, name, original)
     return got, result
+
+
+def _caused_by_capture(e: BaseException) -> bool:
+    seen = 0
+    while e is not None and seen < 20:
+        if isinstance(e, _Captured):
+            return True
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+        seen += 1
+    return False

@@ -26,7 +26,7 @@ def _access(lf: Any, o: Op, v: Any, mask: Any, write: bool, coord: Any = None) -
             lf.ghosts.untrack(p.alloc, f"{o.name} at {lf.where(o)}")
         return
     if lf.phase == 1:
-        lf.ghosts.touch(iv)
+        lf.ghosts.touch(iv, write)
     elif write:
         lf.ghosts.thread_write(iv, o)
     else:
@@ -97,7 +97,7 @@ def _gemm(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             # it does not cut the buffers the loads made)
             iv = (p.alloc, p.off, p.off + 1)
         elif lf.phase == 1:
-            lf.ghosts.touch(iv)
+            lf.ghosts.touch(iv, write=False)
         if lf.phase == 2:
             lf.ghosts.mma_read(iv, o, tcgen05)
     return None

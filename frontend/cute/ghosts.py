@@ -112,9 +112,9 @@ class Ghosts:
         eb = max(1, v.ebytes)
         return p.alloc, p.off + min(offs) * eb, p.off + (max(offs) + 1) * eb
 
-    def touch(self, iv: Optional[tuple[int, int, int]]) -> None:
+    def touch(self, iv: Optional[tuple[int, int, int]], write: bool = True) -> None:
         if iv is not None and iv[2] > iv[1]:
-            self.intervals.setdefault(iv[0], set()).add((iv[1], iv[2]))
+            self.intervals.setdefault(iv[0], set()).add((iv[1], iv[2], write))
 
     def finish_phase1(self) -> None:
         """Cut every allocation at the boundaries of the intervals accessed; name each
@@ -124,9 +124,16 @@ class Ghosts:
         for alloc, ivs in sorted(self.intervals.items()):
             if alloc in self.untracked:
                 continue
-            cuts = sorted({x for iv in ivs for x in iv})
+            # writes cut buffers; a read only bounds memory no write touches (a read of
+            # part of a buffer every write covers whole races exactly when a read of
+            # all of it would, so coarser buffers lose nothing and save states)
+            writes = [(lo, hi) for lo, hi, w in ivs if w]
+            cuts = {x for lo, hi in writes for x in (lo, hi)}
+            cuts |= {x for lo, hi, w in ivs if not w for x in (lo, hi)
+                     if not any(a < x < b for a, b in writes)}
+            cuts = sorted(cuts)
             atoms = [(a, b) for a, b in zip(cuts, cuts[1:])
-                     if any(lo <= a and b <= hi for lo, hi in ivs)]
+                     if any(lo < b and a < hi for lo, hi, _ in ivs)]
             self.atoms[alloc] = atoms
             for k, (a, _) in enumerate(atoms):
                 name = self.lf.field_name(Ptr("smem", alloc, a)) or f"smem{alloc}"

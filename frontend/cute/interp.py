@@ -295,8 +295,8 @@ class Lifter:
         """An op no table knows: pure ops give an opaque value; an op that may touch
         synchronisation is an error (never silently dropped)."""
         if is_side_effecting(op.name):
-            raise self.error(op, f"unsupported op {op.name} ({self.where(op)}): pipeproof "
-                                 "does not know what it does to synchronisation")
+            raise self.error(op, f"unsupported op {op.name}: pipeproof does not know what "
+                                 f"it does to synchronisation ({self.where(op)})")
         if op.regions:
             raise self.error(op, f"unsupported op with regions {op.name} ({self.where(op)})")
         return OPAQUE

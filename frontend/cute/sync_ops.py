@@ -352,7 +352,7 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if iv is None and isinstance(sp, Ptr) and sp.space == "smem":
         iv = (sp.alloc, sp.off, sp.off + atom.bits // 8)
     if lf.phase == 1:
-        lf.ghosts.touch(iv)
+        lf.ghosts.touch(iv, write=False)
         return None
     parts = lf.ghosts.bufs(iv, lf.w.cta) if iv is not None and iv[0] not in \
         lf.ghosts.untracked else []

@@ -1,0 +1,90 @@
+"""The real CuTe DSL test kernels of ``tests/cute_kernels/`` and what each should give.
+
+Each kernel module names its architecture (``ARCH``), its planted bugs (``BUGS``) and
+its ``.pipe`` twin (``Twin: path`` in the docstring); bug ``N``'s twin is
+``NAME_bugN.pipe`` next to it.  ``LIFTED_DIFFERS`` lists where the lifted kernel's
+verdict is expected to differ from the twin's, and why: the lifted kernel shows more
+(ghost effects on every load and store), never less.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KERNELS = os.path.join(HERE, "cute_kernels")
+
+
+@dataclass(frozen=True)
+class CuteCase:
+    name: str
+    path: str
+    arch: str
+    bug: int
+    twin: str
+
+    @property
+    def entry(self) -> str:
+        return f"{self.path}::{self.name}"
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-bug{self.bug}" if self.bug else self.name
+
+
+def cases() -> list[CuteCase]:
+    out = []
+    for path in sorted(glob.glob(os.path.join(KERNELS, "*.py"))):
+        src = open(path).read()
+        arch = re.search(r'^ARCH = "(\w+)"', src, re.M)
+        bugs = re.search(r"^BUGS = \(([^)]*)\)", src, re.M)
+        twin = re.search(r"Twin: (\S+\.pipe)", src)
+        if not (arch and bugs and twin):
+            continue
+        name = os.path.basename(path)[:-3]
+        out.append(CuteCase(name, path, arch.group(1), 0, os.path.join(ROOT, twin.group(1))))
+        for b in (int(x) for x in bugs.group(1).split(",") if x.strip()):
+            out.append(CuteCase(name, path, arch.group(1), b,
+                                os.path.join(KERNELS, f"{name}_bug{b}.pipe")))
+    return out
+
+
+#: (kernel, bug) -> (status, property, why the lifted kernel's answer is the right one)
+LIFTED_DIFFERS: dict[tuple[str, int], tuple[str, Optional[str], str]] = {
+    ("pipeline_tma_async_participants", 3): (
+        "VIOLATED", "overwrite-before-release",
+        "the stage is released before it is read; the .pipe model attaches a read that "
+        "follows a release to the release's own step, so its twin cannot see the race "
+        "(a gap of the .pipe compiler, not of the lifted kernel)"),
+    ("pipeline_tma_multi_consumers_async", 3): (
+        "VIOLATED", "overwrite-before-release",
+        "the helper warp releases the stage before reading it: the same .pipe compiler "
+        "gap as pipeline_tma_async_participants bug 3"),
+    ("pipeline_umma_async", 1): (
+        "VIOLATED", "phase-overrun",
+        "the same bug (consumer group not scaled by the CTA pair): the twin's first "
+        "symptom is an overwrite of the TMEM accumulator, which the lifter does not "
+        "track (tcgen05.ld/mma on tensor memory have no ghost effects yet); the lifted "
+        "kernel shows the second CTA's release overrunning the phase"),
+    ("pipeline_order", 2): (
+        "VIOLATED", "read-before-full",
+        "both warpgroups enter the critical section at once: besides the phase overrun "
+        "the twin reports, their read-modify-writes of the buffer race, and that race "
+        "is reached in fewer steps"),
+    ("pipeline_order", 3): (
+        "VIOLATED", "read-before-full",
+        "no order.wait(): the two warpgroups' read-modify-writes race (the twin has no "
+        "buffer)"),
+}
+
+
+#: kernels the front end refuses today (UNKNOWN, naming what it cannot follow); the
+#: test expects exactly this refusal, so support arriving shows up as a failing test
+LIFT_UNSUPPORTED: dict[str, str] = {
+    "pipeline_clc_fetch_async": "nvvm.clusterlaunchcontrol",
+}
