@@ -8,10 +8,11 @@ asynchronous pipelines.
 
 __version__ = "0.1.0"
 
-from .api import CheckResult, check_file, check_kernel, check_source, compile_file  # noqa: E402
+from .api import (CheckResult, check_cute, check_file, check_kernel,  # noqa: E402
+                  check_source, compile_file)
 
-__all__ = ["__version__", "CheckResult", "check_file", "check_kernel", "check_source",
-           "compile_file"]
+__all__ = ["__version__", "CheckResult", "check_cute", "check_file", "check_kernel",
+           "check_source", "compile_file"]
 
 # The Python API (``pipeproof/dsl.py``): cutlass.pipeline's names, ``@cute.kernel`` and
 # ``check(...)``.  Kernel names (PipelineTmaAsync, CooperativeGroup, tma_load, role, cute,
