@@ -357,8 +357,10 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     parts = lf.ghosts.bufs(iv, lf.w.cta) if iv is not None and iv[0] not in \
         lf.ghosts.untracked else []
     if not parts:
-        raise lf.error(o, f"a TMA store whose shared-memory source the lifter cannot "
-                          f"locate ({lf.where(o)})")
+        # a source the ghost effects do not follow (its allocation is untracked, see
+        # the notes): the store still takes part in the bulk-group protocol, on a
+        # buffer of its own that nothing else touches (no race checks on it)
+        parts = [(BufRef(lf.w.cta, "untracked smem", 0), 0)]
     for b, _ in parts:  # one bulk copy per buffer the source covers, in one group
         own = lf.ghosts.own_write_end((b,))
         lf.emit(lf.make(TmaStore, o, f"TMA store from {b.buffer}[{b.stage}]", buf=b,

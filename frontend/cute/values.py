@@ -235,6 +235,11 @@ def slice_extent(c: Any, shape: Any, stride: Any) -> Optional[tuple[int, int]]:
             return None
         return 0, 1 + sum((s - 1) * abs(d) for s, d in zip(sh, st))
     if isinstance(shape, tuple):
+        if isinstance(c, int):  # an index into a nested mode: colexicographic
+            try:
+                return crd2idx(c, shape, stride), 1
+            except TypeError:
+                return None
         if not isinstance(c, tuple) or len(c) != len(shape):
             return None
         off, co = 0, 1
