@@ -299,16 +299,22 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
     if isinstance(block, (tuple, list)):
         b = 1
         for v in block:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"launch(block={describe(block)}): expected an int or a "
+                                  "tuple of ints", loc)
             b *= v
         block = b
     if not isinstance(block, int) or block <= 0 or block % WARP_SIZE or block > MAX_BLOCK_THREADS:
-        raise ConfigError(f"launch(block={block}): the block must be a multiple of 32 threads, "
+        raise ConfigError(f"launch(block={describe(block)}): the block must be a multiple of 32 threads, "
                           f"between 32 and {MAX_BLOCK_THREADS}", loc)
     if isinstance(cluster, int):
         cluster = (cluster, 1, 1)
+    if not isinstance(cluster, (tuple, list)):
+        raise ConfigError(f"launch(cluster={describe(cluster)}): expected three positive "
+                          "ints", loc)
     cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
     if len(cluster) != 3 or not all(isinstance(c, int) and c >= 1 for c in cluster):
-        raise ConfigError(f"launch(cluster={cluster}): expected three positive ints", loc)
+        raise ConfigError(f"launch(cluster={describe(cluster)}): expected three positive ints", loc)
     size = cluster[0] * cluster[1] * cluster[2]
     if size > MAX_CLUSTER_SIZE:
         raise ConfigError(f"a cluster of {size} CTAs exceeds the hardware limit of "
@@ -366,10 +372,10 @@ def _grid_clusters(grid: Any, cluster: tuple, loc: Any) -> Optional[int]:
                           "per dimension) or None", loc)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid):
-        raise ConfigError(f"launch(grid={grid}): expected positive ints", loc)
+        raise ConfigError(f"launch(grid={describe(grid)}): expected positive ints", loc)
     for g, c, d in zip(grid, cluster, "xyz"):
         if g % c:
-            raise ConfigError(f"launch(grid={grid}, cluster={cluster}): the grid's {d} "
+            raise ConfigError(f"launch(grid={describe(grid)}, cluster={describe(cluster)}): the grid's {d} "
                               f"dimension ({g}) is not a multiple of the cluster's ({c})", loc)
     return (grid[0] // cluster[0]) * (grid[1] // cluster[1]) * (grid[2] // cluster[2])
 
