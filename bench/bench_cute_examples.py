@@ -122,12 +122,15 @@ def main() -> int:
     import cutlass
 
     rows = []
-    for name, arch, entry in configs(os.path.abspath(args.src)):
+    runs = [(f"{name}{'' if races else ', --data-races off'}", arch, entry, races)
+            for name, arch, entry in configs(os.path.abspath(args.src))
+            for races in (True, False)]
+    for name, arch, entry, races in runs:
         if args.only and args.only not in name:
             continue
         t0 = time.perf_counter()
         try:
-            lifted = lift_function(entry, {}, arch)
+            lifted = lift_function(entry, {}, arch, data_races=races)
             t1 = time.perf_counter()
             r = check_compiled(lifted.compiled, timeout=args.timeout, jobs=1)
             v = r.verdict

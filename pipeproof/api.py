@@ -115,6 +115,12 @@ class CheckResult:
             # --engine auto: what the earlier stages answered
             lines.append(f"  (auto: {t['stage']} undecided after {t['seconds']:.1f} s: "
                          f"{t['reason']})")
+        if v.status == "UNKNOWN" and "dsl_version" in st.extra and st.extra.get(
+                "data_races", True):
+            lines.append("  (--data-races off checks the barrier protocol alone, without "
+                         "the shared-memory accesses: far fewer states)")
+        for note in st.extra.get("lift_notes", ()):
+            lines.append(f"  note: {note}")
         if self.engine == "bmc" and v.status == "UNKNOWN":
             # the user chose the unrolling; say where an unbounded answer may come from
             lines.append("  (--engine explicit, or the default --engine auto, may decide "
@@ -645,12 +651,14 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
 
 
 def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
-               arch: str = "sm_90a", **kw: Any) -> CheckResult:
+               arch: str = "sm_90a", data_races: bool = True, **kw: Any) -> CheckResult:
     """Check a real CuTe DSL kernel (``frontend/cute``).  ``entry`` is
     ``"path/to/kernel.py::fn"`` or the function itself; it calls ``cute.compile`` with
     fake tensors, and ``params`` are its keyword arguments.  A ``range`` value is
     checked value by value (each value is compiled and lifted on its own); the first
-    violating value is reported.  ``kw``: the options of ``check_kernel``."""
+    violating value is reported.  ``data_races=False`` checks the barrier protocol
+    alone (no ghost buffer effects: far fewer states on large kernels).  ``kw``: the
+    options of ``check_kernel``."""
     from .frontend.cute import lift_entry, lift_function
 
     params = dict(params or {})
@@ -659,12 +667,13 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
                   kw.get("max_states", 3_000_000), kw.get("confirm_timeout"))
 
     def one(values: dict[str, Any]) -> CheckResult:
-        lifted = (lift_entry(entry, values, arch) if isinstance(entry, str)
-                  else lift_function(entry, values, arch))
+        lifted = (lift_entry(entry, values, arch, data_races) if isinstance(entry, str)
+                  else lift_function(entry, values, arch, data_races))
         r = check_compiled(lifted.compiled, **kw)
         if lifted.notes:
             r.verdict.stats.extra["lift_notes"] = list(lifted.notes)
         r.verdict.stats.extra["dsl_version"] = lifted.capture.dsl_version
+        r.verdict.stats.extra["data_races"] = data_races
         return r
 
     names = [k for k, v in params.items() if isinstance(v, range)]

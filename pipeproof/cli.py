@@ -123,7 +123,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .api import check_cute
 
         check_file = functools.partial(check_cute,  # noqa: F811
-                                       arch=args.arch or "sm_90a")
+                                       arch=args.arch or "sm_90a",
+                                       data_races=args.data_races == "on")
+    elif args.data_races == "off":
+        print("pipeproof: --data-races applies to CuTe DSL kernels (FILE.py::ENTRY); a "
+              ".pipe file says what it reads and writes", file=sys.stderr)
+        return 2
     try:
         result = check_file(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
@@ -240,6 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
                    help="CuTe DSL kernels: the target cute.compile compiles for "
                         "(default sm_90a)")
+    c.add_argument("--data-races", choices=("on", "off"), default="on",
+                   help="CuTe DSL kernels: on (default): also check the shared memory every "
+                        "load, store, TMA copy and MMA touches (read-before-full, "
+                        "overwrite-before-release, missing-proxy-fence); off: the barrier "
+                        "protocol alone (far fewer states on large kernels)")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable); NAME=LO..HI checks "
                         "every value: symbolically (one transition system for the whole "

@@ -45,26 +45,28 @@ def library_roots() -> tuple[str, ...]:
 
 
 def lift_text(text: str, name: str, params: dict, source: str, dsl_version: str = "4.8",
-              roots: Optional[tuple[str, ...]] = None) -> tuple[CompiledKernel, Lifter]:
+              roots: Optional[tuple[str, ...]] = None, data_races: bool = True
+              ) -> tuple[CompiledKernel, Lifter]:
     try:
         module = Module(text)
     except MlirSyntaxError as e:
         raise LiftError(f"cannot read the captured module: {e}") from None
     lf = Lifter(module, library_roots() if roots is None else roots,
-                dsl_series=series(dsl_version)).run()
+                dsl_series=series(dsl_version), data_races=data_races).run()
     return to_compiled(lf, name, params, source), lf
 
 
 def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
-               arch: str = "sm_90a") -> Lifted:
+               arch: str = "sm_90a", data_races: bool = True) -> Lifted:
     spec = parse_spec(spec_text)
     cap, shown, fn = run_entry(spec, dict(params or {}), arch)
-    compiled, lf = lift_text(cap.text, fn.__name__, shown, spec.path, cap.dsl_version)
+    compiled, lf = lift_text(cap.text, fn.__name__, shown, spec.path, cap.dsl_version,
+                             data_races=data_races)
     return Lifted(compiled, cap, shown, tuple(lf.notes))
 
 
 def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = None,
-                  arch: str = "sm_90a") -> Lifted:
+                  arch: str = "sm_90a", data_races: bool = True) -> Lifted:
     import inspect
 
     from .capture import prepare_environment
@@ -73,5 +75,6 @@ def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = Non
     path = inspect.getsourcefile(fn) or "<entry>"
     cap = call_entry(fn, dict(params or {}), arch, path)
     shown = effective_params(fn, dict(params or {}))
-    compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version)
+    compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
+                             data_races=data_races)
     return Lifted(compiled, cap, shown, tuple(lf.notes))

@@ -61,8 +61,11 @@ def cosize_bytes(v: View) -> Optional[int]:
 class Ghosts:
     """Phase 1 collects intervals; phase 2 turns accesses into effects."""
 
-    def __init__(self, lf: Any) -> None:
+    def __init__(self, lf: Any, enabled: bool = True) -> None:
         self.lf = lf
+        #: off: no buffers, so no ghost effects (the barrier protocol alone: far fewer
+        #: states on large kernels; ``--data-races off``)
+        self.enabled = enabled
         self.intervals: dict[int, set[tuple[int, int]]] = {}
         self.atoms: dict[int, list[tuple[int, int]]] = {}
         self.untracked: dict[int, str] = {}
@@ -113,7 +116,7 @@ class Ghosts:
         return p.alloc, p.off + min(offs) * eb, p.off + (max(offs) + 1) * eb
 
     def touch(self, iv: Optional[tuple[int, int, int]], write: bool = True) -> None:
-        if iv is not None and iv[2] > iv[1]:
+        if self.enabled and iv is not None and iv[2] > iv[1]:
             self.intervals.setdefault(iv[0], set()).add((iv[1], iv[2], write))
 
     def finish_phase1(self) -> None:

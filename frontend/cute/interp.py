@@ -86,7 +86,7 @@ class Lifter:
 
     def __init__(self, module: Module, library_roots: tuple[str, ...] = (),
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
-                 max_ops: int = MAX_OPS_PER_WARP) -> None:
+                 max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True) -> None:
         from .ops import op_table
 
         self.m = module
@@ -112,7 +112,7 @@ class Lifter:
         self.atom_split: dict[str, int] = {}
         from .ghosts import Ghosts
 
-        self.ghosts = Ghosts(self)
+        self.ghosts = Ghosts(self, data_races)
         self.phase = 1
         self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
         self.programs: dict[tuple[int, int], WarpRun] = {}
@@ -234,6 +234,7 @@ class Lifter:
         L = self.launch
         cx, cy, _ = L.cluster
         entry = self.kernel.regions[0][0]
+        data_races = self.ghosts.enabled
         for phase in (1, 2):
             self.phase = phase
             for rank in range(self.cluster_size):
@@ -248,6 +249,9 @@ class Lifter:
             if phase == 1:
                 self._name_barriers()
                 self.ghosts.finish_phase1()
+                if not data_races:
+                    self.notes.append("data races not checked (--data-races off): the "
+                                      "barrier protocol only")
                 for alloc, why in sorted(self.ghosts.untracked.items()):
                     name = self.alloc_fields.get(alloc, (f"smem{alloc}", []))[0]
                     self.notes.append(f"no data-race checks on shared memory {name}: an "
