@@ -39,9 +39,15 @@ DEFAULT_MAX_STATES = 2_000_000
 
 
 def _result(obj: Any, params: Optional[dict[str, Any]], **kw: Any) -> Any:
-    """A CheckResult: ``obj`` is one already, or something ``pipeproof.check`` accepts."""
+    """A CheckResult: ``obj`` is one already, a CuTe DSL kernel as ``"kernel.py::entry"``
+    (``check_cute``; ``arch=`` and ``data_races=`` in ``kw``), or something
+    ``pipeproof.check`` accepts."""
     if hasattr(obj, "verdict") and hasattr(obj, "render_text"):
         return obj
+    if isinstance(obj, str) and ("::" in obj or obj.endswith(".py")):
+        from .api import check_cute  # a CuTe DSL kernel: "kernel.py::entry"
+
+        return check_cute(obj, params, **kw)
     from .dsl import check
 
     return check(obj, params, **kw)
@@ -103,7 +109,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def pipeproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """``pipeproof_check(kernel, params=None, **engine_kw) -> CheckResult``."""
+    """``pipeproof_check(kernel, params=None, **engine_kw) -> CheckResult``; ``kernel``
+    may be a CuTe DSL kernel as ``"kernel.py::entry"``."""
     cfg = request.config
     marker = request.node.get_closest_marker("pipeproof")
     defaults: dict[str, Any] = {
@@ -116,9 +123,7 @@ def pipeproof_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     count = [0]
 
     def run(kernel: Any, params: Optional[dict[str, Any]] = None, **kw: Any) -> Any:
-        from .dsl import check
-
-        r = check(kernel, params, **{**defaults, **kw})
+        r = _result(kernel, params, **{**defaults, **kw})
         if html_dir and r.verdict.status not in ("SAFE", "PROVEN"):
             from .checker.explain import explain
             from .checker.render.html import Report, write_html

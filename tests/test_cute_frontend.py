@@ -291,3 +291,11 @@ def test_unsupported_dsl_version_is_a_config_error():
     assert check_version("4.7.0") == "4.7"
     with pytest.raises(ConfigError):
         check_version("4.3.0")
+
+
+def test_pytest_plugin_accepts_a_cute_entry(pipeproof_check):
+    from pipeproof.pytest_plugin import assert_safe, assert_violated
+
+    c = next(c for c in CASES if c.name == "pipeline_async")
+    assert_safe(pipeproof_check(c.entry, {"k_tiles": 2}, engine="explicit", jobs=1))
+    assert_violated(c.entry, "deadlock", {"k_tiles": 2, "bug": 1}, engine="explicit", jobs=1)
