@@ -357,6 +357,7 @@ def test_a_bool_where_a_trip_count_is_expected(tmp_path: Path,
 @pytest.mark.parametrize("stmt", [
     "    x = launch + 1\n", "    x = launch[0]\n", "    x = launch.foo\n",
     "    x = PipelineAsync < 1\n", "    x = -PipelineAsync\n",
+    "    x = make_layout((PipelineAsync, 1))\n",
 ])
 def test_messages_show_no_python_reprs(tmp_path: Path, capsys: pytest.CaptureFixture,
                                        stmt: str) -> None:
@@ -427,3 +428,13 @@ def test_emit_assemble_without_output_fails_before_emitting(
     rc, out, err = _run(capsys, "emit", str(EX / "textbook/pipeline_async.pipe"),
                         "--assemble")
     assert rc == 2 and out == "" and "--assemble needs -o FILE" in err
+
+
+@pytest.mark.parametrize("launch", ["launch(block=64, cluster=(PipelineAsync, 1, 1))",
+                                    "launch(block=64, cluster=launch)",
+                                    "launch(block=(launch, 2))"])
+def test_launch_messages_show_no_python_reprs(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                              launch: str) -> None:
+    err = _error(tmp_path, capsys, _edit("launch(block=64, cluster=(1, 1, 1))", launch),
+                 "launch(")
+    assert "PipelineClassRef(" not in err and "<class" not in err

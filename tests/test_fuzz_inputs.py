@@ -43,6 +43,8 @@ REPR = re.compile(r"<function |<class |<bound method | at 0x[0-9a-f]+|Builtin\(|
 
 def _mutate(text: str, kind: str, i: int, j: int, value: str) -> str:
     lines = text.splitlines(keepends=True)
+    if not text:
+        return text
     if kind == "delete":
         del lines[i % len(lines)]
         return "".join(lines)
@@ -58,6 +60,8 @@ def _mutate(text: str, kind: str, i: int, j: int, value: str) -> str:
         return text[:m.start()] + value + text[m.end():]
     if kind == "swap":
         toks = list(TOKEN.finditer(text))
+        if not toks:
+            return text
         a, b = sorted((toks[i % len(toks)], toks[j % len(toks)]), key=lambda m: m.start())
         if a.start() == b.start():
             return text
