@@ -76,7 +76,7 @@ def prepare_environment(arch: str) -> None:
     os.environ.setdefault("CUTE_DSL_LOC_TRACEBACKS", str(TRACEBACK_DEPTH))
 
 
-def _configure_dsl(arch: str) -> None:
+def _configure_dsl(arch: str, keep_ptx: bool = False) -> None:
     """The same settings on a DSL that was imported before (the Python API)."""
     try:
         from cutlass.cutlass_dsl import CuTeDSL
@@ -85,6 +85,8 @@ def _configure_dsl(arch: str) -> None:
         env.arch = arch
         if env.loc_tracebacks < TRACEBACK_DEPTH:
             env.loc_tracebacks = TRACEBACK_DEPTH
+        if keep_ptx:
+            env.keep_ptx = True
     except Exception:  # older or newer DSLs: the environment variables still apply
         pass
 
@@ -93,8 +95,8 @@ class _Captured(Exception):
     """Raised by the hook to stop ``cute.compile`` once the module is captured."""
 
 
-def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = False
-            ) -> tuple[list[Capture], Any]:
+def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = False,
+            keep_ptx: bool = False) -> tuple[list[Capture], Any]:
     """Run ``compile_fn()`` (which calls ``cute.compile``) and return the module of the
     first kernel build it makes, with its result.  Unless ``finish_compile``, the
     compile stops there: the check needs nothing the lowering makes, and a crash in
@@ -106,7 +108,7 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
     from cutlass._mlir import ir
     from cutlass.base_dsl.dsl import BaseDSL
 
-    _configure_dsl(arch)
+    _configure_dsl(arch, keep_ptx)
     got: list[Capture] = []
 
     def record(module: Any, function_name: str, dsl: Any) -> None:
@@ -163,3 +165,13 @@ def _caused_by_capture(e: BaseException) -> bool:
         e = e.__cause__ or e.__context__  # type: ignore[assignment]
         seen += 1
     return False
+
+
+def compiled_ptx(compile_fn: Callable[[], Any], arch: str) -> tuple[Capture, str]:
+    """The captured module and the PTX the same ``cute.compile`` lowers it to (the
+    lowering facts the lifter relies on are checked against it in tests)."""
+    caps, result = capture(compile_fn, arch, finish_compile=True, keep_ptx=True)
+    ptx = getattr(result, "__ptx__", None)
+    if not caps or not ptx:
+        raise ConfigError("the DSL produced no PTX for this entry (keep_ptx)")
+    return caps[0], str(ptx)

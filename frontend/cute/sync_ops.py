@@ -10,7 +10,12 @@ what they were checked against (the PTX the same ``cute.compile`` produces):
   the CTAs ``tma_partition`` split the box over (multicast: each CTA loads its slice
   and multicasts it);
 * a 2-CTA atom (``num_cta = 2``) completes its bytes on the pair leader's barrier
-  (even rank), PTX ISA 9.7.9.25 ``.cta_group::2``.
+  (even rank), PTX ISA 9.7.9.25 ``.cta_group::2``;
+* a TMA *store* is not elected: every lane the user's guard lets through issues it.
+  The model keeps one store per warp: the lanes' stores read the same smem and are
+  committed and waited for together (``cp.async.bulk.commit_group``/``wait_group``).
+
+``tests/test_cute_lowering.py`` checks each of these against the PTX.
 """
 
 from __future__ import annotations
