@@ -334,7 +334,7 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     import itertools
 
     from .checker.portfolio import default_jobs
-    from .checker.verdict import PROVEN, SAFE, VIOLATED
+    from .checker.verdict import VIOLATED
 
     names = [k for k, v in params.items() if isinstance(v, range)]
     sym, by_value = _symbolic_names(kernel, params, names) if kw["symbolic_params"] \
@@ -367,6 +367,22 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     last = results[-1]
     shown = dict(last.params)
     shown.update({k: _range_text(params[k]) for k in names + sym})
+    v = _combined_verdict(results, names)
+    v.stats.extra["parameter_jobs"] = min(jobs, len(combos))
+    if by_value:
+        v.stats.extra["parameters_by_value"] = by_value
+    if sym:
+        v.stats.extra["symbolic_parameters"] = sym
+    _note_smt2(v, results[0].verdict)
+    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
+                       memory_model=last.memory_model)
+
+
+def _combined_verdict(results: list[CheckResult], names: list[str]) -> Verdict:
+    """The answer for a parameter range none of whose values violates: UNKNOWN if some
+    value is (saying which), PROVEN if every value is, else SAFE to the smallest depth."""
+    from .checker.verdict import PROVEN
+
     unknown = [r for r in results if r.status == UNKNOWN]
     if unknown:
         u = unknown[0]
@@ -377,17 +393,10 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     else:
         v = Verdict(SAFE, depth=min(r.verdict.depth for r in results if r.status == SAFE),
                     bounded=True)
-    v.stats.engine = last.verdict.stats.engine
+    v.stats.engine = results[-1].verdict.stats.engine
     v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
     v.stats.extra["parameter_values_checked"] = len(results)
-    v.stats.extra["parameter_jobs"] = min(jobs, len(combos))
-    if by_value:
-        v.stats.extra["parameters_by_value"] = by_value
-    if sym:
-        v.stats.extra["symbolic_parameters"] = sym
-    _note_smt2(v, results[0].verdict)
-    return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps, last.engine,
-                       memory_model=last.memory_model)
+    return v
 
 
 def _note_smt2(v: Verdict, first: Verdict) -> None:
@@ -681,7 +690,7 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
         return one(params)
     import itertools
 
-    from .checker.verdict import PROVEN, SAFE, VIOLATED
+    from .checker.verdict import VIOLATED
 
     t_end = time.perf_counter() + kw.get("timeout", 600.0)
     results: list[CheckResult] = []
@@ -702,19 +711,7 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
     last = results[-1]
     shown = dict(last.params)
     shown.update({k: _range_text(params[k]) for k in names})
-    unknown = [r for r in results if r.status == UNKNOWN]
-    if unknown:
-        u = unknown[0]
-        v = Verdict(UNKNOWN, reason=f"{u.verdict.reason} (for " + ", ".join(
-            f"{k}={u.params.get(k)}" for k in names) + ")", depth=u.verdict.depth)
-    elif all(r.status == PROVEN for r in results):
-        v = Verdict(PROVEN, depth=max(r.verdict.depth for r in results), bounded=False)
-    else:
-        v = Verdict(SAFE, depth=min(r.verdict.depth for r in results if r.status == SAFE),
-                    bounded=True)
-    v.stats.engine = last.verdict.stats.engine
-    v.stats.seconds = sum(r.verdict.stats.seconds for r in results)
-    v.stats.extra["parameter_values_checked"] = len(results)
+    v = _combined_verdict(results, names)
     v.stats.extra["parameters_by_value"] = {
         k: "a CuTe DSL kernel is compiled and lifted for each value" for k in names}
     return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps,

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from ...model.compile import CompiledKernel
 from .capture import Capture, series
-from .entry import EntrySpec, call_entry, effective_params, parse_spec, run_entry
+from .entry import call_entry, effective_params, parse_spec, run_entry
 from .interp import LiftError, Lifter
 from .lower import to_compiled
 from .mlir_text import MlirSyntaxError, Module

@@ -42,13 +42,13 @@ def parse_spec(text: str) -> EntrySpec:
 def load_module(path: str) -> Any:
     p = Path(path)
     if not p.exists():
-        raise ConfigError(loc=Loc(path), message=f"no such file")
+        raise ConfigError(loc=Loc(path), message="no such file")
     if not p.is_file():
-        raise ConfigError(loc=Loc(path), message=f"not a regular file")
+        raise ConfigError(loc=Loc(path), message="not a regular file")
     name = f"pipeproof_user_{abs(hash(str(p.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, str(p))
     if spec is None or spec.loader is None:
-        raise ConfigError(loc=Loc(path), message=f"cannot be imported as a Python module")
+        raise ConfigError(loc=Loc(path), message="cannot be imported as a Python module")
     mod = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(p.resolve().parent))  # its own imports of sibling modules
     try:
@@ -84,7 +84,7 @@ def find_entry(mod: Any, spec: EntrySpec) -> Callable[..., Any]:
         fn = getattr(mod, cand, None)
         if inspect.isfunction(fn):
             return fn
-    raise ConfigError(loc=Loc(spec.path), message=f"which function compiles the kernel?",
+    raise ConfigError(loc=Loc(spec.path), message="which function compiles the kernel?",
                       hint=f"write {spec.path}::FUNCTION, where FUNCTION calls cute.compile")
 
 

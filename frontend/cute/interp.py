@@ -23,7 +23,7 @@ import linecache
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ...model.errors import Unsupported
 from ...model.ir import Loc

@@ -32,7 +32,9 @@ ALIASES: dict[str, dict[str, str]] = {
 
 
 def op_table(series: str) -> tuple[dict[str, Handler], list[tuple[str, Handler]]]:
-    from . import data_ops, sync_ops  # noqa: F401  (register their ops)
+    from . import data_ops, sync_ops  # noqa: F401  (importing registers their ops)
+
+    assert data_ops and sync_ops
 
     table = dict(TABLE)
     for old, new in ALIASES.get(series, {}).items():
