@@ -86,7 +86,10 @@ def _configure_dsl(arch: str, keep_ptx: bool = False) -> None:
         if env.loc_tracebacks < TRACEBACK_DEPTH:
             env.loc_tracebacks = TRACEBACK_DEPTH
         if keep_ptx:
+            import tempfile
+
             env.keep_ptx = True
+            env.dump_dir = tempfile.mkdtemp(prefix="pipeproof-ptx-")  # not the cwd
     except Exception:  # older or newer DSLs: the environment variables still apply
         pass
 
@@ -172,6 +175,17 @@ def compiled_ptx(compile_fn: Callable[[], Any], arch: str) -> tuple[Capture, str
     lowering facts the lifter relies on are checked against it in tests)."""
     caps, result = capture(compile_fn, arch, finish_compile=True, keep_ptx=True)
     ptx = getattr(result, "__ptx__", None)
+    try:  # later compiles in this process keep no PTX; the dump folder goes
+        import shutil
+
+        from cutlass.cutlass_dsl import CuTeDSL
+
+        env = CuTeDSL._get_dsl().envar
+        env.keep_ptx = False
+        if os.path.basename(str(env.dump_dir)).startswith("pipeproof-ptx-"):
+            shutil.rmtree(env.dump_dir, ignore_errors=True)
+    except Exception:
+        pass
     if not caps or not ptx:
         raise ConfigError("the DSL produced no PTX for this entry (keep_ptx)")
     return caps[0], str(ptx)
