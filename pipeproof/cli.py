@@ -116,21 +116,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     progress = _progress_printer(sys.stderr) if show_progress else None
     cute = _is_cute_entry(args.file)
     if args.arch and not cute:
-        print("pipeproof: --arch applies to CuTe DSL kernels (FILE.py::ENTRY), not to "
-              ".pipe files", file=sys.stderr)
-        return 2
+        return _usage_error(args, "--arch applies to CuTe DSL kernels (FILE.py::ENTRY), "
+                                  "not to .pipe files")
+    if args.data_races == "off" and not cute:
+        return _usage_error(args, "--data-races applies to CuTe DSL kernels "
+                                  "(FILE.py::ENTRY); a .pipe file says what it reads and "
+                                  "writes")
+    checker = check_file
     if cute:
         from .api import check_cute
 
-        check_file = functools.partial(check_cute,  # noqa: F811
-                                       arch=args.arch or "sm_90a",
-                                       data_races=args.data_races == "on")
-    elif args.data_races == "off":
-        print("pipeproof: --data-races applies to CuTe DSL kernels (FILE.py::ENTRY); a "
-              ".pipe file says what it reads and writes", file=sys.stderr)
-        return 2
+        checker = functools.partial(check_cute, arch=args.arch or "sm_90a",
+                                    data_races=args.data_races == "on")
     try:
-        result = check_file(args.file, params, engine=args.engine, depth=args.depth,
+        result = checker(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
                             progress=progress, por={"auto": None, "on": True,
                                                     "off": False}[args.por],
