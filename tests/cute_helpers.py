@@ -85,6 +85,4 @@ LIFTED_DIFFERS: dict[tuple[str, int], tuple[str, Optional[str], str]] = {
 
 #: kernels the front end refuses today (UNKNOWN, naming what it cannot follow); the
 #: test expects exactly this refusal, so support arriving shows up as a failing test
-LIFT_UNSUPPORTED: dict[str, str] = {
-    "pipeline_clc_fetch_async": "nvvm.clusterlaunchcontrol",
-}
+LIFT_UNSUPPORTED: dict[str, str] = {}

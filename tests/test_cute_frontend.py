@@ -64,7 +64,8 @@ def test_lifted_kernel_agrees_with_its_twin(case):
 def test_every_kernel_and_bug_is_collected():
     names = {c.name for c in CASES}
     assert {"pipeline_async", "pipeline_tma_async", "pipeline_tma_async_participants",
-            "pipeline_tma_async_multicast", "pipeline_cp_async"} <= names
+            "pipeline_tma_async_multicast", "pipeline_cp_async", "pipeline_clc_fetch_async",
+            "pipeline_tma_umma_2cta"} <= names
     assert sum(1 for c in CASES if c.bug) >= 3 * len(names) - 3
 
 
@@ -299,3 +300,23 @@ def test_pytest_plugin_accepts_a_cute_entry(pipeproof_check):
     c = next(c for c in CASES if c.name == "pipeline_async")
     assert_safe(pipeproof_check(c.entry, {"k_tiles": 2}, engine="explicit", jobs=1))
     assert_violated(c.entry, "deadlock", {"k_tiles": 2, "bug": 1}, engine="explicit", jobs=1)
+
+
+def test_persistent_clc_loop_is_lifted_with_the_grid_bound():
+    """The scheduler and worker loops run while the CLC response is valid: each valid
+    response is a path of its own; a grid of n clusters allows n - 1 (the n-th read is
+    checked to say 'no more work'), so the paths end (ghosts.clc_response)."""
+    from pipeproof.model.program import Branch, Fail, SetLocal, TmaLoad
+
+    c = next(c for c in CASES if c.name == "pipeline_clc_fetch_async" and c.bug == 0)
+    for n in (1, 3):
+        ck = lift_entry(c.entry, {"clusters": n}, arch=c.arch).compiled
+        code = [i for p in ck.programs for i in p.code]
+        queries = [i for i in code if isinstance(i, TmaLoad) and i.kind == "clc"]
+        reads = [i for i in code if isinstance(i, SetLocal)]
+        assert ck.info.grid_clusters == n
+        assert queries and reads
+        assert sum(q.may_succeed for q in queries) > 0 if n > 1 else \
+            not any(q.may_succeed for q in queries)
+        assert any(isinstance(i, Fail) and i.guard == "clc-grid" for i in code)
+        assert any(isinstance(i, Branch) for i in code) or n == 1

@@ -48,6 +48,9 @@ def _load(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 def _load_vec(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     v = lf.val(env, o.operands[0], o)
     _access(lf, o, v, mask, False)
+    p = v.ptr if isinstance(v, View) else None
+    if isinstance(p, Ptr) and p.space == "rmem" and p.alloc in lf.w.rmem:
+        return lf.w.rmem[p.alloc]  # a CLC response copied into registers
     return OPAQUE
 
 
@@ -75,6 +78,12 @@ def copy_between(lf: Any, o: Op, env: dict, mask: Any) -> None:
     dst = lf.val(env, o.operands[2], o)
     _access(lf, o, src, mask, False)
     _access(lf, o, dst, mask, True)
+    dp = dst.ptr if isinstance(dst, View) else None
+    if isinstance(dp, Ptr) and dp.space == "rmem" and lf.active(mask):
+        lf.w.rmem.pop(dp.alloc, None)
+        resp = lf.ghosts.clc_response(lf.ghosts.view_interval(src, mask), o)
+        if resp is not None:
+            lf.w.rmem[dp.alloc] = resp
 
 
 @op("cute.gemm")

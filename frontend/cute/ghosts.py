@@ -71,6 +71,7 @@ class Ghosts:
         self.untracked: dict[int, str] = {}
         self.names: dict[tuple[int, int], tuple[str, int]] = {}
         self.sizes: dict[str, int] = {}
+        self.clc: set[tuple[int, int, int]] = set()  # CLC response intervals
 
     # ------------------------------------------------------------------ footprints
     def view_interval(self, v: Any, mask: Any, coord: Any = None
@@ -115,8 +116,11 @@ class Ghosts:
         eb = max(1, v.ebytes)
         return p.alloc, p.off + min(offs) * eb, p.off + (max(offs) + 1) * eb
 
-    def touch(self, iv: Optional[tuple[int, int, int]], write: bool = True) -> None:
-        if self.enabled and iv is not None and iv[2] > iv[1]:
+    def touch(self, iv: Optional[tuple[int, int, int]], write: bool = True,
+              force: bool = False) -> None:
+        """Record an access (phase 1).  ``force``: even with data races off (a CLC
+        response buffer: its value steers the warps' loops)."""
+        if (self.enabled or force) and iv is not None and iv[2] > iv[1]:
             self.intervals.setdefault(iv[0], set()).add((iv[1], iv[2], write))
 
     def finish_phase1(self) -> None:
@@ -270,3 +274,51 @@ def _describe(effects: tuple[GhostEffect, ...]) -> str:
         if v:
             parts.append(f"{v} {e.buf.buffer}[{e.buf.stage}]")
     return ", ".join(dict.fromkeys(parts))
+
+
+def clc_response(self: Ghosts, iv: Optional[tuple[int, int, int]], op: Any) -> Any:
+    """A copy out of a CLC response buffer: the warp reads the response (a local of its
+    program, ``DynExpr("response", buf)``, as ``model/compile.py`` reads one).  With a
+    grid of ``n`` clusters at most ``n - 1`` try_cancel calls succeed and a warp reads
+    the responses in order, so its ``n``-th read and later ones must say "no more
+    work": that is checked (a ``role-misuse`` Fail on the other side, guard
+    ``clc-grid``), and the read is then the constant 0, which ends the warp's loop."""
+    from ...model.program import Branch, DynExpr, Fail, SetLocal
+    from ...model.properties import Prop
+
+    from .values import Dyn
+
+    lf = self.lf
+    if iv is None or not any(a == iv[0] and lo < iv[2] and iv[1] < hi
+                             for a, lo, hi in self.clc):
+        return 0 if lf.discovering else None
+
+    w = lf.w
+    w.clc_reads += 1
+    n = lf.grid_clusters
+    if lf.phase == 1:
+        return Dyn(DynExpr("local", ("?",))) if w.clc_reads < n else 0
+    parts = self.bufs(iv, lf.w.cta)
+    if not parts:
+        return None
+    buf = parts[0][0]
+    dest = lf.new_local("clc_valid")
+    lf.emit(lf.make(SetLocal, op, f"read CLC response {buf.buffer}[{buf.stage}]", dest=dest,
+                    value=DynExpr("response", (buf,)),
+                    pre=(GhostEffect("read", buf, ANY_FILL),) if self.enabled else ()))
+    if w.clc_reads < n:
+        return Dyn(DynExpr("local", (dest,)))
+    at = len(w.code)
+    lf.emit(lf.make(Branch, op, "CLC response must be 'no more work'",
+                    cond=DynExpr("not", (DynExpr("local", (dest,)),)), then=at + 2,
+                    orelse=at + 1))
+    lf.emit(lf.make(Fail, op, "CLC response past the grid", prop=Prop.ROLE_MISUSE,
+                    message=f"this is the warp's CLC response number {w.clc_reads}, which "
+                            f"must say 'no more work' (a grid of {n} clusters lets "
+                            f"try_cancel succeed at most {n - 1} times), yet it is a valid "
+                            "tile: the warp read a stale response or skipped one",
+                    guard="clc-grid"))
+    return 0
+
+
+Ghosts.clc_response = clc_response  # type: ignore[attr-defined]

@@ -22,17 +22,71 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ...model.errors import Unsupported
 from ...model.ir import Loc
-from ...model.program import BarRef, BufRef, Instr
+from ...model.program import BarRef, BufRef, Exit, Instr
 from .mlir_text import Frame, Module, Op
 from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, lane
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
 MAX_OPS_PER_WARP = 2_000_000
+#: paths of one warp through run-time branches that go on differently
+MAX_PATHS = 256
+
+
+@dataclass(frozen=True)
+class ForkMarker:
+    """Where a path took one side of a run-time branch (replaced by a ``Branch``)."""
+
+    cond: Any
+    decision: bool
+    loc: Loc
+
+
+def merge_paths(paths: list["WarpRun"]) -> "WarpRun":
+    """One program from the paths of a warp: shared prefixes once, a ``Branch`` where
+    they part (``cond`` true: the paths that took it).  Control targets inside a copied
+    segment are moved with it (a fork never lies inside a Branch/Jump region)."""
+    from ...model.program import Branch, Jump
+
+    out: list = []
+
+    def build(group: list[list], start: int) -> None:
+        p0 = group[0]
+        k = next((i for i in range(start, len(p0)) if isinstance(p0[i], ForkMarker)),
+                 len(p0))
+        shift = len(out) - start
+        for ins in p0[start:k]:
+            if isinstance(ins, Branch):
+                ins = replace(ins, then=ins.then + shift, orelse=ins.orelse + shift)
+            elif isinstance(ins, Jump):
+                ins = replace(ins, target=ins.target + shift)
+            out.append(ins)
+        if k == len(p0):
+            return
+        mark = p0[k]
+        yes = [p for p in group if p[k].decision]
+        no = [p for p in group if not p[k].decision]
+        at = len(out)
+        out.append(None)
+        build(yes, k + 1)
+        other = len(out)
+        build(no, k + 1)
+        out[at] = Branch(cond=mark.cond, then=at + 1, orelse=other, loc=mark.loc,
+                         label="if (run-time value)")
+
+    first = paths[0]
+    build([p.code for p in paths], 0)
+    merged = WarpRun(first.cta, first.warp, first.ctaid)
+    merged.code = out
+    merged.locals = list(dict.fromkeys(x for p in paths for x in p.locals))
+    for p in paths:
+        for k, v in p.sides.items():
+            merged.sides.setdefault(k, v)
+    return merged
 
 
 class LiftError(Unsupported):
@@ -79,6 +133,15 @@ class WarpRun:
     mma_held: set = field(default_factory=set)
     wgmma_held: set = field(default_factory=set)
     cp_pending: set = field(default_factory=set)
+    # paths through run-time branches (Lifter.decide): decisions to replay, taken so far,
+    # and the other sides still to run
+    script: list = field(default_factory=list)
+    taken: list = field(default_factory=list)
+    pending: list = field(default_factory=list)
+    dyn_depth: int = 0           # inside a Branch/Jump region of ops.dynamic_if
+    rmem: dict = field(default_factory=dict)   # register arrays holding a CLC response
+    clc_reads: int = 0
+    clc_queries: int = 0
 
 
 class Lifter:
@@ -114,6 +177,7 @@ class Lifter:
 
         self.ghosts = Ghosts(self, data_races)
         self.phase = 1
+        self.discovering = False
         self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
         self.programs: dict[tuple[int, int], WarpRun] = {}
 
@@ -178,6 +242,13 @@ class Lifter:
         return None
 
     @property
+    def grid_clusters(self) -> int:
+        """Clusters in the (static) grid: it bounds the CLC try_cancel calls that can
+        succeed (PTX ISA clusterlaunchcontrol.try_cancel)."""
+        gx, gy, gz = self.launch.grid
+        return max(1, (gx * gy * gz) // self.cluster_size)
+
+    @property
     def cluster_size(self) -> int:
         x, y, z = self.launch.cluster
         return x * y * z
@@ -233,20 +304,23 @@ class Lifter:
     def run(self) -> "Lifter":
         L = self.launch
         cx, cy, _ = L.cluster
-        entry = self.kernel.regions[0][0]
         data_races = self.ghosts.enabled
-        for phase in (1, 2):
+        # a first pass learns where CLC responses land (every response reads "no more
+        # work" in it), so that a warp reading a response before the scheduler warp's
+        # try_cancel is interpreted still knows what it reads
+        for phase, discovering in ((1, True), (1, False), (2, False)):
             self.phase = phase
+            self.discovering = discovering
+            if discovering and not any(o.name.startswith("nvvm.clusterlaunchcontrol.")
+                                       for o in self.m.walk()):
+                continue
             for rank in range(self.cluster_size):
                 for warp in range(L.block // WARP):
-                    self.w = WarpRun(rank, warp, (rank % cx, (rank // cx) % cy,
-                                                  rank // (cx * cy)))
-                    env: dict[str, Any] = {}
-                    args = [Dyn(None, f"kernel argument {a}") for a in entry.args]
-                    self.exec_block(entry, env, args, Lanes([1] * WARP))
+                    ctaid = (rank % cx, (rank // cx) % cy, rank // (cx * cy))
+                    paths = self._run_paths(rank, warp, ctaid)
                     if phase == 2:
-                        self.programs[(rank, warp)] = self.w
-            if phase == 1:
+                        self.programs[(rank, warp)] = merge_paths(paths)
+            if phase == 1 and not discovering:
                 self._name_barriers()
                 self.ghosts.finish_phase1()
                 if not data_races:
@@ -257,6 +331,46 @@ class Lifter:
                     self.notes.append(f"no data-race checks on shared memory {name}: an "
                                       f"access the lifter cannot locate ({why})")
         return self
+
+    def _run_paths(self, rank: int, warp: int, ctaid: tuple) -> list[WarpRun]:
+        """Every path of one warp through its run-time branches whose two sides go on
+        differently (``decide``): the warp is run again from the start for each, the
+        decisions so far replayed; ``merge_paths`` shares the common prefixes."""
+        entry = self.kernel.regions[0][0]
+        scripts: list[list[bool]] = [[]]
+        paths: list[WarpRun] = []
+        while scripts:
+            if len(paths) >= MAX_PATHS:
+                raise LiftError(f"cta{rank}.w{warp} has more than {MAX_PATHS} paths through "
+                                "its run-time branches")
+            self.w = WarpRun(rank, warp, ctaid, script=scripts.pop())
+            env: dict[str, Any] = {}
+            args = [Dyn(None, f"kernel argument {a}") for a in entry.args]
+            self.exec_block(entry, env, args, Lanes([1] * WARP))
+            if self.phase == 2:
+                self.w.code.append(Exit(label="exit"))
+            scripts.extend(self.w.pending)
+            paths.append(self.w)
+        return paths
+
+    def decide(self, cond: Any, op: Op) -> bool:
+        """A run-time condition after which the warp's two ways differ (a loop on a CLC
+        response, a branch that leaves different values behind): this path takes one
+        side, and the other side is a path of its own, run later."""
+        w = self.w
+        if w.dyn_depth:
+            raise self.error(op, "a run-time branch whose sides go on differently, inside "
+                                 f"another run-time branch ({self.where(op)}): not supported")
+        i = len(w.taken)
+        if i < len(w.script):
+            d = w.script[i]
+        else:
+            d = True
+            w.pending.append(w.taken + [False])
+        w.taken.append(d)
+        if self.phase == 2:
+            w.code.append(ForkMarker(cond, d, self.loc(op)))
+        return d
 
     def exec_block(self, blk: Any, env: dict, args: list, mask: Any) -> Optional[list]:
         for a, v in zip(blk.args, args):

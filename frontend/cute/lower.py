@@ -8,7 +8,7 @@ from typing import Any
 from ...model.compile import CompiledKernel, KernelInfo
 from ...model.errors import Unsupported
 from ...model.pipelines.base import ArrayDecl, PipelineDecl
-from ...model.program import (AgentProgram, Arrive, BufRef, Exit, MbarInit, TmaLoad,
+from ...model.program import (AgentProgram, Arrive, BufRef, MbarInit, TmaLoad,
                               TryWait, UmmaCommit, Wait)
 from .interp import Lifter
 
@@ -41,12 +41,11 @@ def to_compiled(lf: Lifter, name: str, params: dict[str, Any], source: str) -> C
                                   stages=n, arrays=(), buffer=buf, sync="none"))
     programs = []
     for (cta, warp), w in sorted(lf.programs.items()):
-        code = list(w.code)
-        code.append(Exit(label="exit"))
+        code = list(w.code)  # every path ends in an Exit (interp.Lifter._run_paths)
         programs.append(AgentProgram(cta=cta, warp=warp, role=role_name(w.sides, code),
                                      code=tuple(code), locals=tuple(w.locals)))
     info = KernelInfo(name=name, params=tuple(params.items()), block_threads=L.block,
-                      cluster_shape=L.cluster, grid_clusters=None)
+                      cluster_shape=L.cluster, grid_clusters=lf.grid_clusters)
     return CompiledKernel(info=info, programs=tuple(programs), pipelines=tuple(decls),
                           named_barrier_ids=tuple(sorted(lf.named_ids)), source_file=source)
 

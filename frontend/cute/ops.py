@@ -333,8 +333,17 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
     if c.expr is None:
         raise lf.error(o, f"a branch on {c.why or 'a value known only at run time'} "
                           f"({lf.where(o)}): pipeproof follows branches on try_wait "
-                          "results only")
+                          "results and CLC responses only")
     cond = c.expr
+    if o.results and not lf.w.dyn_depth:
+        # values flow out of it (a pipeline state advanced on one side): each side is a
+        # path of its own (Lifter.decide), so what follows sees concrete values
+        if lf.decide(cond, o):
+            return lf.exec_block(then_blk, env, [], mask)
+        if else_blk is not None:
+            return lf.exec_block(else_blk, env, [], mask)
+        return None
+    lf.w.dyn_depth += 1
     br = lf.emit(None)
     t0 = len(lf.w.code)
     rt = lf.exec_block(then_blk, env, [], mask)
@@ -342,6 +351,7 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
     e0 = len(lf.w.code)
     re_ = lf.exec_block(else_blk, env, [], mask) if else_blk else None
     end = len(lf.w.code)
+    lf.w.dyn_depth -= 1
     if lf.phase == 2:
         lf.w.code[br] = lf.make(Branch, o, "if (run-time value)", cond=cond, then=t0,
                                 orelse=e0)
@@ -385,6 +395,8 @@ def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         cond, rest = c[0], c[1:]
         if isinstance(cond, Lanes):
             cond = norm(cond)
+        if isinstance(cond, Dyn) and cond.expr is not None:
+            cond = int(lf.decide(cond.expr, o))  # e.g. while the CLC response is valid
         if not isinstance(cond, int):
             why = cond.why if isinstance(cond, Dyn) else "a value pipeproof cannot evaluate"
             raise lf.error(o, f"a while loop whose exit depends on {why} "
@@ -394,14 +406,22 @@ def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         vals = lf.exec_block(after, env, rest, mask) or []
 
 
+@op("vector.extract", "vector.extractelement", "vector.broadcast", "vector.splat")
+def _vector(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """One value moved in or out of a vector: a run-time value (a CLC response) passes."""
+    v = lf.val(env, o.operands[0], o) if o.operands else OPAQUE
+    return v if isinstance(v, (Dyn, int)) else OPAQUE
+
+
 # --------------------------------------------------------------------------- cute values
 
 @op("cute.memref.alloca")
 def _alloca(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     t = o.result_types[0]
     eb = element_bytes(t)
-    if "smem" not in t:
-        return View(Ptr("rmem", -1, 0), t, eb)
+    if "smem" not in t:  # registers: each alloca its own (negative) id
+        rid = lf.allocs.setdefault(("rmem", o.results[0]), -2 - len(lf.allocs))
+        return View(Ptr("rmem", rid, 0), t, eb)
     key = o.results[0]
     if key not in lf.allocs:
         aid = len(lf.allocs)

@@ -31,6 +31,9 @@ from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, Cluster
 from .mlir_text import Op
 from ...model.program import GhostEffect
 from ...model.system import ANY_FILL
+
+#: a CLC try_cancel response (PTX ISA 9.7.13.17)
+CLC_RESPONSE_BYTES = 16
 from .data_ops import copy_between
 from .ops import op
 from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane, norm
@@ -434,6 +437,60 @@ def _mapa(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if isinstance(r, Lanes) or isinstance(p, Lanes):
         return norm(Lanes(one(lane(p, i), lane(r, i)) for i in range(32)))
     return one(p, r)
+
+
+@op("nvvm.clusterlaunchcontrol.try.cancel")
+def _clc_try_cancel(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``clusterlaunchcontrol.try_cancel.async...{.multicast::cluster::all}`` (PTX ISA
+    9.7.13.17): a 16-byte response lands asynchronously in every CTA's buffer (this
+    CTA's alone without multicast), completing tx on the barrier at the same offset.
+    A grid of n clusters lets at most n - 1 of one scheduler's calls succeed."""
+    vals = lf.operands(o, env)
+    lanes = lf.active(mask)
+    if not lanes:
+        return None
+    resp, bar = lane(vals[0], lanes[0]), lane(vals[1], lanes[0])
+    if not isinstance(resp, Ptr) or resp.space != "smem":
+        raise lf.error(o, f"a CLC response buffer not known statically ({lf.where(o)})")
+    iv = (resp.alloc, resp.off, resp.off + CLC_RESPONSE_BYTES)
+    multicast = "multicast" in o.attrs
+    for _ in lanes:
+        q = lf.w.clc_queries
+        lf.w.clc_queries += 1
+        if lf.phase == 1:
+            lf.ghosts.touch(iv, write=True, force=True)
+            lf.ghosts.clc.add(iv)
+            continue
+        dests = range(lf.cluster_size) if multicast else [lf.w.cta]
+        dels, pre = [], []
+        for d in dests:
+            ref = lf.barrier(replace(bar, cta=d), o)
+            parts = lf.ghosts.bufs(iv, d)
+            if not parts:
+                raise lf.error(o, f"the CLC response buffer is not tracked ({lf.where(o)})")
+            b = parts[0][0]
+            dels.append(Delivery(ref, CLC_RESPONSE_BYTES, b, ANY_FILL))
+            pre.append(GhostEffect("write_begin", b, ANY_FILL))
+        may = q < lf.grid_clusters - 1
+        lf.emit(lf.make(TmaLoad, o, "clusterlaunchcontrol.try_cancel"
+                        + (" multicast" if multicast else "")
+                        + ("" if may else " (no cluster left in the grid: 'no more work')"),
+                        deliveries=tuple(dels), kind="clc", may_succeed=may, pre=tuple(pre)))
+    return None
+
+
+@op("nvvm.clusterlaunchcontrol.query.cancel")
+def _clc_query(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """Decode a response: ``is_canceled`` is the response's validity (a local of the
+    warp's program, ``ghosts.clc_response``); the first CTA's coordinates address the
+    tile's global memory and do not synchronise."""
+    v = lf.val(env, o.operands[0], o)
+    if "is_canceled" in o.attrs.get("query_type", ""):
+        if isinstance(v, (Dyn, int)):
+            return v
+        raise lf.error(o, f"a CLC response that does not come from a try_cancel buffer "
+                          f"({lf.where(o)})")
+    return OPAQUE
 
 
 @op("nvvm.fence.proxy")

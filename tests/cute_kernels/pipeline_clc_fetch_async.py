@@ -11,7 +11,9 @@ releases to CTA 0's empty barrier, whose count is every consumer thread of the c
 (the validity is a run-time value read from shared memory).  The first work tile is the
 CTA's own (valid), so every loop runs at least once.
 
-Twin: examples/textbook/pipeline_clc_fetch_async.pipe
+Twin: tests/cute_kernels/pipeline_clc_fetch_async.pipe (the textbook skeleton with the
+grid of 3 clusters this kernel launches: examples/textbook/pipeline_clc_fetch_async.pipe
+has an unbounded grid)
 Config: block=64 (warp 0 worker, warp 1 scheduler in CTA 0), cluster 2x1x1, stages=1,
 producer group 1, consumer group 32*(1+2), tx_count=16, cta_layout_vmnk=(1,2,1,1),
 defer_sync=True + pipeline_init_arrive/wait(cluster_shape_mn=(2, 1)).
@@ -143,14 +145,17 @@ def pipeline_clc_fetch_async_kernel(stages: cutlass.Constexpr, bug: cutlass.Cons
 
 
 @cute.jit
-def pipeline_clc_fetch_async_host(stages: cutlass.Constexpr, bug: cutlass.Constexpr):
+def pipeline_clc_fetch_async_host(stages: cutlass.Constexpr, bug: cutlass.Constexpr,
+                                  clusters: cutlass.Constexpr):
     pipeline_clc_fetch_async_kernel(stages, bug).launch(
-        grid=CLUSTER,
+        grid=(CLUSTER[0] * clusters, CLUSTER[1], CLUSTER[2]),
         block=(THREADS, 1, 1),
         cluster=CLUSTER,
         smem=_storage(stages).size_in_bytes(),
     )
 
 
-def pipeline_clc_fetch_async(stages: int = 1, bug: int = 0):
-    return cute.compile(pipeline_clc_fetch_async_host, stages, bug)
+def pipeline_clc_fetch_async(stages: int = 1, bug: int = 0, clusters: int = 3):
+    """``clusters``: clusters in the grid (a grid of n lets n - 1 try_cancel calls
+    succeed, so the scheduler loop runs up to n times)."""
+    return cute.compile(pipeline_clc_fetch_async_host, stages, bug, clusters)
