@@ -101,8 +101,11 @@ def configs(src: str) -> list[tuple[str, str, Callable[[], Any]]]:
          hopper_persistent(src, 1, 1, 3, 2, stages=2)),
         ("blackwell dense_gemm_persistent 2-CTA 2x1, 2 k-tiles, 1 tile", "sm_100a",
          blackwell_persistent(src, 2, 1, 2, 1)),
-        ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1", "sm_100a",
+        ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 2 k-tiles, 1 tile", "sm_100a",
          blackwell_persistent(src, 2, 1, 2, 1, dynamic=True)),
+        ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 2 k-tiles, 3 tiles (grid of "
+         "3 clusters: 2 try_cancel calls may succeed)", "sm_100a",
+         blackwell_persistent(src, 2, 1, 2, 3, dynamic=True)),
     ]
 
 
