@@ -30,12 +30,18 @@ from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, write_end_effects
 from .pipelines.named_barrier import NamedBarrier
 from .pipelines.tma_store_fence import TmaStoreFence
+from . import program as _program
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
                       ParamSplit, dyn_locals, dyn_params, eval_dyn,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
 from .properties import Prop
 from .values import CONCRETE
 from .roles import RoleUse, method_side, misuse_message
+
+#: instructions that release what the warp did before them (PTX ISA 8.8: arrive has
+#: release semantics); ``Compiler.attach`` never puts later effects on them
+RELEASES = (_program.Arrive, _program.ClusterArrive, _program.CpAsyncArrive,
+            _program.UmmaCommit, NamedBarrierOp)
 
 MAX_BLOCK_THREADS = 1024
 
@@ -742,8 +748,11 @@ class _Agent:
         if not effects:
             return
         pos = len(self.code)
+        # never after a release: what follows a release may happen after another warp
+        # has taken the stage back (a read after consumer_release races the producer's
+        # next write), so it is a step of its own that others can come before
         if pos and pos not in self.targets and self.code[-1].is_sync \
-                and not isinstance(self.code[-1], (Exit, Fail)):
+                and not isinstance(self.code[-1], (Exit, Fail) + RELEASES):
             last = self.code[-1]
             self.code[-1] = replace(last, post=last.post + tuple(effects))
         else:

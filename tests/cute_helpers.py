@@ -58,13 +58,15 @@ def cases() -> list[CuteCase]:
 LIFTED_DIFFERS: dict[tuple[str, int], tuple[str, Optional[str], str]] = {
     ("pipeline_tma_async_participants", 3): (
         "VIOLATED", "overwrite-before-release",
-        "the stage is released before it is read; the .pipe model attaches a read that "
-        "follows a release to the release's own step, so its twin cannot see the race "
-        "(a gap of the .pipe compiler, not of the lifted kernel)"),
+        "the stage is released before it is read: the twin reports the producer's next "
+        "write reaching the read (read-before-full); the lifted read holds the stage from "
+        "the start of its window, right after the release, so the same write is an "
+        "overwrite of a held stage"),
     ("pipeline_tma_multi_consumers_async", 3): (
         "VIOLATED", "overwrite-before-release",
-        "the helper warp releases the stage before reading it: the same .pipe compiler "
-        "gap as pipeline_tma_async_participants bug 3"),
+        "the helper warp releases the stage before reading it: as in "
+        "pipeline_tma_async_participants bug 3, the twin names the read, the lifted "
+        "kernel the write"),
     ("pipeline_umma_async", 1): (
         "VIOLATED", "phase-overrun",
         "the same bug (consumer group not scaled by the CTA pair): the twin's first "

@@ -24,10 +24,9 @@ Planted bugs (``bug=N``):
   3. ``handle.release()`` *before* the stage is read: once all four warps released,
      the producer's next TMA load (k + stages) may overwrite the stage while a warp
      still reads it (a use-after-release race: expected read-before-full).
-     Twin pipeline_tma_async_participants_bug3.pipe: PROVEN (unbounded) -- a gap in
-     the model, not the kernel: a ``read`` that follows a synchronisation is merged
-     into that synchronisation's atomic step (model/compile.py ``attach``), so a read
-     after the release happens "at" the arrive, before any write can begin.
+     Twin pipeline_tma_async_participants_bug3.pipe: VIOLATED read-before-full (it
+     was PROVEN until model/compile.py ``attach`` stopped merging a read that follows
+     a release into the release's atomic step); lifted: overwrite-before-release.
 """
 import cutlass
 import cutlass.cute as cute

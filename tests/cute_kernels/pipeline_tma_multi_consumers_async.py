@@ -40,13 +40,9 @@ Planted bugs (``bug=N``):
      under its read.
      Lifted: VIOLATED overwrite-before-release (cta0.w0 starts writing sA[0]@cta0 while
      a consumer still owns it)
-     Twin pipeline_tma_multi_consumers_async_bug3.pipe: PROVEN (unbounded) -- a miss of
-     the .pipe compiler, not of the kernel: ``read(p, state)`` right after the release is
-     attached as a post-effect of the release's arrive (model/compile.py ``attach``:
-     "atomically after the warp's previous instruction"), so no TMA step can fall
-     between the release and the read.  A redundant ``p.consumer_wait(state)`` between
-     them makes the read a step of its own and the twin reports VIOLATED
-     read-before-full.
+     Twin pipeline_tma_multi_consumers_async_bug3.pipe: VIOLATED read-before-full (it
+     was PROVEN until model/compile.py ``attach`` stopped merging a read that follows
+     a release into the release's atomic step); lifted: overwrite-before-release.
 """
 import cutlass
 import cutlass.cute as cute
