@@ -434,8 +434,8 @@ def b_pipeline_init_wait(cx: Any, args: tuple, kw: dict) -> None:
 
 
 def _shape_ints(cx: Any, shape: Any, what: str) -> None:
-    """``cluster_shape_mn``: an int or a tuple of ints (None: absent)."""
-    if shape is None:
+    """``cluster_shape_mn``: an int, a tuple of ints or a layout (None: absent)."""
+    if shape is None or isinstance(shape, Layout):  # a Layout's shape is checked on build
         return
     for e in _flatten(shape):
         if isinstance(e, bool) or not isinstance(e, int) or e < 1:
