@@ -232,11 +232,15 @@ class Ghosts:
         return out
 
     def fence_proxy(self, op: Any) -> None:
+        """``fence.proxy.async``: the warp's dirty buffers are clean from its next
+        instruction on (``Lifter.emit`` puts the effects first in its ``pre``).  Any
+        warp ordered after the fence is ordered after a release the warp makes after
+        it, so no observer can tell the difference -- and a step of its own per fence
+        multiplied the interleavings of epilogue warps."""
         w = self.lf.w
         if w.dirty:
-            effects = tuple(GhostEffect("clean", b) for b in sorted(w.dirty))
+            w.pending_clean.extend(GhostEffect("clean", b) for b in sorted(w.dirty))
             w.dirty.clear()
-            self.lf.emit(self.lf.make(Nop, op, "fence.proxy.async", pre=effects))
 
     def mma_read(self, iv: Any, op: Any, tcgen05: bool) -> None:
         """An MMA reads its smem operands through the async proxy."""

@@ -140,6 +140,7 @@ class WarpRun:
     pending: list = field(default_factory=list)
     dyn_depth: int = 0           # inside a Branch/Jump region of ops.dynamic_if
     rmem: dict = field(default_factory=dict)   # register arrays holding a CLC response
+    pending_clean: list = field(default_factory=list)  # fence.proxy.async effects
     clc_reads: int = 0
     clc_queries: int = 0
 
@@ -436,7 +437,11 @@ class Lifter:
     # ------------------------------------------------------------------ emission
     def emit(self, instr: Optional[Instr]) -> int:
         if self.phase == 2:
-            self.w.code.append(instr)
+            w = self.w
+            if w.pending_clean and instr is not None and instr.is_sync:
+                instr = replace(instr, pre=tuple(w.pending_clean) + instr.pre)
+                w.pending_clean.clear()
+            w.code.append(instr)
         return len(self.w.code) - 1
 
     def make(self, cls: type, op: Op, what: str, **kw: Any) -> Instr:
