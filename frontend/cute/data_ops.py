@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from .mlir_text import Op
-from .ops import op
+from .optable import op
 from .values import OPAQUE, Dyn, Lanes, Ptr, View, lane
 
 

@@ -151,7 +151,8 @@ class Lifter:
     def __init__(self, module: Module, library_roots: tuple[str, ...] = (),
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
                  max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True) -> None:
-        from .ops import op_table
+        from . import data_ops, ops, sync_ops  # noqa: F401  (importing registers handlers)
+        from .optable import op_table
 
         self.m = module
         self.library_roots = tuple(os.path.abspath(r) for r in library_roots)

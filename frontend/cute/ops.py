@@ -1,10 +1,7 @@
 """What each op of the captured IR means to the lifter: integer arithmetic, control
 flow, special registers and CuTe's pointer and layout algebra, evaluated exactly;
 floating point and register data left opaque.  Synchronisation ops are in
-``sync_ops.py``.
-
-``op_table(series)`` gives the table for one DSL release series; ``ALIASES`` maps the
-op names an older release prints to the ones handled here.
+``sync_ops.py``, data movement in ``data_ops.py``; all register in ``optable.py``.
 """
 
 from __future__ import annotations
@@ -15,43 +12,10 @@ from typing import Any, Callable
 
 from ...model.program import Branch, DynExpr, Jump
 from .mlir_text import Op
+from .optable import TABLE, Handler, op
 from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
                      norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
-
-Handler = Callable[[Any, Op, dict, Any], Any]
-TABLE: dict[str, Handler] = {}
-PREFIXES: list[tuple[str, Handler]] = []
-
-#: op names of other release series -> the names this table uses (measured: 4.7.0 and
-#: 4.8.1 print the same names for every op handled here)
-ALIASES: dict[str, dict[str, str]] = {
-    "4.7": {},
-    "4.8": {},
-}
-
-
-def op_table(series: str) -> tuple[dict[str, Handler], list[tuple[str, Handler]]]:
-    from . import data_ops, sync_ops  # noqa: F401  (importing registers their ops)
-
-    assert data_ops and sync_ops
-
-    table = dict(TABLE)
-    for old, new in ALIASES.get(series, {}).items():
-        table[old] = TABLE[new]
-    return table, list(PREFIXES)
-
-
-def op(*names: str) -> Callable[[Handler], Handler]:
-    def deco(f: Handler) -> Handler:
-        for nm in names:
-            if nm.endswith("*"):
-                PREFIXES.append((nm[:-1], f))
-            else:
-                TABLE[nm] = f
-        return f
-    return deco
-
 
 def per_lane(f: Callable[[Any, Op, list], Any]) -> Handler:
     """Run ``f(lifter, op, values)`` once per lane when an operand differs by lane."""
@@ -344,14 +308,22 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
             return lf.exec_block(else_blk, env, [], mask)
         return None
     lf.w.dyn_depth += 1
+    before = _ghost_state(lf.w)
     br = lf.emit(None)
     t0 = len(lf.w.code)
     rt = lf.exec_block(then_blk, env, [], mask)
+    after_then = _ghost_state(lf.w)
+    _set_ghost_state(lf.w, before)
     j = lf.emit(None)
     e0 = len(lf.w.code)
     re_ = lf.exec_block(else_blk, env, [], mask) if else_blk else None
     end = len(lf.w.code)
     lf.w.dyn_depth -= 1
+    if _ghost_state(lf.w) != after_then:
+        # the sides touch shared memory differently: one bookkeeping after the branch
+        # would end writes that one side never began (and hide races), so refuse
+        raise lf.error(o, f"the two sides of a run-time branch access shared memory "
+                          f"differently ({lf.where(o)}): not supported yet")
     if lf.phase == 2:
         lf.w.code[br] = lf.make(Branch, o, "if (run-time value)", cond=cond, then=t0,
                                 orelse=e0)
@@ -362,6 +334,20 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
                               f"behind ({lf.where(o)})")
         return rt
     return None
+
+
+_GHOST_SETS = ("held", "written", "dirty", "mma_held", "wgmma_held", "cp_pending")
+
+
+def _ghost_state(w: Any) -> tuple:
+    """A warp's shared-memory bookkeeping (``ghosts.py``), to compare branch sides."""
+    return tuple(frozenset(getattr(w, k)) for k in _GHOST_SETS) + (tuple(w.pending_clean),)
+
+
+def _set_ghost_state(w: Any, st: tuple) -> None:
+    for k, v in zip(_GHOST_SETS, st):
+        setattr(w, k, set(v))
+    w.pending_clean = list(st[-1])
 
 
 @op("scf.for")

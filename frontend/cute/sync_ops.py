@@ -35,7 +35,7 @@ from ...model.system import ANY_FILL
 #: a CLC try_cancel response (PTX ISA 9.7.13.17)
 CLC_RESPONSE_BYTES = 16
 from .data_ops import copy_between
-from .ops import op
+from .optable import op
 from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane, norm
 
 
