@@ -229,7 +229,7 @@ def b_tiled_divide(cx: Any, args: tuple, kw: dict) -> Layout:
 
 
 def _show(v: Any) -> str:
-    from .compile import describe
+    from .describe import describe
 
     return describe(v)
 

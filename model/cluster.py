@@ -34,7 +34,7 @@ class Layout:
 
     def __post_init__(self) -> None:
         if not self.shape or any((not isinstance(s, int)) or s < 1 for s in self.shape):
-            from .compile import describe
+            from .describe import describe
 
             raise ValueError(f"layout shape must be positive integers, got "
                              f"{describe(self.shape)}")

@@ -34,6 +34,7 @@ from . import program as _program
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
                       ParamSplit, dyn_locals, dyn_params, eval_dyn,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
+from .describe import describe  # noqa: F401  (re-exported: messages)
 from .properties import Prop
 from .values import CONCRETE
 from .roles import RoleUse, method_side, misuse_message
@@ -60,37 +61,6 @@ MAX_TRIP_COUNT = 4096
 MAX_INT_BITS = 64
 #: elements of a tuple built with ``*``
 MAX_TUPLE_LEN = 4096
-
-
-def describe(v: Any) -> str:
-    """A value as a .pipe author writes it: never a Python repr with an address."""
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, int):
-        return str(v) if v.bit_length() <= 80 else f"an integer of {v.bit_length()} bits"
-    if isinstance(v, str):
-        return repr(v) if len(v) <= 60 else repr(v[:57] + "...")
-    if isinstance(v, (tuple, list)):
-        inner = ", ".join(describe(x) for x in v[:8]) + (", ..." if len(v) > 8 else "")
-        return f"({inner}{',' if len(v) == 1 else ''})"
-    if isinstance(v, Builtin):
-        return f"the builtin {v.name}"
-    if isinstance(v, PipelineClassRef):
-        return f"the class {v.name}"
-    if isinstance(v, PipelineBase):
-        return f"the pipeline {v.decl.var}"
-    if isinstance(v, PipelineStateVal):
-        return "a PipelineState"
-    if isinstance(v, Module):
-        return f"the module {v.path}"
-    if isinstance(v, DynExpr):
-        return "a run-time value"
-    if isinstance(v, Layout):
-        return f"a layout of shape {describe(v.shape)}"
-    if isinstance(v, tuple) and v and v[0] in ("method", "create"):
-        return "a method"
-    name = getattr(v, "name", None)
-    return f"{type(v).__name__} {name}" if isinstance(name, str) else type(v).__name__
 
 
 def _check_int(v: Any, loc: Optional[ir.Loc]) -> Any:

@@ -17,7 +17,7 @@ WARP_SIZE = 32
 
 def _show(v: object) -> str:
     """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
-    from .compile import describe
+    from .describe import describe
 
     return describe(v)
 

@@ -23,7 +23,7 @@ from .mbarrier import PHASE_MOD
 
 def _show(v: object) -> str:
     """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
-    from .compile import describe
+    from .describe import describe
 
     return describe(v)
 

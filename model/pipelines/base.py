@@ -36,7 +36,7 @@ from .dispatch import check_arguments
 
 def _show(v: object) -> str:
     """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
-    from ..compile import describe
+    from ..describe import describe
 
     return describe(v)
 
@@ -323,7 +323,7 @@ def wait_unless(cx: Any, token: Any, bar: BarRef, state: PipelineStateVal, label
             cx.emit(Nop(loc=cx.loc, label=label + " (wait skipped: token is True)", post=post))
         return
     if not isinstance(token, DynExpr):
-        from ..compile import describe
+        from ..describe import describe
 
         cx.error(f"{label}: the token must be the result of a try_wait / try_acquire on "
                  f"this pipeline, or True, False or None; got {describe(token)}")

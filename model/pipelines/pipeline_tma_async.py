@@ -30,7 +30,7 @@ from .pipeline_async import PipelineAsync
 
 def _show(v: object) -> str:
     """A value in a message, as a .pipe author writes it (model/compile.py describe)."""
-    from ..compile import describe
+    from ..describe import describe
 
     return describe(v)
 
