@@ -18,10 +18,8 @@ from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_umma_c
                    group_count, release_effects)
 from .pipeline_async import PipelineAsync
 from .pipeline_tma_async import vmnk_of
-from .registry import register
 
 
-@register
 @dataclass(frozen=True)
 class PipelineAsyncUmma(PipelineAsync):
     consumer_mask: Optional[int] = None

@@ -19,12 +19,10 @@ from ..program import Delivery
 from .base import ArrayDecl, PipelineDecl, create_effects, emit_arrive, group_count, wait_unless
 from .pipeline_async import PipelineAsync
 from .pipeline_tma_async import tx_count_of, vmnk_of
-from .registry import register
 
 CLC_RESPONSE_BYTES = 16
 
 
-@register
 @dataclass(frozen=True)
 class PipelineClcFetchAsync(PipelineAsync):
     tx_count: int = CLC_RESPONSE_BYTES

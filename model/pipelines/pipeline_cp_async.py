@@ -15,10 +15,8 @@ from typing import Any
 
 from .base import emit_cp_async_arrive
 from .pipeline_async import PipelineAsync
-from .registry import register
 
 
-@register
 @dataclass(frozen=True)
 class PipelineCpAsync(PipelineAsync):
     CLASS = "PipelineCpAsync"

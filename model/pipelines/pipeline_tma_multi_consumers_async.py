@@ -23,7 +23,6 @@ from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive
 from .pipeline_async import PipelineAsync
 from .pipeline_tma_async import mcast_mode_of, multicast_consumer_count, tx_count_of, vmnk_of
 from .pipeline_tma_umma import _umma_side
-from .registry import register
 
 
 def _show(v: object) -> str:
@@ -33,7 +32,6 @@ def _show(v: object) -> str:
     return describe(v)
 
 
-@register
 @dataclass(frozen=True)
 class PipelineTmaMultiConsumersAsync(PipelineAsync):
     tx_count: int = 0

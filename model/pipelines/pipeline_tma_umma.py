@@ -25,10 +25,8 @@ from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive
                    emit_umma_commit, group_count, release_effects, wait_unless)
 from .pipeline_async import PipelineAsync
 from .pipeline_tma_async import mcast_mode_of, multicast_consumer_count, tx_count_of, vmnk_of
-from .registry import register
 
 
-@register
 @dataclass(frozen=True)
 class PipelineTmaUmma(PipelineAsync):
     tx_count: int = 0

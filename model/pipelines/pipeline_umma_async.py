@@ -22,10 +22,8 @@ from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_umma_c
                    emit_wait, group_count, wait_unless)
 from .pipeline_async import PipelineAsync
 from .pipeline_tma_async import vmnk_of
-from .registry import register
 
 
-@register
 @dataclass(frozen=True)
 class PipelineUmmaAsync(PipelineAsync):
     producer_mask: Optional[int] = None

@@ -1,32 +1,24 @@
-"""Every pipeline class the model knows, by its CUTLASS name."""
+"""Every pipeline class the model knows, by its CUTLASS name.  The class modules know
+nothing of this list (imports go one way: registry -> classes)."""
 
 from __future__ import annotations
 
 from .named_barrier import NamedBarrier
 from .pipeline_async import PipelineAsync
+from .pipeline_async_umma import PipelineAsyncUmma
+from .pipeline_clc_fetch_async import PipelineClcFetchAsync
+from .pipeline_cp_async import PipelineCpAsync
 from .pipeline_order import PipelineOrder
 from .pipeline_tma_async import PipelineTmaAsync
+from .pipeline_tma_multi_consumers_async import PipelineTmaMultiConsumersAsync
 from .pipeline_tma_store import PipelineTmaStore
+from .pipeline_tma_umma import PipelineTmaUmma
+from .pipeline_umma_async import PipelineUmmaAsync
 from .tma_store_fence import TmaStoreFence
 
 #: classes built with ``Class.create(**kwargs)``
-PIPELINE_CLASSES: list = [PipelineAsync, PipelineTmaAsync, PipelineTmaStore, PipelineOrder]
+PIPELINE_CLASSES: list = [PipelineAsync, PipelineTmaAsync, PipelineTmaStore, PipelineOrder,
+                          PipelineAsyncUmma, PipelineClcFetchAsync, PipelineCpAsync,
+                          PipelineTmaUmma, PipelineTmaMultiConsumersAsync, PipelineUmmaAsync]
 #: classes built with ``Class(...)``
 CONSTRUCTED: list = [NamedBarrier, TmaStoreFence]
-
-
-def register(cls: type) -> type:
-    """Add a ``create``-style pipeline class (used by the class modules that follow)."""
-    if cls not in PIPELINE_CLASSES:
-        PIPELINE_CLASSES.append(cls)
-    return cls
-
-
-def _load_all() -> None:
-    """Import the class modules that register themselves."""
-    from . import (pipeline_async_umma, pipeline_clc_fetch_async,  # noqa: F401
-                   pipeline_cp_async, pipeline_tma_multi_consumers_async, pipeline_tma_umma,
-                   pipeline_umma_async)
-
-
-_load_all()
