@@ -46,7 +46,7 @@ from typing import Any, Iterator, Optional
 
 from ..checker.trace import BarrierChange, Event, Trace, env_fields, instr_fields
 from ..model.compile import CompiledKernel
-from ..model.program import Arrive, BulkWaitRead, CpAsyncArrive, TmaLoad, TryWait, Wait
+from ..model.program import Arrive, BulkWaitRead, CpAsyncArrive, Exit, TmaLoad, TryWait, Wait
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE as V
 from . import events as E
@@ -108,8 +108,13 @@ class Replayer:
 
     def __init__(self, ck: CompiledKernel, pending_rule: str = "before",
                  observed_env: tuple[str, ...] = ("tcgen05",), window: int = 64,
-                 budget: int = 20000, eager: bool = False):
+                 budget: int = 20000, eager: bool = False, sited: Optional[bool] = None):
         self.eager = eager
+        #: lifted CuTe DSL kernels (``impl/cute_trace.py``): an event's ``pc`` is the
+        #: trace site of its record (``Instr.site``), and steps no record stands for
+        #: are taken as soon as the warp reaches them (the exit: at the end)
+        self.sited = any(ins.site >= 0 for p in ck.programs for ins in p.code) \
+            if sited is None else sited
         self.ck = ck
         self.sys = System(ck)
         self.pending_rule = pending_rule
@@ -121,6 +126,32 @@ class Replayer:
             self.sys.run_local(V, S, a, [])
         self.init = S.v
         self.agent_of = {(ag.cta, ag.warp): ag.index for ag in self.sys.agents}
+        self.sites_of = [frozenset(i.site for i in self.sys.code(ag.index) if i.site >= 0)
+                         for ag in self.sys.agents]
+
+    # ------------------------------------------------------------------ sites
+
+    def at(self, state: list, a: int) -> int:
+        """What an event of warp ``a`` must match: its model pc, or (sited) the trace
+        site of the instruction there (-1: none, -2: exited)."""
+        pc = state[self.sys.agents[a].pc]
+        if not self.sited:
+            return pc
+        return -2 if pc == DONE else self.sys.code(a)[pc].site
+
+    def unrecorded(self, state: list, with_exit: bool = False) -> Optional[int]:
+        """(sited) A warp whose next step no record stands for, which the replay takes
+        now; the exit only when ``with_exit``."""
+        if not self.sited:
+            return None
+        for ag in self.sys.agents:
+            pc = state[ag.pc]
+            if pc == DONE:
+                continue
+            ins = self.sys.code(ag.index)[pc]
+            if ins.site < 0 and (with_exit or not isinstance(ins, Exit)):
+                return ag.index
+        return None
 
     # ------------------------------------------------------------------ checks
 
@@ -150,13 +181,20 @@ class Replayer:
             out = sysm.exec_env(V, S, item)
             return S.v, _first_violation(out.checks), ""
         pc = state[ag.pc]
+        here = self.at(state, a)
+        unit = "site" if self.sited else "pc"
         if e.kind == E.K_STUCK:
-            if pc != e.pc:
-                return None, None, f"the warp is at pc {pc} in the model, stuck at {e.pc} on the GPU"
+            if here != e.pc:
+                return None, None, (f"the warp is at {unit} {here} in the model, stuck at "
+                                    f"{e.pc} on the GPU")
             return list(state), None, ""
-        if pc != e.pc:
-            where = "has exited" if pc == DONE else f"is at pc {pc}"
-            return None, None, f"in the model the warp {where}, the GPU executed pc {e.pc}"
+        if here != e.pc:
+            if pc == DONE:
+                where = "has exited"
+            else:
+                lbl = sysm.code(a)[pc].label
+                where = f"is at {unit} {here}" + (f" [{lbl}]" if lbl else "")
+            return None, None, f"in the model the warp {where}, the GPU recorded {unit} {e.pc}"
         ins = sysm.code(a)[pc]
         choice = 0
         if isinstance(ins, TmaLoad) and ins.kind == "clc":
@@ -202,7 +240,7 @@ class Replayer:
         if a is None or e.kind != E.K_STEP:
             return None
         pc = state[self.sys.agents[a].pc]
-        if pc != e.pc:
+        if self.at(state, a) != e.pc:
             return None
         ins = self.sys.code(a)[pc]
         if isinstance(ins, (Wait, TryWait)):
@@ -213,7 +251,12 @@ class Replayer:
 
     # ------------------------------------------------------------------ search
 
-    def replay(self, events: list[GpuEvent], overflow: int = 0) -> ReplayResult:
+    def replay(self, events: list[GpuEvent], overflow: int = 0,
+               hung: bool = False) -> ReplayResult:
+        """``hung``: the launch never finished (the harness gave up on it) and no warp
+        says where it waits: then the trace is explained only if the model too ends
+        where no warp can move."""
+        self._hung = hung
         res = ReplayResult(ACCEPTED)
         res.data_errors = [e for e in events if e.flags & E.F_DATA]
         res.stuck = [e for e in events if e.kind == E.K_STUCK]
@@ -290,6 +333,15 @@ class Replayer:
         return i
 
     def _successors(self, fr: _Frame, per: list[list[GpuEvent]]) -> Iterator[_Frame]:
+        a = self.unrecorded(fr.state)
+        if a is not None:  # sited: a step no record stands for is taken right away
+            S = ConcreteState(list(fr.state))
+            pc = S.v[self.sys.agents[a].pc]
+            out = self.sys.exec_agent(V, S, a, pc, 0)
+            if out.enabled:
+                yield _Frame(S.v, fr.ptr, ("a", a, 0), -1, _first_violation(out.checks),
+                             "unrecorded", fr.consumed, fr.front)
+            return
         i0 = self._frontier(fr)
         frontier, fa = self._order[i0]
         fr_why = ""
@@ -357,6 +409,14 @@ class Replayer:
         sysm = self.sys
         S = ConcreteState(list(state))
         viol = None
+        for _ in range(100000):  # sited: the steps no record stands for, exits included
+            a = self.unrecorded(S.v, with_exit=True)
+            if a is None:
+                break
+            out = sysm.exec_agent(V, S, a, S.v[sysm.agents[a].pc], 0)
+            if not out.enabled:
+                break
+            viol = viol or _first_violation(out.checks)
         # asynchronous work still in flight completes (the hardware finished it)
         for _ in range(10000):
             items = sysm.env_items_of(S.get)
@@ -365,6 +425,10 @@ class Replayer:
             out = sysm.exec_env(V, S, items[0])
             viol = viol or _first_violation(out.checks)
         stuck_agents = {self.agent_of[(e.cta, e.warp)] for e in stuck}
+        if getattr(self, "_hung", False):
+            stuck_agents = {ag.index for ag in sysm.agents if S.v[ag.pc] != DONE}
+            if not stuck_agents:
+                return False, "the launch hung on the GPU, but in the model every warp exits", None
         movable = []
         for ag in sysm.agents:
             pc = S.v[ag.pc]
@@ -481,6 +545,10 @@ class Replayer:
         if overflow:
             res.status = INCOMPLETE
             res.detail = f"{overflow} events did not fit in the trace buffer"
+        elif getattr(self, "_hung", False):
+            res.status = DEADLOCK
+            res.detail = ("the launch hung; the model agrees that no warp can move after "
+                          "the last record")
         elif res.stuck:
             res.status = DEADLOCK
             res.detail = "the watchdog fired; the model agrees that no warp can move: " + \
@@ -509,14 +577,19 @@ class Replayer:
             _, _, why = self.try_event(fr.state, e)
             ag = self.sys.agents[self.agent_of[(e.cta, e.warp)]]
             pc = e.pc
-            lbl = self.sys.code(ag.index)[pc].label if 0 <= pc < len(ag.program.code) else "?"
+            if self.sited:
+                lbl = next((i.label for i in self.sys.code(ag.index) if i.site == pc), "?")
+            else:
+                lbl = self.sys.code(ag.index)[pc].label if 0 <= pc < len(ag.program.code) \
+                    else "?"
             res.detail = f"{e.describe()} [{lbl}]: {why or 'no order of the events fits'}"
         if budget_hit:
             res.detail += " (search budget exhausted)"
         res.state_text = self.render_state(fr.state)
         return res
 
-    def judge(self, events: list[GpuEvent], overflow: int = 0) -> ReplayResult:
+    def judge(self, events: list[GpuEvent], overflow: int = 0,
+              hung: bool = False) -> ReplayResult:
         """Replay, and decide whether a violation was really observed.
 
         Completions nobody observes are placed lazily; a violation found *at* such an
@@ -526,11 +599,11 @@ class Replayer:
         is ACCEPTED and the violation is kept as ``possible`` (the GPU cannot tell when
         the completion happened; the model says it may be late).
         """
-        res = self.replay(events, overflow)
+        res = self.replay(events, overflow, hung)
         if res.status == VIOLATION and res.violation_inferred:
             eager = Replayer(self.ck, self.pending_rule, self.observed_env, self.window,
-                             self.budget, eager=True)
-            r2 = eager.replay(events, overflow)
+                             self.budget, eager=True, sited=self.sited)
+            r2 = eager.replay(events, overflow, hung)
             if r2.status in (ACCEPTED, DATA_ERROR) and r2.violation is None:
                 r2.possible = (res.violation[0], res.violation[1]) if res.violation else None
                 return r2

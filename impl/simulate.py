@@ -30,7 +30,12 @@ SIGNALS = (Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsyncArrive, UmmaCommit, Clu
 
 
 def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tcgen05",),
-             max_steps: int = 200_000, env_bias: float = 0.3) -> list[GpuEvent]:
+             max_steps: int = 200_000, env_bias: float = 0.3,
+             sited: bool = False) -> list[GpuEvent]:
+    """``sited``: record what a lifted CuTe DSL kernel's trace sites record
+    (``impl/cute_trace.py``): an event only for a step with a site (``pc`` = the site),
+    a try_wait's result, no pending counts, and no STUCK events (its waits have no
+    watchdog)."""
     sysm = System(ck)
     rng = random.Random(seed)
     S = ConcreteState(sysm.initial_state())
@@ -66,6 +71,13 @@ def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tc
         pc = S.v[ag.pc]
         ins = sysm.code(a)[pc]
         obs, flags = 0, 0
+        if sited:
+            sysm.exec_agent(V, S, a, pc, choice)
+            if ins.site >= 0:
+                if isinstance(ins, TryWait):
+                    obs, flags = int(bool(S.v[ag.locals[ins.dest]])), E.F_RESULT
+                add(E.K_STEP, a, ins.site, obs, flags)
+            continue
         if isinstance(ins, Arrive):
             for arr in ins.arrivals:
                 if arr.bar in sysm.bar and arr.bar.cta == ag.cta and \
@@ -80,13 +92,13 @@ def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tc
         add(E.K_STEP, a, pc, obs, flags)
     for ag in sysm.agents:
         pc = S.v[ag.pc]
-        if pc != DONE:
+        if pc != DONE and not sited:
             add(E.K_STUCK, ag.index, pc)
     return evs
 
 
 def perturb(ck: CompiledKernel, evs: list[GpuEvent], seed: int,
-            prob: float = 0.3) -> list[GpuEvent]:
+            prob: float = 0.3, sited: bool = False) -> list[GpuEvent]:
     """Swap adjacent events (x, y) of different warps when y is a signal: y's ticket was
     taken before x's, but its signal landed after x happened."""
     sysm = System(ck)
@@ -97,7 +109,8 @@ def perturb(ck: CompiledKernel, evs: list[GpuEvent], seed: int,
         x, y = out[i], out[i + 1]
         if (x.cta, x.warp) == (y.cta, y.warp) or y.kind != E.K_STEP or x.kind == E.K_STUCK:
             continue
-        ins = sysm.code(agent_of[(y.cta, y.warp)])[y.pc]
+        code = sysm.code(agent_of[(y.cta, y.warp)])
+        ins = next(i for i in code if i.site == y.pc) if sited else code[y.pc]
         if isinstance(ins, SIGNALS) and rng.random() < prob:
             out[i], out[i + 1] = y, x
     return [GpuEvent(t, e.kind, e.cta, e.warp, e.pc, e.obs0, e.obs1) for t, e in enumerate(out)]

@@ -102,10 +102,19 @@ class Instr:
     label: str = field(default="", compare=False)
     pre: tuple[GhostEffect, ...] = ()
     post: tuple[GhostEffect, ...] = ()
+    #: the conformance trace site whose GPU record this step answers to (a lifted CuTe
+    #: DSL kernel compiled with trace sites, ``impl/cute_trace.py``); ``NO_SITE`` for
+    #: a step no record stands for (ghost-only steps, the exit, the second step one op
+    #: makes), which the replay takes as soon as the warp reaches it
+    site: int = field(default=-1, compare=False)
 
     @property
     def is_sync(self) -> bool:
         return True
+
+
+#: ``Instr.site`` of a step that no trace record stands for
+NO_SITE = -1
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ...model.errors import ConfigError
 
@@ -99,13 +99,20 @@ class _Captured(Exception):
 
 
 def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = False,
-            keep_ptx: bool = False) -> tuple[list[Capture], Any]:
+            keep_ptx: bool = False, instrument: Optional[Callable[..., Any]] = None
+            ) -> tuple[list[Capture], Any]:
     """Run ``compile_fn()`` (which calls ``cute.compile``) and return the module of the
     first kernel build it makes, with its result.  Unless ``finish_compile``, the
     compile stops there: the check needs nothing the lowering makes, and a crash in
     the lowering (seen: a segfault on a mis-shaped TMEM fragment) cannot take the
     check down with it.  An exception from the DSL propagates after the hook is
-    removed."""
+    removed.
+
+    ``instrument(module, args, sig, text=...)`` (conformance runs,
+    ``impl/cute_trace.py``) may change the module in place: it is called before the
+    capture (``text=None``) and again with the ``Capture`` before the DSL lowers the
+    module.  The module's JIT cache key then changes too, so an uninstrumented compile
+    of the same kernel in this process is never reused for it (nor it for one)."""
     version = dsl_version()
     check_version(version)
     from cutlass._mlir import ir
@@ -114,16 +121,23 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
     _configure_dsl(arch, keep_ptx)
     got: list[Capture] = []
 
-    def record(module: Any, function_name: str, dsl: Any) -> None:
+    def record(module: Any, function_name: str, dsl: Any, call: tuple = ()) -> None:
+        if instrument is not None:
+            with module.context:
+                instrument(module, *call, text=None)
         clone = ir.Module.create(loc=module.operation.location)
         with module.context:
             ip = ir.InsertionPoint(clone.body)
             for op in module.body.operations:
                 ip.insert(op.operation.clone())
         dsl.compiler_provider.compile(clone, "builtin.module(canonicalize,cse)")
-        got.append(Capture(clone.operation.get_asm(enable_debug_info=True,
-                                                    print_generic_op_form=True),
-                           version, arch, str(function_name)))
+        cap = Capture(clone.operation.get_asm(enable_debug_info=True,
+                                              print_generic_op_form=True),
+                      version, arch, str(function_name))
+        got.append(cap)
+        if instrument is not None:  # second call: the captured text, before lowering
+            with module.context:
+                instrument(module, *call, text=cap)
         if not finish_compile:
             raise _Captured()
 
@@ -136,14 +150,19 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
         def hook(self: Any, ir_: Any, func: Any, body: Any, function_name: str,
                  *a: Any, **k: Any) -> Any:
             out = original(self, ir_, func, body, function_name, *a, **k)
-            record(out[0], function_name, self)
+            # (func_types, gpu_module_attrs, args, kwonlyargs, sig, ...)
+            call = (a[2], a[4]) if len(a) > 4 else ((), None)
+            record(out[0], function_name, self, call)
+            if instrument is not None and isinstance(out, tuple) and len(out) > 1 \
+                    and isinstance(out[1], str):
+                out = (out[0], out[1] + "-pipeproof-trace") + tuple(out[2:])
             return out
     else:
         name = "build_module"
         original = BaseDSL.build_module
 
         def hook(self: Any, module: Any, function_name: str) -> Any:
-            record(module, function_name, self)
+            record(module, function_name, self, ((), None))
             return original(self, module, function_name)
 
     setattr(BaseDSL, name, hook)

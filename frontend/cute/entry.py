@@ -145,10 +145,20 @@ def run_entry(spec: EntrySpec, params: dict[str, Any], arch: str
 
 def call_entry(fn: Callable[..., Any], params: dict[str, Any], arch: str,
                path: Optional[str] = None) -> Capture:
+    return compile_entry(fn, params, arch, path)[0]
+
+
+def compile_entry(fn: Callable[..., Any], params: dict[str, Any], arch: str,
+                  path: Optional[str] = None, instrument: Optional[Callable[..., Any]] = None
+                  ) -> tuple[Capture, Any]:
+    """Call the entry under the capture hook.  With ``instrument`` (conformance runs) the
+    compile goes on to the end with the instrumented module and its result (the
+    compiled function) comes back too."""
     path = path or inspect.getsourcefile(fn) or "<entry>"
     kwargs = bind_params(fn, params, path)
     try:
-        caps, _ = capture(lambda: fn(**kwargs), arch)
+        caps, result = capture(lambda: fn(**kwargs), arch, finish_compile=instrument is not None,
+                               instrument=instrument)
     except ConfigError:
         raise
     except Exception as e:
@@ -161,4 +171,4 @@ def call_entry(fn: Callable[..., Any], params: dict[str, Any], arch: str,
         raise ConfigError(loc=Loc(path), message=f"{fn.__name__}() compiled {len(caps)} functions; pipeproof "
                           "checks one kernel per entry",
                           hint="write one entry per kernel configuration")
-    return caps[0]
+    return caps[0], result

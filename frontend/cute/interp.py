@@ -27,8 +27,10 @@ from typing import Any, Optional
 
 from ...model.errors import Unsupported
 from ...model.ir import Loc
-from ...model.program import BarRef, BufRef, Exit, Instr
+from ...model.program import (NO_SITE, BarRef, Branch, BufRef, Exit, Fail, Instr, Jump, Nop,
+                              SetLocal)
 from .mlir_text import Frame, Module, Op
+from .sites import SITE_ATTR, is_trace_record, op_site, record_for
 from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, lane
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
@@ -114,6 +116,10 @@ class BarrierInfo:
     stage: int = 0
 
 
+#: steps no trace record stands for: local control and ghost-only steps
+LOCAL_STEPS = (Branch, Jump, SetLocal, Nop, Fail)
+
+
 @dataclass
 class WarpRun:
     """The state of one warp's interpretation."""
@@ -143,6 +149,9 @@ class WarpRun:
     pending_clean: list = field(default_factory=list)  # fence.proxy.async effects
     clc_reads: int = 0
     clc_queries: int = 0
+    # trace sites (sites.py): the records already given to a step of the op being
+    # interpreted
+    sites_given: set = field(default_factory=set)
 
 
 class Lifter:
@@ -174,6 +183,8 @@ class Lifter:
         self.alloc_fields: dict[int, tuple[str, list]] = {}
         self.named_ids: set[int] = set()
         self.notes: list[str] = []
+        #: trace sites (sites.py): op site -> the lane masks (bit i: lane i) that ran it
+        self.site_lanes: dict[int, set[int]] = {}
         self.atom_split: dict[str, int] = {}
         from .ghosts import Ghosts
 
@@ -394,7 +405,15 @@ class Lifter:
         if name in ("scf.yield", "scf.condition", "cuda.return", "gpu.return",
                     "func.return", "llvm.return"):
             return [self.val(env, h, op) for h in op.operands]
+        if is_trace_record(op):
+            return None  # pipeproof's own trace record (a conformance compile)
         fn = self.table.get(name)
+        w.sites_given.clear()
+        if self.phase == 2 and SITE_ATTR in op.attrs:  # the lanes that run a traced op
+            k = op_site(op)
+            bits = sum(1 << i for i in self.active(mask))
+            if bits:
+                self.site_lanes.setdefault(k, set()).add(bits)
         if fn is None:
             for prefix, f in self.prefixes:
                 if name.startswith(prefix):
@@ -450,7 +469,14 @@ class Lifter:
         api = self.api_call(op)
         method = api.rsplit(".", 1)[-1] if api else ""
         label = f"{method} {what}" if method and not what.startswith(method) else what
-        return cls(loc=self.loc(op), label=label, **kw)
+        site = NO_SITE
+        k = op_site(op)
+        if k != NO_SITE and cls not in LOCAL_STEPS:
+            rec = record_for(k, cls)
+            if rec not in self.w.sites_given:
+                self.w.sites_given.add(rec)
+                site = rec
+        return cls(loc=self.loc(op), label=label, site=site, **kw)
 
     def new_local(self, prefix: str) -> str:
         name = f"{prefix}{len(self.w.locals)}"

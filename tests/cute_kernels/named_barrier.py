@@ -21,6 +21,7 @@ Planted bugs (``bug=N``):
 """
 import cutlass
 import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor
 import cutlass.utils
 from cutlass.pipeline import NamedBarrier
 
@@ -41,7 +42,7 @@ def _storage():
 
 
 @cute.kernel
-def named_barrier_kernel(rounds: cutlass.Constexpr, bug: cutlass.Constexpr):
+def named_barrier_kernel(mOut: cute.Tensor, rounds: cutlass.Constexpr, bug: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
     warp_idx = cute.arch.make_warp_uniform(warp_idx)
@@ -78,14 +79,16 @@ def named_barrier_kernel(rounds: cutlass.Constexpr, bug: cutlass.Constexpr):
             else:
                 done.arrive_and_wait()
         sout[t] = acc
+        mOut[t] = acc  # global memory: the exported kernel's checkable output
 
 
 @cute.jit
-def named_barrier_host(rounds: cutlass.Constexpr, bug: cutlass.Constexpr):
-    named_barrier_kernel(rounds, bug).launch(
+def named_barrier_host(mOut: cute.Tensor, rounds: cutlass.Constexpr, bug: cutlass.Constexpr):
+    named_barrier_kernel(mOut, rounds, bug).launch(
         grid=(1, 1, 1), block=(THREADS, 1, 1), smem=_storage().size_in_bytes()
     )
 
 
 def named_barrier(rounds: int = 2, bug: int = 0):
-    return cute.compile(named_barrier_host, rounds, bug)
+    mOut = make_fake_compact_tensor(cutlass.Float32, (HALF,), assumed_align=16)
+    return cute.compile(named_barrier_host, mOut, rounds, bug)

@@ -21,6 +21,7 @@ Planted bugs (``bug=N``):
 """
 import cutlass
 import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor
 import cutlass.utils
 from cutlass.pipeline import (
     Agent,
@@ -49,6 +50,7 @@ def _storage(stages):
 
 @cute.kernel
 def pipeline_async_kernel(
+    mOut: cute.Tensor,
     stages: cutlass.Constexpr,
     k_tiles: cutlass.Constexpr,
     bug: cutlass.Constexpr,
@@ -98,14 +100,17 @@ def pipeline_async_kernel(
                 pipe.consumer_release(state)
             state.advance()
         sout[lane] = acc
+        mOut[lane] = acc  # global memory: the exported kernel's checkable output
 
 
 @cute.jit
-def pipeline_async_host(stages: cutlass.Constexpr, k_tiles: cutlass.Constexpr, bug: cutlass.Constexpr):
-    pipeline_async_kernel(stages, k_tiles, bug).launch(
+def pipeline_async_host(mOut: cute.Tensor, stages: cutlass.Constexpr,
+                        k_tiles: cutlass.Constexpr, bug: cutlass.Constexpr):
+    pipeline_async_kernel(mOut, stages, k_tiles, bug).launch(
         grid=(1, 1, 1), block=(THREADS, 1, 1), smem=_storage(stages).size_in_bytes()
     )
 
 
 def pipeline_async(stages: int = 2, k_tiles: int = 4, bug: int = 0):
-    return cute.compile(pipeline_async_host, stages, k_tiles, bug)
+    mOut = make_fake_compact_tensor(cutlass.Float32, (ELEMS,), assumed_align=16)
+    return cute.compile(pipeline_async_host, mOut, stages, k_tiles, bug)

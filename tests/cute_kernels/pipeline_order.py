@@ -33,6 +33,7 @@ Planted bugs (``bug=N``):
 """
 import cutlass
 import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor
 import cutlass.utils
 from cutlass.pipeline import Agent, CooperativeGroup, PipelineOrder
 
@@ -53,7 +54,8 @@ def _storage():
 
 
 @cute.kernel
-def pipeline_order_kernel(iterations: cutlass.Constexpr, bug: cutlass.Constexpr):
+def pipeline_order_kernel(mOut: cute.Tensor, iterations: cutlass.Constexpr,
+                          bug: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
     warp_idx = cute.arch.make_warp_uniform(warp_idx)
@@ -66,6 +68,7 @@ def pipeline_order_kernel(iterations: cutlass.Constexpr, bug: cutlass.Constexpr)
     # first critical section reads uninitialised shared memory: read-before-full)
     if tidx < GROUP:
         sbuf[tidx] = cutlass.Float32(0.0)
+    mOut[tidx] = cutlass.Float32(iterations)  # global memory: the thread ran
 
     arrivals = GROUP
     if cutlass.const_expr(bug == 1):
@@ -93,11 +96,13 @@ def pipeline_order_kernel(iterations: cutlass.Constexpr, bug: cutlass.Constexpr)
 
 
 @cute.jit
-def pipeline_order_host(iterations: cutlass.Constexpr, bug: cutlass.Constexpr):
-    pipeline_order_kernel(iterations, bug).launch(
+def pipeline_order_host(mOut: cute.Tensor, iterations: cutlass.Constexpr,
+                        bug: cutlass.Constexpr):
+    pipeline_order_kernel(mOut, iterations, bug).launch(
         grid=(1, 1, 1), block=(THREADS, 1, 1), smem=_storage().size_in_bytes()
     )
 
 
 def pipeline_order(iterations: int = 2, bug: int = 0):
-    return cute.compile(pipeline_order_host, iterations, bug)
+    mOut = make_fake_compact_tensor(cutlass.Float32, (THREADS,), assumed_align=16)
+    return cute.compile(pipeline_order_host, mOut, iterations, bug)

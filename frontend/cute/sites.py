@@ -1,0 +1,57 @@
+"""Trace sites: which ops of a captured module a conformance run records, and which
+record each lifted instruction answers to.
+
+The conformance compile (``impl/cute_trace.py``) numbers every op this module calls
+*traced* and stores the number ``k`` on the op (attribute ``pipeproof.site``); it puts
+a record before the op (site ``2k``) and one after it (site ``2k+1``).  The lifter reads
+the same attribute on the clone it interprets and gives each instruction it emits for
+the op the record that stands for it: a wait-like step (it completes when the op
+returns) the record after, any other step (a signal, an issue, an init) the record
+before.  When one execution of an op makes several steps (an ``expect_tx`` by several
+lanes, ``bar.sync``'s arrival and wait), only the first step of each kind gets the
+record; the replay takes the others as soon as the warp reaches them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...model.program import (BulkWaitRead, ClusterWait, NamedWait, NO_SITE, TryWait,
+                              Wait)
+
+#: the discardable attribute that carries an op's site number
+SITE_ATTR = "pipeproof.site"
+#: the text every record's inline assembly starts with (the lifter skips those ops)
+ASM_MARK = "// pipeproof trace site"
+
+#: steps that complete when their op returns: the record after the op stands for them
+WAIT_LIKE = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)
+
+
+def traced_op_names() -> frozenset[str]:
+    """The ops a conformance run records: those ``sync_ops.py`` handles (every op the
+    lifter turns into a synchronisation step)."""
+    from . import sync_ops  # noqa: F401  (registers its handlers)
+    from .optable import TABLE
+
+    return frozenset(n for n, f in TABLE.items() if f.__module__.endswith(".sync_ops"))
+
+
+def op_site(op: Any) -> int:
+    """The site number ``k`` an instrumented op carries, or ``NO_SITE``."""
+    txt = op.attrs.get(SITE_ATTR)
+    if not txt:
+        return NO_SITE
+    m = re.match(r"\s*(\d+)", txt)
+    return int(m.group(1)) if m else NO_SITE
+
+
+def record_for(k: int, cls: type) -> int:
+    """The record that stands for a step of class ``cls`` made by the op with site ``k``."""
+    return 2 * k + 1 if issubclass(cls, WAIT_LIKE) else 2 * k
+
+
+def is_trace_record(op: Any) -> bool:
+    """An ``llvm.inline_asm`` op that is one of pipeproof's own trace records."""
+    return op.name == "llvm.inline_asm" and ASM_MARK in op.attrs.get("asm_string", "")
