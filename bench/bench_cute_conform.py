@@ -157,7 +157,7 @@ def judge_all(jobs: str, out: str, device: str) -> str:
                 ("(model: no violation)" if not seen else "GPU flagged, model did not")
         rows.append((name, meta["sites"] and len(meta["sites"]), meta["cluster"], gpu,
                      rep.reordered if rep else 0, outp, model, caught,
-                     rep.device if rep else ""))
+                     "; ".join(rep.notes) if rep else ""))
     lines = ["# GPU conformance of real CuTe DSL kernels",
              "",
              f"Device: {device}.  Written by `bench/bench_cute_conform.py` "

@@ -90,9 +90,25 @@ def _check_conform_args(args: argparse.Namespace, params: dict[str, Any]) -> Non
         raise ConfigError(str(e)) from None
 
 
+def is_cute_entry(file: str) -> bool:
+    """``kernel.py::entry`` (or ``kernel.py``): a real CuTe DSL kernel."""
+    return "::" in file or file.endswith(".py")
+
+
 def cmd_conform(args: argparse.Namespace) -> int:
     from .conform import NoGpu, conform_file, exit_code, render_report
 
+    if args.judge or (args.file and is_cute_entry(args.file)):
+        from .cute_cli import cmd_conform_cute
+
+        return cmd_conform_cute(args)
+    if not args.file:
+        from ..model.errors import ConfigError
+
+        raise ConfigError("conform needs a kernel: FILE.pipe or KERNEL.py::entry "
+                          "(or --judge DIR)")
+    if args.timeout_ms is None:
+        args.timeout_ms = 20.0
     params = _one_value_params(args.param, "a GPU run is for one value")
     _check_conform_args(args, params)
     try:
@@ -125,13 +141,30 @@ def add_commands(sub: Any) -> None:
     e.add_argument("--assemble", action="store_true", help="also run ptxas -arch=ARCH")
     e.set_defaults(fn=cmd_emit)
 
-    c = sub.add_parser("conform", help="run the emitted kernel on the GPU (jittered) and "
-                                       "replay every trace through the model")
-    c.add_argument("file")
+    c = sub.add_parser("conform", help="run a kernel on the GPU (jittered) and replay every "
+                                       "trace through the model: the PTX pipeproof emits "
+                                       "for FILE.pipe, or your real CuTe DSL kernel "
+                                       "(KERNEL.py::entry)")
+    c.add_argument("file", nargs="?", default="")
     c.add_argument("--runs", type=int, default=200, help="launches (default 200)")
-    c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4)")
+    c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4; "
+                                                             ".pipe only)")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
-    c.add_argument("--mutant", default="", help="inject a fault (impl/mutants.py)")
-    c.add_argument("--timeout-ms", type=float, default=20.0, help="watchdog per wait")
+    c.add_argument("--mutant", default="", help="inject a fault (impl/mutants.py; .pipe only)")
+    c.add_argument("--timeout-ms", type=float, default=None,
+                   help="watchdog: per wait for .pipe (default 20), per launch for a CuTe "
+                        "DSL kernel (default 5000)")
     c.add_argument("--json", action="store_true")
+    g = c.add_argument_group("real CuTe DSL kernels (KERNEL.py::entry)")
+    g.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
+    g.add_argument("--no-jitter", action="store_true", help="no nanosleep before signals")
+    g.add_argument("--workdir", default="", help="the job folder (default: a new temporary "
+                                                 "folder)")
+    g.add_argument("--prepare-only", action="store_true",
+                   help="compile and export the job into --workdir and stop (then run "
+                        "WORKDIR/run.sh OUT on a GPU machine and judge with --judge)")
+    g.add_argument("--judge", default="", metavar="WORKDIR",
+                   help="replay the traces of a job that ran elsewhere")
+    g.add_argument("--results", default="", help="with --judge: the folder run.sh wrote "
+                                                 "(default WORKDIR/results)")
     c.set_defaults(fn=cmd_conform)

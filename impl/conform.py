@@ -123,6 +123,7 @@ class JobReport:
     inferred: int = 0
     reordered: int = 0
     device: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def outcome(self) -> str:
         """The strongest thing the GPU showed, for the fault-injection table."""
@@ -148,7 +149,8 @@ class JobReport:
                 "data_error_traces": self.data_errors,
                 "stamp_errors": self.ctrl_errors, "overflow": self.overflow,
                 "inferred_env_steps": self.inferred, "reordered_events": self.reordered,
-                "examples": self.examples, "device": self.device, "outcome": self.outcome()}
+                "examples": self.examples, "device": self.device, "notes": self.notes,
+                "outcome": self.outcome()}
 
 
 def analyze_job(job: dict, results_dir: str, max_traces: Optional[int] = None,
@@ -285,6 +287,8 @@ def render_report(rep: JobReport) -> str:
     lines.append(f"  stamp errors counted by the kernels: {rep.ctrl_errors}")
     lines.append(f"  inferred async completions: {rep.inferred}, events taken out of ticket "
                  f"order: {rep.reordered}")
+    for note in rep.notes:
+        lines.append(f"  note: {note}")
     for ex in rep.examples:
         lines.append("  " + ex.replace("\n", "\n    "))
     return "\n".join(lines)

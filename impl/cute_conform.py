@@ -260,9 +260,14 @@ def judge(job_dir: str, results_dir: str, max_traces: Optional[int] = None) -> J
                 if res.status == REJECTED:
                     txt += "\n" + res.state_text
                 rep.examples.append(txt)
-    rep.device = "; ".join(x for x in (
-        f"{dropped} records of ops that made no step in their warp dropped" if dropped else "",
-        f"{merged} records of lanes that diverged merged" if merged else "") if x)
+    if dropped:
+        rep.notes.append(f"{dropped} records of ops that made no step in their warp "
+                         "dropped (an op the lifter found inactive there)")
+    if merged:
+        rep.notes.append(f"{merged} records of lanes that diverged merged into their "
+                         "warp's record")
+    if job["clusters"] > 1:
+        rep.notes.append("every cluster's trace is judged against the model of cluster 0")
     return rep
 
 

@@ -11,7 +11,10 @@ records:
   ``bar.sync``'s arrival), then ``bar.warp.sync`` so that the ticket is taken before
   any lane of the warp signals;
 * site ``2k+1`` *after* it (for a wait that returned), with the op's ``i1`` result (a
-  ``try_wait`` token) as the observed value.
+  ``try_wait`` token) as the observed value;
+
+each only where a step of the model lifted from the same capture answers to it (the
+capture is lifted inside the compile, between tagging and inserting the records).
 
 The lowest active lane of the warp writes the record: a per-cluster ticket
 (``atom.global.add``) and a 16-byte event at that index, in the format of
@@ -78,10 +81,12 @@ def record_ptx(site: int, jitter: bool, obs: bool, before: bool, whole: bool = F
         ".reg .pred %ppR, %ppP, %ppQ, %ppJ;",
         ".reg .b32 %ppM, %ppLo, %ppL, %ppB, %ppT, %ppU, %ppC, %ppW, %ppH, %ppK, %ppV, %ppJw;",
         ".reg .b64 %ppBase, %ppCap, %ppA, %ppO, %ppS;",
+        # recording off (address 0): nothing (the same for every lane)
+        "ld.global.nc.u64 %ppBase, [$0];",
+        "setp.ne.u64 %ppR, %ppBase, 0;",
+        "@!%ppR bra.uni PP_END;",
     ] + (["bar.warp.sync -1;"] if whole else []) + [
         "activemask.b32 %ppM;",
-        "ld.global.u64 %ppBase, [$0];",
-        "setp.ne.u64 %ppR, %ppBase, 0;",
         # the leader: the lowest active lane
         "neg.s32 %ppLo, %ppM;",
         "and.b32 %ppLo, %ppLo, %ppM;",
@@ -109,7 +114,7 @@ def record_ptx(site: int, jitter: bool, obs: bool, before: bool, whole: bool = F
         "or.b32 %ppH, %ppH, %ppW;",
         f"or.b32 %ppH, %ppH, {hdr_const};",
         # capacity | clusters << 32
-        "ld.global.u64 %ppCap, [$0+8];",
+        "ld.global.nc.u64 %ppCap, [$0+8];",
         "cvt.u32.u64 %ppK, %ppCap;",
         "shr.u64 %ppS, %ppCap, 32;",
         "cvt.u32.u64 %ppV, %ppS;",
@@ -122,9 +127,9 @@ def record_ptx(site: int, jitter: bool, obs: bool, before: bool, whole: bool = F
         # (the DSL's warp-synchronous code, elect.sync and shfl.sync with a full mask,
         # needs its lanes together)
         lines += [
-            "ld.global.u32 %ppJw, [$0+16];",
+            "ld.global.nc.u32 %ppJw, [$0+16];",
             "setp.ne.and.u32 %ppJ, %ppJw, 0, %ppR;",
-            "ld.global.u32 %ppT, [$0+24];",
+            "ld.global.nc.u32 %ppT, [$0+24];",
             "mov.u32 %ppU, %clock;",
             "xor.b32 %ppT, %ppT, %ppU;",
             "mad.lo.u32 %ppT, %ppH, 40503, %ppT;",
@@ -147,7 +152,7 @@ def record_ptx(site: int, jitter: bool, obs: bool, before: bool, whole: bool = F
         f"@%ppJ red.global.add.u32 [%ppA+{E.C_OVERFLOW * 4}], 1;",
         # events of this cluster: in the event buffer (host memory the GPU maps, so
         # that a hung launch's records can still be read)
-        "ld.global.u64 %ppA, [$0+32];",
+        "ld.global.nc.u64 %ppA, [$0+32];",
         "mul.lo.u32 %ppU, %ppC, %ppK;",
         "add.u32 %ppU, %ppU, %ppT;",
         f"mul.wide.u32 %ppO, %ppU, {E.EVENT_BYTES};",
@@ -156,6 +161,7 @@ def record_ptx(site: int, jitter: bool, obs: bool, before: bool, whole: bool = F
         # the lanes leave together (as they came), and before a signal none of them
         # goes on before the ticket is taken
         "bar.warp.sync %ppM;",
+        "PP_END:",
     ]
     lines.append("}")
     return "\n".join(lines)
@@ -195,9 +201,10 @@ class Instrumenter:
             except Exception as e:  # noqa: BLE001  (re-raised by the caller, after the DSL)
                 self.error = e
                 return
-            lf = self.lifted[1]
+            ck, lf = self.lifted
             full = {k for k, masks in lf.site_lanes.items() if masks == {FULL_WARP}}
-            self.insert(module, full)
+            used = {i.site for p in ck.programs for i in p.code if i.site >= 0}
+            self.insert(module, full, used)
 
     def tag(self, module: Any) -> None:
         from cutlass._mlir import ir
@@ -215,7 +222,10 @@ class Instrumenter:
             op.attributes[SITE_ATTR] = ir.IntegerAttr.get(i64, k)
             self.table.ops.append((op.name, _where(op)))
 
-    def insert(self, module: Any, full: set[int]) -> None:
+    def insert(self, module: Any, full: set[int], used: set[int]) -> None:
+        """Records around the tagged ops: only those some lifted step answers to
+        (``used``), with a full-warp rendezvous where ``full`` says every lane runs the
+        op."""
         from cutlass._mlir import ir
         from cutlass._mlir.dialects import arith, llvm
 
@@ -231,11 +241,14 @@ class Instrumenter:
         for k, op in enumerate(self.targets):
             whole = k in full
             with loc:
-                with ir.InsertionPoint(op):
-                    addr = llvm.AddressOfOp(gptr, GLOBAL).result
-                    llvm.inline_asm(None, [addr],
-                                    record_ptx(2 * k, self.jitter, False, True, whole), "l",
-                                    has_side_effects=True)
+                if 2 * k in used:
+                    with ir.InsertionPoint(op):
+                        addr = llvm.AddressOfOp(gptr, GLOBAL).result
+                        llvm.inline_asm(None, [addr],
+                                        record_ptx(2 * k, self.jitter, False, True, whole),
+                                        "l", has_side_effects=True)
+                if 2 * k + 1 not in used:
+                    continue
                 obs = None
                 res = list(op.results)
                 with ir.InsertionPoint.after(op):
