@@ -25,6 +25,10 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 KERNELS = os.path.join(ROOT, "tests", "cute_kernels")
+#: sm_100a kernels: compiled and exported here, their runs wait for a Blackwell GPU
+BLACKWELL = ("pipeline_async_umma", "pipeline_clc_fetch_async",
+             "pipeline_tma_multi_consumers_async", "pipeline_tma_umma", "pipeline_tma_umma_2cta",
+             "pipeline_umma_async")
 HOPPER = ("pipeline_async", "pipeline_cp_async", "pipeline_order", "pipeline_tma_async",
           "pipeline_tma_async_2x1", "pipeline_tma_async_multicast",
           "pipeline_tma_async_participants", "pipeline_tma_store", "named_barrier")
@@ -56,15 +60,18 @@ def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "") -> N
         from bench_cute_examples import _stub_torch, hopper_persistent
 
         _stub_torch()
-        for cm, kt, tn in ((1, 4, 2), (2, 4, 2)):
+        for cm, kt, tn in ((1, 4, 2), (2, 4, 2), (2, 16, 4)):
             fn = hopper_persistent(examples, cm, 1, kt, tn)
-            fn.__name__ = f"hopper_persistent_gemm_{cm}x1"
+            fn.__name__ = f"hopper_persistent_gemm_{cm}x1" + ("_k16_n4" if kt == 16 else "")
             todo.append((fn.__name__, fn, {}, runs, 5000.0))
+    for k in BLACKWELL:
+        todo.append((k, os.path.join(KERNELS, f"{k}.py::{k}"), {}, runs, 5000.0))
     for name, entry, params, n, tmo in todo:
         t0 = time.time()
         d = os.path.join(jobs, name)
+        arch = "sm_100a" if name in BLACKWELL else "sm_90a"
         try:
-            p = prepare(entry, params, d, runs=n, timeout_ms=tmo)
+            p = prepare(entry, params, d, arch=arch, runs=n, timeout_ms=tmo)
         except Exception as e:  # noqa: BLE001
             print(f"{name}: FAILED {type(e).__name__}: {e}")
             continue
@@ -72,8 +79,9 @@ def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "") -> N
         meta["bench"] = {"name": name, "bug": params.get("bug", 0),
                          "gemm": name.startswith("hopper_persistent_gemm")}
         json.dump(meta, open(os.path.join(d, "job.json"), "w"), indent=1)
-        names.append(name)
-        print(f"{name}: {p.sites} sites, {p.clusters} cluster(s), {time.time() - t0:.1f}s")
+        if arch == "sm_90a":
+            names.append(name)
+        print(f"{name}: {arch}, {p.sites} sites, {p.clusters} cluster(s), {time.time() - t0:.1f}s")
     with open(os.path.join(jobs, "run_all.sh"), "w") as f:
         f.write("#!/bin/sh\n# run every job; OUT/<job>/ gets its traces and logs\n"
                 'here=$(cd "$(dirname "$0")" && pwd)\nout=${1:-$here/results}\n'
@@ -123,7 +131,35 @@ def gemm_check(job_dir: str, out: str) -> str:
     return "correct" if bad == 0 else f"{bad}/{M * N} wrong"
 
 
-def judge_all(jobs: str, out: str, device: str) -> str:
+def overhead_table(folder: str) -> list[str]:
+    """Per-launch times (median, min over 100 launches, ms) of the same kernel: compiled
+    without trace sites, with trace sites and recording off, recording, recording with
+    jitter (logs ``<job>_<mode>.log`` of the harness)."""
+    modes = (("plain", "no trace sites (what the user ships)"),
+             ("untraced", "trace sites, recording off"),
+             ("traced_nojitter", "recording"), ("traced_jitter", "recording + jitter"))
+    jobs = sorted(f[:-len("_plain.log")] for f in os.listdir(folder)
+                  if f.endswith("_plain.log"))
+    lines = ["| kernel | " + " | ".join(m[1] for m in modes) + " |",
+             "|---|" + "---|" * len(modes)]
+    for j in jobs:
+        cells = []
+        base = None
+        for m, _ in modes:
+            path = os.path.join(folder, f"{j}_{m}.log")
+            ts = sorted(float(ln.split()[3]) for ln in open(path) if ln.startswith("RUN")) \
+                if os.path.exists(path) else []
+            if not ts:
+                cells.append("-")
+                continue
+            med = ts[len(ts) // 2]
+            base = base or med
+            cells.append(f"{med * 1000:.1f} us (x{med / base:.1f})")
+        lines.append(f"| {j} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def judge_all(jobs: str, out: str, device: str, overhead: str = "") -> str:
     from pipeproof.api import check_compiled
     from pipeproof.frontend.cute import lift_text
     from pipeproof.impl.cute_conform import judge
@@ -144,6 +180,8 @@ def judge_all(jobs: str, out: str, device: str) -> str:
             r = check_compiled(ck, timeout=120, max_states=400_000)
             model = r.status + (f" {r.prop}" if r.prop else "")
         gpu = "not run" if rep is None else rep.outcome()
+        if meta.get("arch") == "sm_100a":
+            gpu = "exported; waits for a Blackwell GPU"
         outp = ""
         if rep is not None:
             outp = gemm_check(d, res_dir) if b.get("gemm") else expect_check(name, res_dir)
@@ -177,6 +215,14 @@ def judge_all(jobs: str, out: str, device: str) -> str:
     for name, sites, cl, gpu, reo, outp, model, caught, note in rows:
         lines.append(f"| {name} | {sites} | {'x'.join(map(str, cl))} | {gpu} | {reo} | "
                      f"{outp} | {model} | {caught} |")
+    if overhead:
+        lines += ["", "## Tracing overhead", "",
+                  "Median time of one launch over 100 launches (CUDA events around the "
+                  "exported launcher), the same GEMM problem in each column, one H100; the "
+                  "ratio is to the kernel without trace sites.  Recording costs a global "
+                  "atomic ticket per record and a 16-byte store to mapped host memory (so "
+                  "that a hung launch's records can be read); with recording off a record "
+                  "is one cached load and a uniform branch.", ""] + overhead_table(overhead)
     notes = [f"* {n}: {note}" for n, *_r, note in rows if note]
     if notes:
         lines += ["", "Records dropped before the replay (an op traced in a warp where the "
@@ -196,12 +242,13 @@ def main(argv: list[str]) -> int:
     j.add_argument("jobs")
     j.add_argument("out")
     j.add_argument("--device", default="(not recorded)")
+    j.add_argument("--overhead", default="", help="folder of <job>_<mode>.log harness logs")
     j.add_argument("--write", default=os.path.join(HERE, "results", "cute_conform.md"))
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         prepare_all(a.jobs, a.runs, a.mutant_runs, a.examples)
         return 0
-    md = judge_all(a.jobs, a.out, a.device)
+    md = judge_all(a.jobs, a.out, a.device, a.overhead)
     print(md)
     if a.write:
         with open(a.write, "w") as f:

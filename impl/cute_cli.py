@@ -86,4 +86,6 @@ def _report(rep, args, render_report, exit_code) -> int:  # type: ignore[no-unty
         print(json.dumps(rep.to_json(), indent=2))
     else:
         print(render_report(rep))
+    if rep.runner_status.startswith("HANG") and rep.traces:
+        return 1  # the kernel hung: a finding, judged like any trace
     return exit_code(rep)

@@ -103,6 +103,9 @@ def test_every_sync_step_answers_to_a_trace_site(jobs, key):
                 assert ins.site >= 0 or (pc and p.code[pc - 1].site >= 0), (
                     f"cta{p.cta}.w{p.warp} pc {pc} {ins.label}: no trace record stands "
                     "for it")
+    # the exit answers to the record before the kernel's return (a remote arrive after a
+    # CTA's warps left is then seen in the trace)
+    assert all(p.code[-1].site >= 0 for p in ck.programs)
     for s in sites:  # every site names an op the instrumentation numbered
         assert s // 2 < len(job["sites"])
     for f in ("kernel.o", "kernel.h", "plain.o", "plain.h", "harness.cpp",

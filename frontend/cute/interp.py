@@ -361,7 +361,10 @@ class Lifter:
             args = [Dyn(None, f"kernel argument {a}") for a in entry.args]
             self.exec_block(entry, env, args, Lanes([1] * WARP))
             if self.phase == 2:
-                self.w.code.append(Exit(label="exit"))
+                # the kernel's return: a traced op in a conformance compile (sites.py)
+                k = op_site(entry.ops[-1]) if entry.ops else NO_SITE
+                self.w.code.append(Exit(label="exit", site=NO_SITE if k == NO_SITE
+                                        else record_for(k, Exit)))
             scripts.extend(self.w.pending)
             paths.append(self.w)
         return paths

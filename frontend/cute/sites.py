@@ -25,6 +25,10 @@ SITE_ATTR = "pipeproof.site"
 #: the text every record's inline assembly starts with (the lifter skips those ops)
 ASM_MARK = "// pipeproof trace site"
 
+#: the kernel's return: its record (before it) stands for the warp's exit, so that the
+#: replay sees when a CTA's warps left (a remote arrive after that is a violation)
+RETURN_OPS = frozenset({"cuda.return", "gpu.return"})
+
 #: steps that complete when their op returns: the record after the op stands for them
 WAIT_LIKE = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)
 
@@ -35,7 +39,8 @@ def traced_op_names() -> frozenset[str]:
     from . import sync_ops  # noqa: F401  (registers its handlers)
     from .optable import TABLE
 
-    return frozenset(n for n, f in TABLE.items() if f.__module__.endswith(".sync_ops"))
+    return frozenset(n for n, f in TABLE.items() if f.__module__.endswith(".sync_ops")) \
+        | RETURN_OPS
 
 
 def op_site(op: Any) -> int:
