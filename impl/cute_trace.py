@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ..frontend.cute.sites import ASM_MARK, SITE_ATTR, traced_op_names
+from ..frontend.cute.sites import ASM_MARK, RETURN_OPS, SITE_ATTR, traced_op_names
 from . import events as E
 
 GLOBAL = "pipeproof_trace"
@@ -203,6 +203,10 @@ class Instrumenter:
                 return
             ck, lf = self.lifted
             full = {k for k, masks in lf.site_lanes.items() if masks == {FULL_WARP}}
+            # every lane reaches the kernel's return (its structured end): the exit's
+            # record waits for the whole warp, so that it follows the warp's last
+            # records (a release by lane 0 alone, say)
+            full |= {k for k, op in enumerate(self.targets) if op.name in RETURN_OPS}
             used = {i.site for p in ck.programs for i in p.code if i.site >= 0}
             self.insert(module, full, used)
 
