@@ -60,9 +60,10 @@ def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "") -> N
         from bench_cute_examples import _stub_torch, hopper_persistent
 
         _stub_torch()
-        for cm, kt, tn in ((1, 4, 2), (2, 4, 2), (2, 16, 4)):
-            fn = hopper_persistent(examples, cm, 1, kt, tn)
-            fn.__name__ = f"hopper_persistent_gemm_{cm}x1" + ("_k16_n4" if kt == 16 else "")
+        for cm, kt, tn, ncl in ((1, 4, 2, 1), (2, 4, 2, 1), (2, 16, 4, 1), (2, 4, 6, 4)):
+            fn = hopper_persistent(examples, cm, 1, kt, tn, clusters=ncl)
+            fn.__name__ = f"hopper_persistent_gemm_{cm}x1" + ("_k16_n4" if kt == 16 else "") \
+                + (f"_grid{ncl}" if ncl > 1 else "")
             todo.append((fn.__name__, fn, {}, runs, 5000.0))
     for k in BLACKWELL:
         todo.append((k, os.path.join(KERNELS, f"{k}.py::{k}"), {}, runs, 5000.0))
@@ -191,7 +192,9 @@ def judge_all(jobs: str, out: str, device: str, overhead: str = "") -> str:
             seen = rep is not None and (rep.runner_status != "ok" or
                                         any(k != "ACCEPTED" for k in rep.counts) or
                                         "wrong" in outp)
-            caught = ("caught" if seen else "MISSED") if flagged else \
+            possible = rep is not None and model.split()[-1] in rep.possible
+            caught = ("caught" if seen else "possible (not observable on the GPU)"
+                      if possible else "MISSED") if flagged else \
                 ("(model: no violation)" if not seen else "GPU flagged, model did not")
         rows.append((name, meta["sites"] and len(meta["sites"]), meta["cluster"], gpu,
                      rep.reordered if rep else 0, outp, model, caught,

@@ -49,7 +49,7 @@ def _load(path: str, name: str) -> Any:
 
 
 def hopper_persistent(src: str, cm: int, cn: int, k_tiles: int, tiles_n: int,
-                      stages: int = 0) -> Callable[[], Any]:
+                      stages: int = 0, clusters: int = 1) -> Callable[[], Any]:
     def entry() -> Any:
         import cutlass
         import cutlass.cute as cute
@@ -66,7 +66,7 @@ def hopper_persistent(src: str, cm: int, cn: int, k_tiles: int, tiles_n: int,
         a = make_fake_compact_tensor(f16, (M, K, 1), stride_order=(1, 0, 2), assumed_align=16)
         b = make_fake_compact_tensor(f16, (N, K, 1), stride_order=(1, 0, 2), assumed_align=16)
         c = make_fake_compact_tensor(f16, (M, N, 1), stride_order=(1, 0, 2), assumed_align=16)
-        return cute.compile(g, a, b, c, 1, make_fake_stream())
+        return cute.compile(g, a, b, c, clusters, make_fake_stream())
     return entry
 
 

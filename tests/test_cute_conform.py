@@ -269,3 +269,20 @@ def test_cli_without_a_gpu_prepares_and_says_so(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no GPU run possible here" in err and "--judge" in err
     assert os.path.exists(os.path.join(d, "run.sh"))
+
+
+def test_each_cluster_is_lifted_with_its_own_ids(jobs):
+    """The judge lifts each cluster with its ``%clusterid`` (a persistent scheduler gives
+    clusters different tiles; bench/results/cute_conform.md shows a 4-cluster GEMM whose
+    clusters 2 and 3 the model of cluster 0 rejects); a cluster outside the grid is an
+    error."""
+    from pipeproof.frontend.cute import LiftError
+
+    job = json.load(open(os.path.join(jobs["2x1"], "job.json")))
+    text = open(os.path.join(jobs["2x1"], "capture.mlir")).read()
+    ck, lf = lift_text(text, job["function"], job["params"], job["source"],
+                       job["dsl_version"], cluster_index=0)
+    assert lf.cluster_coord == (0, 0, 0)
+    with pytest.raises(LiftError, match="the grid has 1 clusters"):
+        lift_text(text, job["function"], job["params"], job["source"], job["dsl_version"],
+                  cluster_index=1)

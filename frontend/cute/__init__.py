@@ -45,14 +45,15 @@ def library_roots() -> tuple[str, ...]:
 
 
 def lift_text(text: str, name: str, params: dict, source: str, dsl_version: str = "4.8",
-              roots: Optional[tuple[str, ...]] = None, data_races: bool = True
-              ) -> tuple[CompiledKernel, Lifter]:
+              roots: Optional[tuple[str, ...]] = None, data_races: bool = True,
+              cluster_index: int = 0) -> tuple[CompiledKernel, Lifter]:
     try:
         module = Module(text)
     except MlirSyntaxError as e:
         raise LiftError(f"cannot read the captured module: {e}") from None
     lf = Lifter(module, library_roots() if roots is None else roots,
-                dsl_series=series(dsl_version), data_races=data_races).run()
+                dsl_series=series(dsl_version), data_races=data_races,
+                cluster_index=cluster_index).run()
     return to_compiled(lf, name, params, source), lf
 
 

@@ -159,7 +159,11 @@ class Lifter:
 
     def __init__(self, module: Module, library_roots: tuple[str, ...] = (),
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
-                 max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True) -> None:
+                 max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True,
+                 cluster_index: int = 0) -> None:
+        """``cluster_index``: which cluster of the grid to interpret (x fastest); its CTAs
+        see their own ``%ctaid`` and ``%clusterid`` (a conformance judge lifts each
+        cluster whose trace it replays)."""
         from . import data_ops, ops, sync_ops  # noqa: F401  (importing registers handlers)
         from .optable import op_table
 
@@ -178,6 +182,7 @@ class Lifter:
         self.kernel = kernels[0]
         self.kernel_name = self.kernel.attrs.get("sym_name", '"kernel"').strip('"')
         self.launch = launch or self._launch()
+        self.cluster_coord = self._cluster_coord(cluster_index)
         self.bars: dict[tuple[int, int], BarrierInfo] = {}
         self.allocs: dict[Any, tuple[int, str, list]] = {}  # ssa name -> (id, var, fields)
         self.alloc_fields: dict[int, tuple[str, list]] = {}
@@ -254,6 +259,13 @@ class Lifter:
                         return tuple(g)  # type: ignore[return-value]
         return None
 
+    def _cluster_coord(self, index: int) -> tuple[int, int, int]:
+        (gx, gy, gz), (cx, cy, cz) = self.launch.grid, self.launch.cluster
+        nx, ny, nz = max(1, gx // cx), max(1, gy // cy), max(1, gz // cz)
+        if not 0 <= index < nx * ny * nz:
+            raise LiftError(f"cluster {index}: the grid has {nx * ny * nz} clusters")
+        return (index % nx, (index // nx) % ny, index // (nx * ny))
+
     @property
     def grid_clusters(self) -> int:
         """Clusters in the (static) grid: it bounds the CLC try_cancel calls that can
@@ -316,7 +328,7 @@ class Lifter:
     # ------------------------------------------------------------------ running
     def run(self) -> "Lifter":
         L = self.launch
-        cx, cy, _ = L.cluster
+        cx, cy, cz = L.cluster
         data_races = self.ghosts.enabled
         # a first pass learns where CLC responses land (every response reads "no more
         # work" in it), so that a warp reading a response before the scheduler warp's
@@ -329,7 +341,9 @@ class Lifter:
                 continue
             for rank in range(self.cluster_size):
                 for warp in range(L.block // WARP):
-                    ctaid = (rank % cx, (rank // cx) % cy, rank // (cx * cy))
+                    kx, ky, kz = self.cluster_coord
+                    ctaid = (kx * cx + rank % cx, ky * cy + (rank // cx) % cy,
+                             kz * cz + rank // (cx * cy))
                     paths = self._run_paths(rank, warp, ctaid)
                     if phase == 2:
                         self.programs[(rank, warp)] = merge_paths(paths)
