@@ -166,6 +166,7 @@ def judge_all(jobs: str, out: str, device: str, overhead: str = "") -> str:
     from pipeproof.impl.cute_conform import judge
 
     rows = []
+    rejections: list[str] = []
     for name in sorted(os.listdir(jobs)):
         d = os.path.join(jobs, name)
         if not os.path.isfile(os.path.join(d, "job.json")):
@@ -196,6 +197,9 @@ def judge_all(jobs: str, out: str, device: str, overhead: str = "") -> str:
             caught = ("caught" if seen else "possible (not observable on the GPU)"
                       if possible else "MISSED") if flagged else \
                 ("(model: no violation)" if not seen else "GPU flagged, model did not")
+        if rep is not None and rep.counts.get("REJECTED"):
+            first = next((x for x in rep.examples if "REJECTED" in x), "")
+            rejections.append(f"* {name}: {first.splitlines()[0] if first else ''}")
         rows.append((name, meta["sites"] and len(meta["sites"]), meta["cluster"], gpu,
                      rep.reordered if rep else 0, outp, model, caught,
                      "; ".join(rep.notes) if rep else ""))
@@ -226,10 +230,16 @@ def judge_all(jobs: str, out: str, device: str, overhead: str = "") -> str:
                   "atomic ticket per record and a 16-byte store to mapped host memory (so "
                   "that a hung launch's records can be read); with recording off a record "
                   "is one cached load and a uniform branch.", ""] + overhead_table(overhead)
+    if rejections:
+        lines += ["", "## Rejected traces", "",
+                  "The first record the model could not take, per job with rejected traces "
+                  "(for a planted bug this is where the GPU and the model of the buggy "
+                  "kernel part; see spec/hardware.md for what a too-small tx_count does on "
+                  "the GPU):", ""] + rejections
     notes = [f"* {n}: {note}" for n, *_r, note in rows if note]
     if notes:
-        lines += ["", "Records dropped before the replay (an op traced in a warp where the "
-                  "lifter made no step for it):", ""] + notes
+        lines += ["", "Notes of the judge (records merged: the lanes of a warp met one op "
+                  "at two times, each group recording it):", ""] + notes
     return "\n".join(lines) + "\n"
 
 
