@@ -145,7 +145,8 @@ def add_commands(sub: Any) -> None:
                                        "trace through the model: the PTX pipeproof emits "
                                        "for FILE.pipe, or your real CuTe DSL kernel "
                                        "(KERNEL.py::entry)")
-    c.add_argument("file", nargs="?", default="")
+    c.add_argument("file", nargs="?", default="",
+                   help="FILE.pipe, or KERNEL.py::entry (a function that calls cute.compile)")
     c.add_argument("--runs", type=int, default=200, help="launches (default 200)")
     c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4; "
                                                              ".pipe only)")
