@@ -60,7 +60,10 @@ class Verdict:
             "property": self.prop,
             "reason": self.reason,
             "headline": self.headline(),
-            "bounded": self.bounded,
+            # SAFE: to a depth (true) or exhaustive (false); PROVEN: unbounded (false);
+            # a violation or an unknown has no bound to speak of (null)
+            "bounded": (self.bounded if self.status == SAFE else
+                        False if self.status == PROVEN else None),
             "depth": self.depth,
             "stats": {
                 "engine": self.stats.engine,

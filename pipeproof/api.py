@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -319,7 +320,23 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                             progress=(lambda d, n, t: progress(0, d, t)) if progress else None)
     else:
         raise ConfigError(f"unknown engine {engine!r}")
+    if not verdict.stats.peak_mb:
+        verdict.stats.peak_mb = peak_rss_mb()
     return verdict
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and of its finished worker processes (MB;
+    ``getrusage``, Linux reports KiB); 0.0 where the platform does not say."""
+    try:
+        import resource
+
+        kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    except (ImportError, OSError, ValueError):
+        return 0.0
+    scale = 1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0  # macOS: bytes
+    return kib / scale
 
 
 def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> CheckResult:
