@@ -48,6 +48,33 @@ def _load(path: str, name: str) -> Any:
     return mod
 
 
+def lift_and_check(name: str, entry: Callable[[], Any], arch: str = "sm_90a",
+                   races: bool = True, **check: Any) -> tuple[str, str, float, float, str]:
+    """Compile, lift and check one entry: (name, verdict, lift s, check s, detail); a
+    kernel the front end refuses is ``UNKNOWN (not lifted)`` with its message."""
+    from pipeproof.api import check_compiled
+    from pipeproof.frontend.cute import lift_function
+    from pipeproof.model.errors import ConfigError, Unsupported
+
+    t0 = time.perf_counter()
+    try:
+        lifted = lift_function(entry, {}, arch, data_races=races)
+        t1 = time.perf_counter()
+        r = check_compiled(lifted.compiled, jobs=1, **check)
+        v = r.verdict
+        ck = lifted.compiled
+        verdict = v.headline()
+        detail = (f"{ck.info.num_warps} warps/CTA, cluster {ck.info.cluster_shape}, "
+                  f"{v.stats.states:,} states ({v.stats.engine})")
+        lift_s, check_s = t1 - t0, v.stats.seconds
+    except (ConfigError, Unsupported) as e:
+        verdict, detail = "UNKNOWN (not lifted)", str(e).splitlines()[0][:300]
+        lift_s, check_s = time.perf_counter() - t0, 0.0
+    print(f"{name}: {verdict}  compile+lift {lift_s:.1f} s, check {check_s:.1f} s; "
+          f"{detail}", flush=True)
+    return (name, verdict, lift_s, check_s, detail)
+
+
 def hopper_persistent(src: str, cm: int, cn: int, k_tiles: int, tiles_n: int,
                       stages: int = 0, clusters: int = 1) -> Callable[[], Any]:
     def entry() -> Any:
@@ -118,9 +145,6 @@ def main() -> int:
     args = ap.parse_args()
     _stub_torch()
     from pipeproof import __version__
-    from pipeproof.api import check_compiled
-    from pipeproof.frontend.cute import lift_function
-    from pipeproof.model.errors import ConfigError, Unsupported
 
     import cutlass
 
@@ -131,23 +155,7 @@ def main() -> int:
     for name, arch, entry, races in runs:
         if args.only and args.only not in name:
             continue
-        t0 = time.perf_counter()
-        try:
-            lifted = lift_function(entry, {}, arch, data_races=races)
-            t1 = time.perf_counter()
-            r = check_compiled(lifted.compiled, timeout=args.timeout, jobs=1)
-            v = r.verdict
-            ck = lifted.compiled
-            verdict = v.headline()
-            detail = (f"{ck.info.num_warps} warps/CTA, cluster {ck.info.cluster_shape}, "
-                      f"{v.stats.states:,} states ({v.stats.engine})")
-            lift_s, check_s = t1 - t0, v.stats.seconds
-        except (ConfigError, Unsupported) as e:
-            verdict, detail = "UNKNOWN (not lifted)", str(e).splitlines()[0][:200]
-            lift_s, check_s = time.perf_counter() - t0, 0.0
-        print(f"{name}: {verdict}  lift+compile {lift_s:.1f} s, check {check_s:.1f} s; "
-              f"{detail}", flush=True)
-        rows.append((name, verdict, lift_s, check_s, detail))
+        rows.append(lift_and_check(name, entry, arch, races, timeout=args.timeout))
     with open(args.out, "w") as f:
         f.write("# NVIDIA's CuTe DSL examples, lifted and checked\n\n")
         f.write(f"pipeproof {__version__}, nvidia-cutlass-dsl {cutlass.__version__}, "

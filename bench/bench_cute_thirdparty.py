@@ -221,32 +221,16 @@ def main() -> int:
         print(f"quack not importable ({e}); pass --deps", file=sys.stderr)
         return 2
     from pipeproof import __version__
-    from pipeproof.api import check_compiled
-    from pipeproof.frontend.cute import lift_function
-    from pipeproof.model.errors import ConfigError, Unsupported
 
     import cutlass
 
     rows = []
+    sys.path.insert(0, HERE)
+    from bench_cute_examples import lift_and_check
+
     for name, entry in configs():
-        t0 = time.perf_counter()
-        try:
-            lifted = lift_function(entry, {}, "sm_90a")
-            t1 = time.perf_counter()
-            r = check_compiled(lifted.compiled, engine="explicit", max_states=args.max_states,
-                               timeout=args.timeout, jobs=1)
-            v = r.verdict
-            ck = lifted.compiled
-            verdict = v.headline()
-            detail = (f"{ck.info.num_warps} warps/CTA, cluster {ck.info.cluster_shape}, "
-                      f"{v.stats.states:,} states ({v.stats.engine})")
-            lift_s, check_s = t1 - t0, v.stats.seconds
-        except (ConfigError, Unsupported) as e:
-            verdict, detail = "UNKNOWN (not lifted)", str(e).splitlines()[0][:300]
-            lift_s, check_s = time.perf_counter() - t0, 0.0
-        print(f"{name}: {verdict}  compile+lift {lift_s:.1f} s, check {check_s:.1f} s; "
-              f"{detail}", flush=True)
-        rows.append((name, verdict, lift_s, check_s, detail))
+        rows.append(lift_and_check(name, entry, "sm_90a", engine="explicit",
+                                   max_states=args.max_states, timeout=args.timeout))
 
     def short(s: str) -> str:  # quack's path as the package names it, not this machine's
         i = s.find("/quack/")
