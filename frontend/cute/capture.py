@@ -74,6 +74,9 @@ def prepare_environment(arch: str) -> None:
         raise ConfigError(f"--arch {arch}: expected one of {', '.join(ARCHS)}")
     os.environ["CUTE_DSL_ARCH"] = arch
     os.environ.setdefault("CUTE_DSL_LOC_TRACEBACKS", str(TRACEBACK_DEPTH))
+    # the DSL (imported after the settings) before the user's file, which imports it:
+    # a missing or unsupported DSL is said as such, not as the file's import error
+    check_version(dsl_version())
 
 
 def _configure_dsl(arch: str, keep_ptx: bool = False) -> None:
