@@ -24,7 +24,7 @@ from . import ir
 from .builtins import (MODULE_ROOTS, Builtin, ElectOne, Module, Namespace, PipelineClassRef,
                        builtins_table)
 from .cluster import Layout, MAX_CLUSTER_SIZE
-from .errors import ConfigError, Unsupported
+from .errors import ConfigError, Unsupported, did_you_mean
 from .groups import WARP_SIZE
 from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, write_end_effects
@@ -236,7 +236,8 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
     for k in overrides:
         if k not in names:
             raise ConfigError(f"--param {k}: the kernel has no parameter {k!r} "
-                              f"(parameters: {', '.join(names) or 'none'})", kernel.loc)
+                              f"(parameters: {', '.join(names) or 'none'})", kernel.loc,
+                              did_you_mean(k, names))
     ev = _Evaluator(None)
     for p in kernel.params:
         if p.name in overrides:
@@ -375,7 +376,8 @@ class _Evaluator:
             return Module(name)
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
-        raise ConfigError(f"name {name!r} is not defined", loc)
+        raise ConfigError(f"name {name!r} is not defined", loc,
+                          did_you_mean(name, list(env) + list(self.table) + list(MODULE_ROOTS)))
 
     def static(self, v: Any, loc: Optional[ir.Loc]) -> Any:
         """``v`` where its value must be known when the kernel is compiled: an expression

@@ -11,9 +11,19 @@ UNKNOWN (exit code 3), saying what was not supported.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
 from .ir import Loc
+
+
+def did_you_mean(name: str, options: "Iterable[str]") -> str:
+    """``did you mean X?`` for the options closest to a misspelt ``name`` ('' if none)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(options)), n=3, cutoff=0.7)
+    if not close:
+        return ""
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 class ConfigError(Exception):

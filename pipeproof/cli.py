@@ -235,45 +235,51 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     c = sub.add_parser("check", help="check a CuTe DSL kernel (kernel.py::entry) or a .pipe "
-                                     "skeleton for safety and deadlock")
-    c.add_argument("file", metavar="KERNEL",
+                                     "skeleton for safety and deadlock",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=CHECK_EXAMPLES)
+    what = c.add_argument_group("what to check")
+    out = c.add_argument_group("output")
+    lim = c.add_argument_group("engine and limits")
+    adv = c.add_argument_group("advanced engine tuning")
+    what.add_argument("file", metavar="KERNEL",
                    help="a .pipe skeleton, or a CuTe DSL kernel as path/to/kernel.py::entry "
                         "where entry() calls cute.compile(...) with fake tensors (needs "
                         "pipeproof[cute]); --param NAME=VALUE sets entry's keyword "
                         "arguments")
-    c.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
+    what.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
                    help="CuTe DSL kernels: the target cute.compile compiles for "
                         "(default sm_90a)")
-    c.add_argument("--data-races", choices=("on", "off"), default="on",
+    what.add_argument("--data-races", choices=("on", "off"), default="on",
                    help="CuTe DSL kernels: on (default): also check the shared memory every "
                         "load, store, TMA copy and MMA touches (read-before-full, "
                         "overwrite-before-release, missing-proxy-fence); off: the barrier "
                         "protocol alone (far fewer states on large kernels)")
-    c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+    what.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable); NAME=LO..HI checks "
                         "every value: symbolically (one transition system for the whole "
                         "range; trip counts and stage counts), or value by value where "
                         "the launch depends on it")
-    c.add_argument("--param-values", action="store_true",
+    what.add_argument("--param-values", action="store_true",
                    help="check every value of a --param range on its own, never "
                         "symbolically")
-    c.add_argument("--engine", choices=("auto", "bmc", "explicit"), default="auto",
+    lim.add_argument("--engine", choices=("auto", "bmc", "explicit"), default="auto",
                    help="verification engine: bmc (z3 bounded model checking with a "
                         "certified enumeration, starvation lassos), explicit (exhaustive "
                         "breadth-first search with reductions) or auto (default): BMC's "
                         "certificate where it decides, else the explicit engine, else "
                         "BMC's unrolling with the time left (plain bmc with --smt2)")
-    c.add_argument("--depth", type=int, default=None,
+    adv.add_argument("--depth", type=int, default=None,
                    help="bmc: bound on the levels unrolled (default 60); a level is one "
                         "step with --bmc-steps single, a chain of steps otherwise, so depth "
                         "N covers at least every run of N steps")
-    c.add_argument("--bmc-steps", choices=("auto", "chain", "single"), default="auto",
+    adv.add_argument("--bmc-steps", choices=("auto", "chain", "single"), default="auto",
                    help="bmc: chain: each level lets every warp and asynchronous agent "
                         "take a step, in a normal form of independent steps -- far fewer "
                         "levels to the end of every run; single: one step per level; auto "
                         "(default): chain unless some warp loops for ever (then no depth "
                         "ends every run, and starvation lassos are single-step runs)")
-    c.add_argument("--bmc-certificate", choices=("on", "off"), default="on",
+    adv.add_argument("--bmc-certificate", choices=("on", "off"), default="on",
                    help="bmc: on (default): enumerate the reachable states (one per "
                         "class of interchangeable warps) for a few seconds and, if that "
                         "finishes, certify them as an inductive invariant of the z3 "
@@ -282,48 +288,48 @@ def build_parser() -> argparse.ArgumentParser:
                         "where it does not finish and every warp ends, the states reached "
                         "following one warp alone at program points z3 proves safe "
                         "(PROVEN only); off: unrolling only")
-    c.add_argument("--smt2", metavar="FILE", default=None,
+    adv.add_argument("--smt2", metavar="FILE", default=None,
                    help="bmc: write the final query as an SMT-LIB 2 script (the "
                         "certificate's queries when a certificate decided safety)")
-    c.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
-    c.add_argument("--max-states", type=int, default=3_000_000,
+    lim.add_argument("--timeout", type=float, default=600.0, help="seconds before UNKNOWN")
+    lim.add_argument("--max-states", type=int, default=3_000_000,
                    help="explicit engine: states before UNKNOWN (default 3,000,000); "
                         "auto: also bounds the enumeration behind BMC's certificate")
-    c.add_argument("--por", choices=("auto", "on", "off"), default="auto",
+    adv.add_argument("--por", choices=("auto", "on", "off"), default="auto",
                    help="explicit engine: stubborn-set partial-order reduction (fewer "
                         "states, each costlier to expand); auto: on for clusters of more "
                         "than one CTA and for CTAs of 10 or more warps, where "
                         "interleavings multiply")
-    c.add_argument("--memory-model", choices=("cutlass", "strict"), default="cutlass",
+    what.add_argument("--memory-model", choices=("cutlass", "strict"), default="cutlass",
                    help="cutlass (default): releases reach whoever acquires them, as "
                         "CUTLASS's .cta-scoped remote arrives assume; strict: also report "
                         "insufficient-scope -- data visible only inside one CTA (stores or "
                         "forwarded TMA bytes released at .cta scope) read by another CTA "
                         "(PTX memory model)")
-    c.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
+    adv.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="seconds to confirm that a counterexample found with a "
                         "reduction (explicit: partial-order reduction; bmc: chained steps) "
                         "is a shortest one (default 20; the output says when it was not "
                         "confirmed)")
-    c.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+    lim.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="processes (default: 2 where two CPUs are usable, else 1).  "
                         "auto engine: with 2, the explicit engine starts at once beside "
                         "BMC's certificate and is used if the certificate does not "
                         "decide; --param ranges: N values are checked at a time.  The "
                         "answer is the one --jobs 1 gives")
-    c.add_argument("--json", action="store_true", help="machine-readable verdict")
-    c.add_argument("--explain", action="store_true", help="add a paragraph in words")
-    c.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    c.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+    out.add_argument("--json", action="store_true", help="machine-readable verdict")
+    out.add_argument("--explain", action="store_true", help="add a paragraph in words")
+    out.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    out.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress line on stderr (auto: only on a terminal)")
-    c.add_argument("--format", choices=("timeline", "steps"), default="timeline",
+    out.add_argument("--format", choices=("timeline", "steps"), default="timeline",
                    help="counterexample as a timeline with one column per agent "
                         "(default) or as numbered steps")
-    c.add_argument("--width", type=int, default=None,
+    out.add_argument("--width", type=int, default=None,
                    help="line width of the timeline (default: the terminal's)")
-    c.add_argument("--perfetto", metavar="FILE",
+    out.add_argument("--perfetto", metavar="FILE",
                    help="also write the counterexample as Chrome/Perfetto trace-event JSON")
-    c.add_argument("--html", metavar="FILE",
+    out.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML report with an SVG timeline")
     c.set_defaults(fn=cmd_check)
 
@@ -361,6 +367,14 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
     _print_json_error(args, message, None)
     print(f"pipeproof: {message}", file=sys.stderr)
     return 2
+
+
+CHECK_EXAMPLES = """examples:
+  pipeproof check examples/bugs/p1-bug.pipe                    # a .pipe skeleton
+  pipeproof check kernel.py::entry --param k_tiles=8          # your CuTe DSL kernel
+  pipeproof check kernel.py::entry --param k_tiles=1..16      # every value of a range
+  pipeproof check FILE --json | --html report.html | --perfetto trace.json
+"""
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

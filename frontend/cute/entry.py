@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ...model.errors import ConfigError
+from ...model.errors import ConfigError, did_you_mean
 from ...model.ir import Loc
 from .capture import Capture, capture, prepare_environment
 
@@ -97,7 +97,7 @@ def bind_params(fn: Callable[..., Any], params: dict[str, Any], where: str) -> d
         if k not in names:
             raise ConfigError(loc=Loc(where), message=f"the entry {fn.__name__}() has no parameter {k!r}"
                               + (f" (parameters: {', '.join(names)})" if names else
-                                 " (it takes none)"))
+                                 " (it takes none)"), hint=did_you_mean(k, names))
     for n, p in sig.parameters.items():
         if p.default is p.empty and n not in params and \
                 p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):

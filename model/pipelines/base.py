@@ -30,6 +30,7 @@ from ..pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_a
                               fill_tag_for_wait, make_pipeline_state)
 from ..program import (Arrival, Arrive, BarRef, BufRef, CpAsyncArrive, DynExpr, GhostEffect,
                        UmmaCommit, Wait, TryWait, dyn_local)
+from ..errors import did_you_mean
 from ..properties import Prop
 from .dispatch import check_arguments
 
@@ -110,7 +111,8 @@ class PipelineBase:
     def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
-            cx.error(f"{self.decl.cls} has no method {name}()")
+            methods = [m[2:] for m in dir(self) if m.startswith("m_")]
+            cx.error(f"{self.decl.cls} has no method {name}()", did_you_mean(name, methods))
         while args and args[-1] is None:
             args = args[:-1]
         check_arguments(cx, self.decl.cls, name, fn, args, kwargs)
@@ -134,7 +136,9 @@ class PipelineBase:
             return getattr(self, "leader")
         if name in ("sync_object_full", "sync_object_empty"):
             return SyncObjectView(self, name.split("_")[-1])
-        cx.error(f"{self.decl.cls} has no attribute {name!r}")
+        known = ["num_stages", "sync_object_full", "sync_object_empty"] + \
+            [m[2:] for m in dir(self) if m.startswith("m_")]
+        cx.error(f"{self.decl.cls} has no attribute {name!r}", did_you_mean(name, known))
 
     def make_state(self, user_type: str, cx: Any) -> PipelineStateVal:
         st = make_pipeline_state(user_type, self.decl.stages, cx.track_count)

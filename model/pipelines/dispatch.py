@@ -6,7 +6,10 @@ takes (never a Python TypeError)."""
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any, Callable
+
+from ..errors import did_you_mean
 
 
 def signature_text(owner: str, name: str, fn: Callable[..., Any]) -> str:
@@ -34,7 +37,9 @@ def check_arguments(cx: Any, owner: str, name: str, fn: Callable[..., Any], args
         inspect.signature(fn).bind(cx, *args, **kwargs)
     except TypeError as e:
         why = str(e).replace("positional argument", "argument")
-        cx.error(f"{signature_text(owner, name, fn)}: {why}")
+        m = re.search(r"unexpected keyword argument '(\w+)'", why)
+        hint = did_you_mean(m.group(1), list(inspect.signature(fn).parameters)[1:]) if m else ""
+        cx.error(f"{signature_text(owner, name, fn)}: {why}", hint)
 
 
 def call_method(cx: Any, owner: str, name: str, fn: Callable[..., Any], args: tuple,
