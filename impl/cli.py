@@ -130,8 +130,15 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     e = sub.add_parser("emit", help="lower a .pipe kernel to PTX (sm_90a runs on Hopper; "
-                                    "sm_100a uses the Blackwell instructions)")
-    e.add_argument("file")
+                                    "sm_100a uses the Blackwell instructions)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="""examples:
+  pipeproof emit examples/textbook/pipeline_tma_async.pipe -o k.ptx --assemble
+  pipeproof emit K.pipe --arch sm_100a --no-jitter --manifest k.json -o k.ptx
+
+The PTX is the model's per-warp programs with trace records (docs/gpu.md);
+`pipeproof conform K.pipe` runs it.""")
+    e.add_argument("file", help="a .pipe kernel")
     e.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
     e.add_argument("-o", "--output", default="-", help="PTX file (default: stdout)")
     e.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
@@ -144,7 +151,17 @@ def add_commands(sub: Any) -> None:
     c = sub.add_parser("conform", help="run a kernel on the GPU (jittered) and replay every "
                                        "trace through the model: the PTX pipeproof emits "
                                        "for FILE.pipe, or your real CuTe DSL kernel "
-                                       "(KERNEL.py::entry)")
+                                       "(KERNEL.py::entry)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="""examples:
+  pipeproof conform examples/textbook/pipeline_tma_async.pipe --runs 200
+  pipeproof conform kernel.py::entry --param k_tiles=8 --runs 200
+  pipeproof conform kernel.py::entry --prepare-only --workdir J   # no GPU here
+  J/run.sh OUT                                                    # on the GPU machine
+  pipeproof conform --judge J --results OUT
+
+Exit code: 0 every trace ACCEPTED, 1 a trace not accepted (or a hang), 3 no GPU run
+possible here, 2 bad input.  More: docs/gpu.md.""")
     c.add_argument("file", nargs="?", default="",
                    help="FILE.pipe, or KERNEL.py::entry (a function that calls cute.compile)")
     c.add_argument("--runs", type=int, default=200, help="launches (default 200)")

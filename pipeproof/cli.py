@@ -334,7 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_check)
 
     rc = sub.add_parser("recheck", help="solve the SMT-LIB files of check --smt2 again "
-                                        "and compare with the verdicts they were made for")
+                                        "and compare with the verdicts they were made for",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="""examples:
+  pipeproof check K.pipe --engine bmc --smt2 q.smt2 && pipeproof recheck q.smt2
+
+Each file records the verdict it was written for; recheck solves it again (z3) and
+says whether the answer is the same (an independent check of the encoding's result).""")
     rc.add_argument("files", nargs="+", metavar="FILE.smt2")
     rc.add_argument("--timeout", type=float, default=600.0,
                     help="seconds for z3 per file (default 600)")
