@@ -19,7 +19,7 @@ from typing import Any
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
-    from ..cli import _parse_params
+    from ..params import parse_params as _parse_params
     from .conform import assemble, have_ptxas
     from .emit import EmitOptions, emit_file
 
@@ -53,7 +53,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def _one_value_params(items: Any, why: str) -> dict[str, Any]:
-    from ..cli import _parse_params
+    from ..params import parse_params as _parse_params
     from ..model.errors import ConfigError
 
     params = _parse_params(items or [])

@@ -46,7 +46,7 @@ def cmd_conform_cute(args: argparse.Namespace) -> int:
                               hint=f"run {os.path.join(args.judge, 'run.sh')} OUT on the GPU "
                                    "machine and pass --results OUT")
         return _report(judge(args.judge, results), args, render_report, exit_code)
-    from ..cli import _parse_params
+    from ..params import parse_params as _parse_params
 
     if args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, not {args.runs}")

@@ -47,7 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ..frontend.cute.sites import ASM_MARK, RETURN_OPS, SITE_ATTR, traced_op_names
+from ..frontend.cute.sites import ASM_MARK, RETURN_OPS, SITE_ATTR
+from ..frontend.cute.sync_ops import traced_op_names
 from . import events as E
 
 GLOBAL = "pipeproof_trace"

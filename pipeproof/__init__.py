@@ -6,7 +6,7 @@ asynchronous pipelines.
     print(result.verdict.headline())
 """
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .api import (CheckResult, check_cute, check_file, check_kernel,  # noqa: E402
                   check_source, compile_file)

@@ -255,7 +255,7 @@ def _stamp_smt2(smt2: Optional[str], before: Optional[int], kernel: str,
     verdict; nothing where that run wrote none (``before``: the file's time before it)."""
     if not smt2 or _mtime(smt2) in (None, before):
         return
-    from . import __version__
+    from .version import __version__
     from .proofs.recheck import stamp
 
     stamp(smt2, version=__version__, kernel=kernel, params=params, source=source,

@@ -1,9 +1,10 @@
 """Trace sites: which ops of a captured module a conformance run records, and which
 record each lifted instruction answers to.
 
-The conformance compile (``impl/cute_trace.py``) numbers every op this module calls
-*traced* and stores the number ``k`` on the op (attribute ``pipeproof.site``); it puts
-a record before the op (site ``2k``) and one after it (site ``2k+1``).  The lifter reads
+The conformance compile (``impl/cute_trace.py``) numbers every traced op
+(``sync_ops.traced_op_names``) and stores the number ``k`` on the op (attribute
+``pipeproof.site``); it puts a record before the op (site ``2k``) and one after it (site
+``2k+1``).  The lifter reads
 the same attribute on the clone it interprets and gives each instruction it emits for
 the op the record that stands for it: a wait-like step (it completes when the op
 returns) the record after, any other step (a signal, an issue, an init) the record
@@ -31,16 +32,6 @@ RETURN_OPS = frozenset({"cuda.return", "gpu.return"})
 
 #: steps that complete when their op returns: the record after the op stands for them
 WAIT_LIKE = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)
-
-
-def traced_op_names() -> frozenset[str]:
-    """The ops a conformance run records: those ``sync_ops.py`` handles (every op the
-    lifter turns into a synchronisation step)."""
-    from . import sync_ops  # noqa: F401  (registers its handlers)
-    from .optable import TABLE
-
-    return frozenset(n for n, f in TABLE.items() if f.__module__.endswith(".sync_ops")) \
-        | RETURN_OPS
 
 
 def op_site(op: Any) -> int:

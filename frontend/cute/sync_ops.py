@@ -521,3 +521,13 @@ def _fence_proxy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 def _no_sync_effect(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     n = len(o.results)
     return [OPAQUE] * n if n > 1 else (OPAQUE if n else None)
+
+
+def traced_op_names() -> frozenset[str]:
+    """The ops a conformance run records (``impl/cute_trace.py``, ``sites.py``): those
+    this module handles (every op the lifter turns into a synchronisation step), and the
+    kernel's return (its record stands for the exit)."""
+    from .optable import TABLE
+    from .sites import RETURN_OPS
+
+    return frozenset(n for n, f in TABLE.items() if f.__module__ == __name__) | RETURN_OPS
