@@ -548,3 +548,9 @@ class AgentProgram:
     @property
     def name(self) -> str:
         return f"cta{self.cta}.w{self.warp}"
+
+
+#: steps that complete when a wait returns (a blocking or polling wait on an mbarrier,
+#: the wait half of ``bar.sync`` and of the cluster barrier, a bulk group's read wait):
+#: a trace records them after the wait, every other step before it
+WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)

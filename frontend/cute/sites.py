@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...model.program import (BulkWaitRead, ClusterWait, NamedWait, NO_SITE, TryWait,
-                              Wait)
+from ...model.program import NO_SITE, WAIT_STEPS
 
 #: the discardable attribute that carries an op's site number
 SITE_ATTR = "pipeproof.site"
@@ -31,7 +30,7 @@ ASM_MARK = "// pipeproof trace site"
 RETURN_OPS = frozenset({"cuda.return", "gpu.return"})
 
 #: steps that complete when their op returns: the record after the op stands for them
-WAIT_LIKE = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)
+WAIT_LIKE = WAIT_STEPS
 
 
 def op_site(op: Any) -> int:
