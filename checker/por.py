@@ -41,6 +41,7 @@ from typing import Any, Iterable, Optional
 
 from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              ClusterArrive, ClusterWait, CompleteTx, CpAsync, CpAsyncArrive,
+                             CpAsyncCommit, CpAsyncWaitGroup,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
                              TmaStore,
@@ -78,7 +79,12 @@ _COMMUTE = {
 
 
 def _base(m: str) -> str:
-    return m[:2] if m[:2] in ("WE", "WB") else m
+    return m[:2] if m[:2] in ("WE", "WB", "AE", "AB") else m
+
+
+#: asynchronous writes (TMA deliveries, cp.async) behave like thread writes towards
+#: every other mode; between the two kinds of writer see ``conflicts``
+_ASYNC_WRITE = {"AB": "WB", "AE": "WE"}
 
 
 def conflicts(m1: str, m2: str) -> bool:
@@ -86,6 +92,17 @@ def conflicts(m1: str, m2: str) -> bool:
     # commute, and a write_begin commutes with a write_end of the same fill (with another
     # fill in flight, the write_begin is a violation only before that write_end lands)
     b1, b2 = _base(m1), _base(m2)
+    a1, a2 = b1 in _ASYNC_WRITE, b2 in _ASYNC_WRITE
+    if a1 != a2 and {b1, b2} <= {"WB", "WE", "AB", "AE"}:
+        # a thread write checks the async writes in flight and the reverse
+        # (``System.ghost``): the two kinds of writer never commute
+        return True
+    if (a1 and b2 == "D") or (a2 and b1 == "D"):
+        return True  # an async write checks the generic stores not yet fenced
+    if a1:
+        b1, m1 = _ASYNC_WRITE[b1], _ASYNC_WRITE[b1] + m1[2:]
+    if a2:
+        b2, m2 = _ASYNC_WRITE[b2], _ASYNC_WRITE[b2] + m2[2:]
     if b1 == "WE" and b2 == "WE":
         return m1 != m2
     if {b1, b2} == {"WE", "WB"}:
@@ -99,7 +116,8 @@ BAR_OPS = frozenset(["A", "X"])
 
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
-               "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR"}
+               "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR",
+               "async_write_begin": "AB", "async_write_end": "AE"}
 
 Footprint = frozenset  # of (object, mode)
 #: a parameter split's footprint: reads and narrows the parameter values still possible
@@ -159,8 +177,8 @@ class Footprints:
             code = sysm.code(a)
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
-            self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead))
-                                  for i in code])
+            self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead,
+                                                 CpAsyncWaitGroup)) for i in code])
         for a in range(n):
             self.writers_from.append(self._suffix_writes(a))
         self.arrivers_from: list[list[frozenset]] = [self._suffix_arrivals(a) for a in range(n)]
@@ -243,7 +261,7 @@ class Footprints:
         out = set()
         for e in effects:
             mode = _GHOST_MODE[e.kind]
-            if mode in ("WE", "WB"):
+            if mode in ("WE", "WB", "AE", "AB"):
                 mode = f"{mode}{e.tag}"
             out.add((("buf", e.buf), mode))
         return out
@@ -285,6 +303,10 @@ class Footprints:
                 fp.add((("clc", cta), "R"))
         elif t is CpAsync:
             fp.add((("q", a, "cp"), "Q"))
+        elif t is CpAsyncCommit:
+            fp.add((("q", a, "cp"), "Q"))
+        elif t is CpAsyncWaitGroup:
+            fp.add((("q", a, "cp"), "R"))  # the count of the warp's groups in flight
         elif t is CpAsyncArrive:
             fp.add((("q", a, "cp"), "Q"))
             if not ins.noinc:
@@ -375,7 +397,7 @@ class Footprints:
                 fp |= {(("bar", d.bar), "X")} | self._use(d.bar, None if d.bar.cta == cta else cta)
                 fp.add((("exit", d.bar.cta), "R"))
                 if d.buf is not None:
-                    fp.add((("buf", d.buf), f"WE{d.tag}"))
+                    fp.add((("buf", d.buf), f"AE{d.tag}"))
                     fp.add((("exit", d.buf.cta), "R"))
                     if ins.kind == "clc":
                         fp.add((("buf", d.buf), "W"))  # the response value differs by choice
@@ -390,6 +412,9 @@ class Footprints:
             fp |= {(("bar", ins.bar), "A")} | self._use(ins.bar, None)
             fp.add((("q", a, "cp"), "Q"))
         elif isinstance(ins, CpAsync):
+            fp.add((("q", a, "cp"), "Q"))
+        elif isinstance(ins, CpAsyncCommit):
+            fp |= self._ghost(ins.effects)
             fp.add((("q", a, "cp"), "Q"))
         elif isinstance(ins, TmaStore):
             fp.add((("buf", ins.buf), "H"))
@@ -686,7 +711,7 @@ class Reducer:
             fp = {(("bar", dl.bar), "X"), (("pool",), "Q"), (("exit", dl.bar.cta), "R"),
                   (("arr", dl.bar.cta, dl.bar.array), "R")}
             if dl.buf is not None:
-                fp.add((("buf", dl.buf), f"WE{dl.tag}"))
+                fp.add((("buf", dl.buf), f"AE{dl.tag}"))
                 fp.add((("exit", dl.buf.cta), "R"))
                 if ins.kind == "clc":
                     fp.add((("buf", dl.buf), "W"))
@@ -1320,6 +1345,8 @@ class _Ctx:
             return {("a", b) for b in self.sys.agents_of_cta[cta] if b != a and self.pcs[b] != DONE}
         if isinstance(ins, BulkWaitRead):
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
+        if isinstance(ins, CpAsyncWaitGroup):
+            return {v for v in self.env_units if v[1][0] == "cp.async" and v[1][1] == a}
         return set()
 
     def _closed_waits(self, a: int) -> frozenset:

@@ -37,7 +37,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 import z3
 
-from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, Jump, SetLocal,
+from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, CpAsyncCommit, Jump,
+                             SetLocal,
                              TmaStore, UmmaCommit, is_acyclic)
 from ..model.system import DONE, ConcreteState, QueueOps, System
 from ..model.values import CONCRETE
@@ -477,7 +478,7 @@ def queue_pushes(code: Sequence[Any]) -> tuple[int, int, int]:
     """Static counts of the instructions that push onto a warp's tcgen05, cp.async and
     bulk-store queues (``System.exec_agent``)."""
     tc = sum(isinstance(i, UmmaCommit) for i in code)
-    cp = sum(isinstance(i, (CpAsync, CpAsyncArrive)) for i in code)
+    cp = sum(isinstance(i, (CpAsync, CpAsyncArrive, CpAsyncCommit)) for i in code)
     bs = sum(isinstance(i, (TmaStore, BulkCommit)) for i in code)
     return tc, cp, bs
 

@@ -164,6 +164,10 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         return {"op": "tma_store", "pipeline": _pipe_of(ins.buf.buffer), "stage": ins.buf.stage}
     if t is P.BulkCommit:
         return {"op": "bulk.commit_group"}
+    if t is P.CpAsyncCommit:
+        return {"op": "cp.async.commit_group"}
+    if t is P.CpAsyncWaitGroup:
+        return {"op": f"cp.async.wait_group {ins.n}"}
     if t is P.BulkWaitRead:
         return {"op": f"bulk.wait_group.read {ins.n}"}
     if t is P.NamedBarrierOp:
@@ -209,6 +213,8 @@ def env_fields(system: Any, item: tuple) -> dict[str, Any]:
     if kind == "cp.async" and ins is not None:
         if getattr(ins, "bar", None) is not None:
             return _bar_fields("cp.async.mbarrier.arrive fires", ins.bar)
+        if getattr(ins, "buf", None) is None:  # a commit group's marker
+            return {"op": "cp.async group done"}
         return {"op": "cp.async done", "pipeline": _pipe_of(ins.buf.buffer),
                 "stage": ins.buf.stage}
     if kind == "bulk":

@@ -48,7 +48,8 @@ from ..model.errors import Unsupported
 from ..model.groups import WARP_SIZE
 from ..model.program import (PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
                              BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait,
-                             CompleteTx, CpAsync, CpAsyncArrive, DynExpr, ExpectTx, Exit,
+                             CompleteTx, CpAsync, CpAsyncArrive, CpAsyncCommit,
+                             CpAsyncWaitGroup, DynExpr, ExpectTx, Exit,
                              Fail, FenceMbarInit, GhostEffect, Instr, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
@@ -633,10 +634,10 @@ class _Emitter:
             return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
-        if t in (Wait, TryWait, BulkWaitRead):
+        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup):
             self.ghost(ins.pre, st, generic)
             self.wait_like(pc, ins, st)
-            if t is Wait or t is BulkWaitRead:
+            if t is not TryWait:
                 tk = self.ticket()
             else:
                 tk = st.ticket
@@ -676,6 +677,10 @@ class _Emitter:
     def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
         if isinstance(ins, BulkWaitRead):
             self(f"cp.async.bulk.wait_group.read {ins.n};")
+            return
+        if isinstance(ins, CpAsyncWaitGroup):
+            # lane 0 issued the warp's copies (``signal``), so its groups are the warp's
+            self(f"cp.async.wait_group {ins.n};")
             return
         bar = ins.bar
         if bar.cta != self.prog.cta or not self.bar_exists(bar):  # type: ignore[union-attr]
@@ -778,6 +783,8 @@ class _Emitter:
                      f"{STAMP_BYTES};")
         elif t is BulkCommit:
             self("cp.async.bulk.commit_group;")
+        elif t is CpAsyncCommit:
+            self("cp.async.commit_group;")
         elif t is MbarInit:
             for name, count in ins.arrays:
                 stages, _ = self.L.arrays[name]
@@ -970,7 +977,7 @@ class _Emitter:
                      f".multicast::cluster.b64 [{a}], {h};")
 
     DEFERRABLE = (Arrive, Exit, Nop, TmaLoad, ExpectTx, CompleteTx, CpAsync, CpAsyncArrive,
-                  TmaStore, BulkCommit, UmmaCommit, Fail)
+                  CpAsyncCommit, TmaStore, BulkCommit, UmmaCommit, Fail)
 
     def umma_defer(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a: the emulated commit completes after the warp's *next* step when that

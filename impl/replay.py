@@ -46,7 +46,8 @@ from typing import Any, Iterator, Optional
 
 from ..checker.trace import BarrierChange, Event, Trace, env_fields, instr_fields
 from ..model.compile import CompiledKernel
-from ..model.program import Arrive, BulkWaitRead, CpAsyncArrive, Exit, TmaLoad, TryWait, Wait
+from ..model.program import (Arrive, BulkWaitRead, CpAsyncArrive, CpAsyncWaitGroup, Exit,
+                             TmaLoad, TryWait, Wait)
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE as V
 from . import events as E
@@ -219,21 +220,7 @@ class Replayer:
         if focus is None:
             return items
         target = self._focus_bar(state, focus)
-
-        def helps(it: tuple) -> bool:
-            if target is None:
-                return False
-            if it[0] == "tma":
-                _, a, pc, d, _c = it
-                return self.sys.code(a)[pc].deliveries[d].bar == target
-            if it[0] == "cp.async":
-                ins = self.sys.code(it[1])[it[2]]
-                return isinstance(ins, CpAsyncArrive) and ins.bar == target
-            if it[0] == "bulk":
-                return target == ("bulk", it[1])
-            return False
-
-        return sorted(items, key=lambda it: 0 if helps(it) else 1)
+        return sorted(items, key=lambda it: 0 if self._helps_target(target, it) else 1)
 
     def _focus_bar(self, state: list, e: GpuEvent) -> Any:
         a = self.agent_of.get((e.cta, e.warp))
@@ -247,6 +234,8 @@ class Replayer:
             return ins.bar
         if isinstance(ins, BulkWaitRead):
             return ("bulk", a)
+        if isinstance(ins, CpAsyncWaitGroup):
+            return ("cp.async", a)
         return None
 
     # ------------------------------------------------------------------ search
@@ -385,7 +374,10 @@ class Replayer:
         self._last_why = fr_why
 
     def _helps(self, state: list, e: GpuEvent, it: tuple) -> bool:
-        target = self._focus_bar(state, e)
+        return self._helps_target(self._focus_bar(state, e), it)
+
+    def _helps_target(self, target: Any, it: tuple) -> bool:
+        """Can environment item ``it`` bring the wait ``target`` (``_focus_bar``) closer?"""
         if target is None:
             return False
         if it[0] == "tma":
@@ -393,7 +385,10 @@ class Replayer:
             return self.sys.code(a)[pc].deliveries[d].bar == target
         if it[0] == "cp.async":
             ins = self.sys.code(it[1])[it[2]]
-            return isinstance(ins, CpAsyncArrive) and ins.bar == target
+            # an arrive on the awaited barrier, or any of the warp's own cp.async work
+            # ahead of the group it waits for
+            return (isinstance(ins, CpAsyncArrive) and ins.bar == target) \
+                or target == ("cp.async", it[1])
         if it[0] == "bulk":
             return target == ("bulk", it[1])
         return False

@@ -20,11 +20,12 @@ from .cluster import ClusterVMNK, Layout, mask_ranks, tiled_divide
 from .groups import WARP_SIZE, Agent, CooperativeGroup
 from .pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_acquire,
                              fill_tag_for_wait, make_pipeline_state, state_from_index_phase)
-from .pipelines.base import (PipelineBase, elected, release_effects, write_begin_effects,
-                             write_end_effects)
+from .pipelines.base import (PipelineBase, elected, release_effects, release_point_effects,
+                             write_begin_effects, write_end_effects)
+from .pipelines.smem_buffer import SmemBuffer
 from .pipelines.pipeline_async import BarrierPtr
 from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWait,
-                      CompleteTx, CpAsync, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
+                      CompleteTx, CpAsync, CpAsyncCommit, CpAsyncWaitGroup, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
                       Nop, TmaLoad, TmaStore, Wait, DynExpr, dyn_locals)
 from .properties import Prop
 
@@ -391,7 +392,7 @@ def _cluster_arrive(relaxed: bool) -> Callable[..., None]:
         _args(cx, args, kw, ("aligned",), "cluster_arrive")
         cx.emit(ClusterArrive(relaxed=relaxed, loc=cx.loc,
                               label="cluster_arrive_relaxed()" if relaxed else "cluster_arrive()",
-                              pre=write_end_effects(cx)))
+                              pre=release_point_effects(cx)))
     return fn
 
 
@@ -506,7 +507,7 @@ def b_mbarrier_arrive(cx: Any, args: tuple, kw: dict) -> None:
     cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), 0),), loc=cx.loc, scope=sc,
                    label=f"mbarrier_arrive({bar}{', release.cluster' if sc == 'cluster' else ''})"
                          f" x{len(cx.lanes)} lanes",
-                   pre=write_end_effects(cx)))
+                   pre=release_point_effects(cx)))
 
 
 def b_mbarrier_arrive_and_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
@@ -520,7 +521,7 @@ def b_mbarrier_arrive_and_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
     cx.emit(Arrive(arrivals=(Arrival(bar, len(cx.lanes), tx * len(cx.lanes)),), loc=cx.loc,
                    scope=sc,
                    label=f"mbarrier_arrive_and_expect_tx({bar}, {tx} B) x{len(cx.lanes)} lanes",
-                   pre=write_end_effects(cx)))
+                   pre=release_point_effects(cx)))
 
 
 def b_mbarrier_expect_tx(cx: Any, args: tuple, kw: dict) -> None:
@@ -575,6 +576,9 @@ def b_tma_load(cx: Any, args: tuple, kw: dict) -> None:
         return
     if not hasattr(pipe, "tma_target_cta"):
         cx.error(f"tma_load into a {pipe.decl.cls}: its producer is not a TMA load")
+    if isinstance(pipe, SmemBuffer) and bar_ptr is None:
+        cx.error(f"tma_load into smem_buffer {pipe.decl.var}: a region has no barrier of "
+                 "its own; pass tma_bar_ptr= (a raw mbarrier, smem_mbarrier())")
     base = _bar_arg(cx, bar_ptr, "tma_load") if bar_ptr is not None else pipe.bar("full", st.index)
     dests = mask_ranks(mask) if mask is not None else (cx.cta,)
     tag = ANY_FILL if isinstance(state, int) else fill_tag_for_acquire(st)
@@ -586,55 +590,125 @@ def b_tma_load(cx: Any, args: tuple, kw: dict) -> None:
     cx.emit(TmaLoad(deliveries=tuple(deliveries), loc=cx.loc,
                     label=f"tma_load({pipe.decl.var} stage {st.index}, {nb} B"
                     + (f", mcast_mask={mask:#x}" if mask is not None else "") + ")",
-                    pre=tuple(GhostEffect("write_begin", d.buf, tag) for d in deliveries)))
+                    pre=tuple(GhostEffect("async_write_begin", d.buf, tag) for d in deliveries)))
 
 
 def b_tma_store(cx: Any, args: tuple, kw: dict) -> None:
+    """A TMA store (``cute.copy`` of a shared-to-global TMA atom) from buffer ``index``.
+
+    The DSL does not elect for it: every active lane issues the bulk copy, into its own
+    bulk group (checked against ``cute.compile``'s PTX in ``tests/test_cute_lowering.py``).
+    Inside ``elect_one()`` that is one store; outside, the warp's 32 identical stores read
+    the same buffer and are committed and waited for together, so they are one step
+    here (their global-memory writes are not modelled)."""
     pipe, index = _args(cx, args, kw, ("pipeline", "index"), "tma_store", 2)
     pipe = _pipe_arg(cx, pipe, "tma_store")
     i = cx.as_int(index, "index") % pipe.decl.stages
-    if not elected(cx, "tma_store (cute.copy of a TMA atom)"):
-        return
     buf = pipe.buf(i)
     # the issuing warp's own stores to the buffer are ordered before its store by program
     # order (and fence.proxy.async, which async_read checks); other warps' stores must
     # have been released by a barrier
     own = write_end_effects(cx, (buf,))
-    cx.emit(TmaStore(buf=buf, loc=cx.loc, label=f"tma_store({pipe.decl.var} buffer {i})",
+    cx.emit(TmaStore(buf=buf, loc=cx.loc, label=f"tma_store({pipe.decl.var} buffer {i})"
+                     + ("" if len(cx.lanes) == 1 else f" x{len(cx.lanes)} lanes"),
                      pre=own + (GhostEffect("async_read", buf),)))
 
 
+def _region_args(cx: Any, args: tuple, kw: dict, what: str) -> tuple[PipelineBase, Any]:
+    """``(pipeline, state)``; a plain region's stage index may be left out (stage 0)."""
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), what, 1)
+    pipe = _pipe_arg(cx, pipe, what)
+    if state is None:
+        if not isinstance(pipe, SmemBuffer):
+            cx.error(f"{what} needs argument 'state'")
+        state = 0
+    return pipe, state
+
+
 def b_cp_async(cx: Any, args: tuple, kw: dict) -> None:
-    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "cp_async", 2)
-    pipe = _pipe_arg(cx, pipe, "cp_async")
+    """``cp.async`` copies by the active lanes into a stage: they complete at the warp's
+    next ``cp.async.mbarrier.arrive`` (PipelineCpAsync's commit) or with the group the
+    next ``cp_async_commit_group()`` closes."""
+    pipe, state = _region_args(cx, args, kw, "cp_async")
     st = _state_arg(cx, pipe, state, "cp_async")
     buf = pipe.buf(st.index)
-    tag = fill_tag_for_acquire(st)
-    cx.add_cp_async_effect(GhostEffect("write_end", buf, tag))
+    tag = ANY_FILL if isinstance(state, int) else fill_tag_for_acquire(st)
+    cx.add_cp_async_effect(GhostEffect("async_write_end", buf, tag))
     cx.emit(CpAsync(buf=buf, tag=tag, loc=cx.loc,
                     label=f"cp_async into {pipe.decl.var} stage {st.index} "
-                    f"({len(cx.lanes)} lanes)", pre=(GhostEffect("write_begin", buf, tag),)))
+                    f"({len(cx.lanes)} lanes)", pre=(GhostEffect("async_write_begin", buf, tag),)))
+
+
+def b_cp_async_commit_group(cx: Any, args: tuple, kw: dict) -> None:
+    """``cp.async.commit_group`` (``cute.arch.cp_async_commit_group``): the warp's copies
+    since its last commit form a group; their writes end when the group completes."""
+    _args(cx, args, kw, (), "cp_async_commit_group")
+    pending = tuple(sorted(cx.ghost.cp_async, key=lambda g: (g.buf, g.kind, g.tag)))
+    cx.ghost = replace(cx.ghost, cp_async=frozenset())
+    cx.emit(CpAsyncCommit(effects=pending, loc=cx.loc, label="cp_async_commit_group()"))
+
+
+def b_cp_async_wait_group(cx: Any, args: tuple, kw: dict) -> None:
+    """``cp.async.wait_group n`` (``cute.arch.cp_async_wait_group``): wait until at most
+    ``n`` of the warp's most recent groups are pending."""
+    (n,) = _args(cx, args, kw, ("n",), "cp_async_wait_group", 1)
+    k = cx.as_int(n, "n")
+    if k < 0:
+        cx.error(f"cp_async_wait_group({k}): n must be at least 0")
+    cx.emit(CpAsyncWaitGroup(n=k, loc=cx.loc, label=f"cp_async_wait_group({k})"))
+
+
+def b_cp_async_wait_all(cx: Any, args: tuple, kw: dict) -> None:
+    """``cp.async.wait_all``: a commit of the pending copies, then ``wait_group 0``."""
+    _args(cx, args, kw, (), "cp_async_wait_all")
+    b_cp_async_commit_group(cx, (), {})
+    cx.emit(CpAsyncWaitGroup(n=0, loc=cx.loc, label="cp_async_wait_all()"))
+
+
+def b_smem_buffer(cx: Any, args: tuple, kw: dict) -> SmemBuffer:
+    """``smem_buffer(stages=1, alias=None)``: a plain shared-memory region
+    (``model/pipelines/smem_buffer.py``), named after the variable it is assigned to."""
+    stages, alias = _args(cx, args, kw, ("stages", "alias"), "smem_buffer")
+    n = 1 if stages is None else cx.as_int(stages, "stages")
+    if n < 1:
+        cx.error(f"smem_buffer(stages={n}): at least one stage")
+    var = cx.compiler.current_target or f"smem_{cx.loc.line}"
+    return SmemBuffer.declare(cx, var, n, alias)
 
 
 def b_read(cx: Any, args: tuple, kw: dict) -> None:
-    """Ghost: the calling warp reads the stage now (must be complete, of the right fill)."""
-    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "read", 2)
-    pipe = _pipe_arg(cx, pipe, "read")
+    """Ghost: the calling warp reads the stage now (must be complete, of the right fill).
+    A plain region's read is held until the warp's next release (``smem_buffer.py``)."""
+    pipe, state = _region_args(cx, args, kw, "read")
     st = _state_arg(cx, pipe, state, "read")
+    if isinstance(pipe, SmemBuffer):
+        _read_region(cx, pipe.buf(st.index), f"read({pipe.decl.var} stage {st.index})")
+        return
     # a bare stage index says nothing about which fill is meant: check completeness only
     tag = ANY_FILL if isinstance(state, int) else fill_tag_for_wait(st)
     cx.attach(tuple(GhostEffect("read", b, tag) for b in pipe.read_bufs(cx, st.index)),
               f"read({pipe.decl.var} stage {st.index})")
 
 
+def _read_region(cx: Any, buf: BufRef, label: str) -> None:
+    """A thread read of a plain region: complete data, then held until the next release.
+    Reading back the warp's own unreleased stores is ordered by program order."""
+    if any(b == buf for b, _ in cx.ghost.writes) or buf in cx.ghost.reads:
+        return
+    cx.ghost = replace(cx.ghost, reads=cx.ghost.reads | {buf})
+    cx.attach((GhostEffect("read", buf, ANY_FILL), GhostEffect("hold", buf)), label)
+
+
 def b_write(cx: Any, args: tuple, kw: dict) -> None:
     """Ghost: the calling warp writes the stage with ordinary stores (generic proxy)."""
-    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "write", 2)
-    pipe = _pipe_arg(cx, pipe, "write")
+    pipe, state = _region_args(cx, args, kw, "write")
     st = _state_arg(cx, pipe, state, "write")
     bufs = (pipe.buf(st.index % pipe.decl.stages),)
     tag = ANY_FILL if isinstance(state, int) else fill_tag_for_acquire(st)
-    effects = write_begin_effects(cx, bufs, tag)
+    own_reads = tuple(GhostEffect("unhold", b) for b in bufs if b in cx.ghost.reads)
+    if own_reads:  # the warp's own earlier read comes first in program order
+        cx.ghost = replace(cx.ghost, reads=cx.ghost.reads - set(bufs))
+    effects = own_reads + write_begin_effects(cx, bufs, tag)
     effects += cx.mark_dirty(bufs)
     cx.attach(effects, f"write({pipe.decl.var} stage {st.index % pipe.decl.stages})")
 
@@ -689,7 +763,7 @@ def b_clc_query(cx: Any, args: tuple, kw: dict) -> None:
                     label=f"clusterlaunchcontrol.try_cancel multicast ({pipe.decl.var} stage "
                     f"{st.index})" + ("" if may_succeed else
                                        " -- no cluster left in the grid: 'no more work'"),
-                    pre=tuple(GhostEffect("write_begin", d.buf, d.tag) for d in deliveries)))
+                    pre=tuple(GhostEffect("async_write_begin", d.buf, d.tag) for d in deliveries)))
 
 
 def b_clc_response_valid(cx: Any, args: tuple, kw: dict) -> Any:
@@ -846,6 +920,10 @@ def builtins_table() -> dict[str, Any]:
         "tma_load": b_tma_load,
         "tma_store": b_tma_store,
         "cp_async": b_cp_async,
+        "cp_async_commit_group": b_cp_async_commit_group,
+        "cp_async_wait_group": b_cp_async_wait_group,
+        "cp_async_wait_all": b_cp_async_wait_all,
+        "smem_buffer": b_smem_buffer,
         "read": b_read,
         "write": b_write,
         "tcgen05_mma": b_tcgen05_mma,

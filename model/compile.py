@@ -27,7 +27,7 @@ from .cluster import Layout, MAX_CLUSTER_SIZE
 from .errors import ConfigError, Unsupported, did_you_mean
 from .groups import WARP_SIZE
 from .pipeline_state import PipelineStateVal
-from .pipelines.base import Ghost, PipelineBase, PipelineDecl, write_end_effects
+from .pipelines.base import Ghost, PipelineBase, PipelineDecl, release_point_effects
 from .pipelines.named_barrier import NamedBarrier
 from .pipelines.tma_store_fence import TmaStoreFence
 from . import program as _program
@@ -863,7 +863,7 @@ class _Agent:
                       "the other lanes of the warp never reach it")
             return
         self.emit(NamedBarrierOp(id=bid, count=count, sync=sync, aligned=aligned, loc=self.loc,
-                                 label=label, pre=write_end_effects(self)))
+                                 label=label, pre=release_point_effects(self)))
         if sync:
             self.emit(NamedWait(id=bid, loc=self.loc, label=label + " (wait)"))
 
@@ -1271,7 +1271,7 @@ class _Compiler:
                         "never ends?)", n.loc)
             a.env = env
             if n.kind == "end":
-                a.emit(Exit(loc=n.loc, label="exit", pre=write_end_effects(a)))
+                a.emit(Exit(loc=n.loc, label="exit", pre=release_point_effects(a)))
                 return
             if n.kind == "jump":
                 node = n.next

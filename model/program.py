@@ -79,6 +79,12 @@ class GhostEffect:
       * ``hold``/``unhold``: a reader starts/stops owning the buffer;
       * ``write_begin``: a writer starts (no reader may own it: overwrite-before-release);
       * ``write_end``: the write is complete and visible; the buffer holds fill ``tag``;
+      * ``async_write_begin``/``async_write_end``: the same for a write by asynchronous
+        hardware (a TMA load's delivery, cp.async copies).  A thread store to a buffer
+        while such a write to it is in flight, or such a write starting while thread
+        stores to it are not yet released, is ``overwrite-before-release``: the two
+        writers race for the same bytes (PTX ISA 8.8: nothing orders the async proxy's
+        writes with the thread's);
       * ``dirty``/``clean``: generic-proxy writes not yet followed by ``fence.proxy.async``;
       * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty.
     """
@@ -234,6 +240,26 @@ class CpAsyncArrive(Instr):
     count: int = 1
     noinc: bool = True
     effects: tuple[GhostEffect, ...] = ()
+
+
+@dataclass(frozen=True)
+class CpAsyncCommit(Instr):
+    """``cp.async.commit_group``: the warp's cp.async copies issued since its previous
+    commit form a group (an empty group when there are none).  The group completes, in
+    order with the warp's other cp.async work, once its copies have; ``effects`` (the
+    end of the copies' writes) run then.  PTX ISA, "cp.async.commit_group"."""
+
+    effects: tuple[GhostEffect, ...] = ()
+
+
+@dataclass(frozen=True)
+class CpAsyncWaitGroup(Instr):
+    """``cp.async.wait_group n``: block until at most ``n`` of the warp's most recent
+    committed groups are pending, i.e. every earlier group is complete (copies not yet
+    committed are not waited for).  ``cp.async.wait_all`` is a commit then ``n = 0``.
+    PTX ISA, "cp.async.wait_group / cp.async.wait_all"."""
+
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -504,7 +530,7 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
 
 
 SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
-                  CpAsyncArrive, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
+                  CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit, ParamSplit]
 
@@ -551,6 +577,6 @@ class AgentProgram:
 
 
 #: steps that complete when a wait returns (a blocking or polling wait on an mbarrier,
-#: the wait half of ``bar.sync`` and of the cluster barrier, a bulk group's read wait):
-#: a trace records them after the wait, every other step before it
-WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead)
+#: the wait half of ``bar.sync`` and of the cluster barrier, a bulk group's read wait,
+#: a cp.async group wait): a trace records them after the wait, every other step before it
+WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup)

@@ -28,7 +28,7 @@ from .groups import WARP_SIZE
 from .mbarrier import MBarrier
 from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
                       BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait, CompleteTx,
-                      CpAsync, CpAsyncArrive, ExpectTx, Exit, Fail, FenceMbarInit,
+                      CpAsync, CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, ExpectTx, Exit, Fail, FenceMbarInit,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
@@ -64,7 +64,8 @@ class AgentInfo:
     cgen: int = 0    # cluster-barrier generation at this warp's arrive (-1: not arrived)
     carr: int = 0    # 1 while this warp has arrived at the cluster barrier
     qtc: int = 0     # tcgen05 commit queue (tuple of pcs)
-    qcp: int = 0     # cp.async queue (tuple of (kind, pc))
+    qcp: int = 0     # cp.async queue (pcs of copies, arrives and group commits, in order)
+    cpg: int = -1    # committed cp.async groups not yet complete (-1: the warp never commits)
     qbs: int = 0     # bulk stores and commit-group markers (BULK_MARK), in order
     nbflags: dict[int, int] = field(default_factory=dict)  # named barrier id -> slot
     #: strict scopes: buffer -> slot holding the fill this warp's wait acquired
@@ -80,7 +81,7 @@ class AgentInfo:
 
 
 BAR_FIELDS = mb.FIELDS  # phase pending expected tx observed
-BUF_FIELDS = ("wip", "stamp", "rd", "dirty", "val", "wtag")
+BUF_FIELDS = ("wip", "stamp", "rd", "dirty", "val", "wtag", "awip")
 ARR_FIELDS = ("ivis", "fenced", "rel_cta", "rel_clu")
 NB_FIELDS = ("arrived", "expected", "gen")
 
@@ -168,7 +169,7 @@ class Outcome:
 _BLOCKED = Outcome(False, [], "blocked")
 
 
-_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead)
+_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup)
 
 
 class System:
@@ -203,6 +204,8 @@ class System:
             ag.carr = L.alloc(f"{name}.carrived", 0)
             ag.qtc = L.alloc(f"{name}.tcgen05_queue", ())
             ag.qcp = L.alloc(f"{name}.cp_async_queue", ())
+            if any(isinstance(i, CpAsyncCommit) for i in prog.code):
+                ag.cpg = L.alloc(f"{name}.cp_async_groups", 0)
             ag.qbs = L.alloc(f"{name}.bulk_queue", ())
             # this warp's arrival flags at the named barriers (kept with its own slots, so
             # that identical warps stay symmetric and a warp's slots are contiguous)
@@ -246,8 +249,10 @@ class System:
                         self.bar[ref] = b0  # type: ignore[assignment]
                 for s in range(d.stages):
                     ref = BufRef(cta, d.buffer, s)
+                    if ref in self.buf:  # an alias (smem_buffer(alias=...)): one memory
+                        continue
                     b0 = None
-                    for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0, NO_DATA)):
+                    for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0, NO_DATA, 0)):
                         k = L.alloc(f"{ref}.{f}", init)
                         b0 = k if b0 is None else b0
                     self.buf[ref] = b0  # type: ignore[assignment]
@@ -383,8 +388,26 @@ class System:
         if b is None:
             checks.append(Check(True, Prop.MASK_OUTSIDE_CLUSTER, f"{e.buf} does not exist"))
             return
-        wip, stamp, rd, dirty = b, b + 1, b + 2, b + 3
+        wip, stamp, rd, dirty, awip = b, b + 1, b + 2, b + 3, b + 6
         k = e.kind
+        if k == "write_begin":
+            # thread stores while the async proxy writes the same buffer: two writers
+            add_check(checks, V.lt(0, S.get(awip)), Prop.OVERWRITE_BEFORE_RELEASE,
+                      lambda: f"{name()} stores to {e.buf} while a TMA/cp.async write to it "
+                              "is still in flight")
+        elif k == "async_write_begin":
+            add_check(checks, V.lt(S.get(awip), S.get(wip)), Prop.OVERWRITE_BEFORE_RELEASE,
+                      lambda: f"{name()} starts writing {e.buf} while thread stores to it "
+                              "are not yet released (a barrier must order them first)")
+            # released generic stores are still unordered with the async proxy's writes
+            add_check(checks, V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
+                      lambda: f"{name()} writes {e.buf} through the async proxy after generic "
+                              "stores to it without fence.proxy.async")
+            S.set(awip, S.get(awip) + 1)
+            k = "write_begin"
+        elif k == "async_write_end":
+            S.set(awip, S.get(awip) - 1)
+            k = "write_end"
         if k == "read":
             add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
                       lambda: f"{name()} reads {e.buf} while a write to it is still in flight")
@@ -649,6 +672,12 @@ class System:
                     _label_into(checks, c, lambda: f"{who} cp.async.mbarrier.arrive on {ins.bar}")
                 self.write_bar(S, ins.bar, b)
             S.q_push(ag.qcp, pc)
+        elif t is CpAsyncCommit:
+            S.q_push(ag.qcp, pc)
+            S.set(ag.cpg, S.get(ag.cpg) + 1)
+        elif t is CpAsyncWaitGroup:
+            if ag.cpg >= 0:  # a warp that never commits has no group to wait for
+                enabled = V.le(S.get(ag.cpg), ins.n)
         elif t is UmmaCommit:
             S.q_push(ag.qtc, pc)
         elif t is TmaStore:
@@ -761,6 +790,8 @@ class System:
             return cg == -1 or S.get(self.cluster_gen) != cg
         if t is BulkWaitRead:
             return S.q_count(ag.qbs, BULK_MARK) <= ins.n
+        if t is CpAsyncWaitGroup:
+            return ag.cpg < 0 or S.get(ag.cpg) <= ins.n
         return True
 
     def run_local(self, V: Any, S: Any, a: int, checks: list[Check]) -> None:
@@ -1032,7 +1063,7 @@ class System:
                                     f"{what} are written into CTA {dl.buf.cta} after it exited"))
                 # the bytes are visible to the threads that observe the complete_tx: those
                 # of the signalled barrier's CTA (waits are CTA-local)
-                self.ghost(V, S, GhostEffect("write_end", dl.buf, dl.tag), checks, what,
+                self.ghost(V, S, GhostEffect("async_write_end", dl.buf, dl.tag), checks, what,
                            dl.bar.cta, "cta")
                 if ins.kind == "clc":
                     S.set(self.buf[dl.buf] + 4, choice)
@@ -1062,6 +1093,13 @@ class System:
             ins = self.code(a)[head]
             if isinstance(ins, CpAsync):
                 return Outcome(True, checks, f"cp.async copy of {ag.name} into {ins.buf} completes")
+            if isinstance(ins, CpAsyncCommit):
+                what = f"cp.async group of {ag.name}"
+                for e in ins.effects:
+                    self.ghost(V, S, e, checks, what, ag.cta, "cta")
+                S.set(ag.cpg, S.get(ag.cpg) - 1)
+                return Outcome(True, checks, f"{what} (committed at line {ins.loc.line}) "
+                               "completes")
             what = f"cp.async.mbarrier.arrive of {ag.name}"
             for e in ins.effects:  # a default-scope (.cta) arrive publishes the copies
                 self.ghost(V, S, e, checks, what, ag.cta, "cta")
@@ -1091,7 +1129,7 @@ class System:
                             out.append(("tma", ag.index, pc, d, choice))
                 elif isinstance(ins, UmmaCommit):
                     out.append(("tcgen05", ag.index, pc))
-                elif isinstance(ins, (CpAsync, CpAsyncArrive)):
+                elif isinstance(ins, (CpAsync, CpAsyncArrive, CpAsyncCommit)):
                     out.append(("cp.async", ag.index, pc))
                 elif isinstance(ins, TmaStore):
                     out.append(("bulk", ag.index, pc))
@@ -1168,6 +1206,9 @@ class System:
         if isinstance(ins, BulkWaitRead):
             return (f"waits for bulk stores (cp.async.bulk.wait_group.read {ins.n}; "
                     f"{state[ag.qbs].count(BULK_MARK)} groups outstanding)")
+        if isinstance(ins, CpAsyncWaitGroup):
+            return (f"waits for cp.async groups (cp.async.wait_group {ins.n}; "
+                    f"{state[ag.cpg]} groups outstanding)")
         return f"at {ins.label or type(ins).__name__}"
 
     def _may_signal(self, a: int, pc: int, ref: BarRef) -> bool:

@@ -25,7 +25,8 @@ from dataclasses import replace
 from typing import Any
 
 from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
-                              ClusterWait, CpAsync, CpAsyncArrive, Delivery, DynExpr, ExpectTx, FenceMbarInit,
+                              ClusterWait, CpAsync, CpAsyncArrive, CpAsyncCommit,
+                              CpAsyncWaitGroup, Delivery, DynExpr, ExpectTx, FenceMbarInit,
                               BufRef, MbarInit, NamedBarrierOp, NamedWait, TmaLoad, TmaStore,
                               TryWait, UmmaCommit, Wait)
 from .mlir_text import Op
@@ -348,7 +349,7 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
                 n = left if k == len(parts) - 1 else min(n, left)
                 left -= n
                 dels.append(Delivery(ref, n, b, ANY_FILL))
-                pre.append(GhostEffect("write_begin", b, ANY_FILL))
+                pre.append(GhostEffect("async_write_begin", b, ANY_FILL))
         lf.emit(lf.make(TmaLoad, o, f"TMA load {nbytes}B -> "
                         + ", ".join(sorted({_short(d.bar) for d in dels}))
                         + f" ({_smem_field(lf, dst)})", deliveries=tuple(dels),
@@ -392,7 +393,7 @@ def _cp_async_copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return None
     parts = [b for b, _ in lf.ghosts.bufs(iv, lf.w.cta)] \
         if iv is not None and iv[0] not in lf.ghosts.untracked else []
-    pre = tuple(GhostEffect("write_begin", b, ANY_FILL) for b in parts
+    pre = tuple(GhostEffect("async_write_begin", b, ANY_FILL) for b in parts
                 if b not in lf.w.cp_pending)
     lf.w.cp_pending.update(parts)
     lf.emit(lf.make(CpAsync, o, f"cp.async -> {_smem_field(lf, dst)} "
@@ -417,11 +418,36 @@ def _cp_async_arrive(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     lf.note_side(o, ref)
     noinc = "noinc = true" in " ".join(f"{k} = {v}" for k, v in o.attrs.items()) or \
         o.attrs.get("noinc") == "unit"
-    effects = tuple(GhostEffect("write_end", b, ANY_FILL) for b in sorted(lf.w.cp_pending))
+    effects = tuple(GhostEffect("async_write_end", b, ANY_FILL) for b in sorted(lf.w.cp_pending))
     lf.w.cp_pending.clear()
     lf.emit(lf.make(CpAsyncArrive, o, f"cp.async.mbarrier.arrive{'.noinc' if noinc else ''} "
                     f"{_short(ref)} x{len(lanes)}", bar=ref, count=len(lanes), noinc=noinc,
                     effects=effects))
+    return None
+
+
+@op("nvvm.cp.async.commit.group")
+def _cp_async_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``cp.async.commit_group`` (PTX ISA "cp.async.commit_group"): the warp's copies
+    since its last commit (or arrive) form a group; their writes end when it completes.
+    Groups are per thread: the lanes of a warp commit together, as one group here."""
+    if not lf.active(mask) or lf.phase == 1:
+        return None
+    effects = tuple(GhostEffect("async_write_end", b, ANY_FILL) for b in sorted(lf.w.cp_pending))
+    lf.w.cp_pending.clear()
+    lf.emit(lf.make(CpAsyncCommit, o, "cp.async.commit_group", effects=effects))
+    return None
+
+
+@op("nvvm.cp.async.wait.group")
+def _cp_async_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``cp.async.wait_group n`` (PTX ISA "cp.async.wait_group"): wait until at most the
+    ``n`` most recent groups of the warp are pending."""
+    if not lf.active(mask) or lf.phase == 1:
+        return None
+    g = re.match(r"(\d+)", o.attrs.get("n", "0"))
+    n = int(g.group(1)) if g else 0
+    lf.emit(lf.make(CpAsyncWaitGroup, o, f"cp.async.wait_group {n}", n=n))
     return None
 
 
@@ -470,7 +496,7 @@ def _clc_try_cancel(lf: Any, o: Op, env: dict, mask: Any) -> Any:
                 raise lf.error(o, f"the CLC response buffer is not tracked ({lf.where(o)})")
             b = parts[0][0]
             dels.append(Delivery(ref, CLC_RESPONSE_BYTES, b, ANY_FILL))
-            pre.append(GhostEffect("write_begin", b, ANY_FILL))
+            pre.append(GhostEffect("async_write_begin", b, ANY_FILL))
         may = q < lf.grid_clusters - 1
         lf.emit(lf.make(TmaLoad, o, "clusterlaunchcontrol.try_cancel"
                         + (" multicast" if multicast else "")

@@ -74,6 +74,9 @@ class Ghost:
     umma: frozenset = frozenset()           # GhostEffects to run at the next tcgen05.commit
     wgmma: tuple = ()                       # frozensets of BufRef per outstanding wgmma group
     cp_async: frozenset = frozenset()       # GhostEffects to run at the next cp.async arrive
+                                            # or group commit
+    reads: frozenset = frozenset()          # BufRef of plain smem regions read since the
+                                            # warp's last release (held until its next one)
 
 
 # --------------------------------------------------------------------------- the base class
@@ -208,6 +211,18 @@ def write_end_effects(cx: Any, bufs: Optional[tuple[BufRef, ...]] = None) -> tup
     return tuple(GhostEffect("write_end", b, t) for b, t in ending)
 
 
+def release_point_effects(cx: Any) -> tuple[GhostEffect, ...]:
+    """What the warp's next release (an mbarrier arrive, ``bar.sync``/``bar.arrive``, a
+    cluster arrive, its exit) ends: its open generic writes, and its reads of plain
+    shared-memory regions (PTX ISA 8.8, memory consistency model: a release orders the
+    thread's earlier accesses before what the synchronizing threads do next)."""
+    effects = write_end_effects(cx)
+    held = tuple(sorted(cx.ghost.reads))
+    if held:
+        cx.ghost = replace(cx.ghost, reads=frozenset())
+    return effects + tuple(GhostEffect("unhold", b) for b in held)
+
+
 def emit_wait(cx: Any, bar: BarRef, state: PipelineStateVal, label: str,
               post: tuple[GhostEffect, ...] = ()) -> None:
     cx.emit(Wait(bar=bar, parity=state.phase, ghost=state.ghost if state.tracked else None,
@@ -234,7 +249,7 @@ def emit_arrive(cx: Any, arrivals: list[tuple[BarRef, int, int]], label: str,
         merged[bar][0] += count
         merged[bar][1] += tx
     arr = tuple(Arrival(b, merged[b][0], merged[b][1]) for b in order)
-    pre = pre + write_end_effects(cx)
+    pre = pre + release_point_effects(cx)
     cx.emit(Arrive(arrivals=arr, loc=cx.loc, label=label, pre=pre))
 
 
@@ -279,6 +294,7 @@ def user_state_type(value: Any) -> str:
 __all__ = [
     "ArrayDecl", "PipelineDecl", "Ghost", "PipelineBase", "SyncObjectView", "elected",
     "wait_effects", "release_effects", "write_begin_effects", "write_end_effects",
+    "release_point_effects",
     "emit_wait", "emit_try_wait", "emit_arrive", "emit_umma_commit", "emit_cp_async_arrive",
     "group_count", "fill_tag_for_acquire",
 ]
