@@ -541,7 +541,7 @@ class System:
 
     def do_arrive(self, V: Any, S: Any, ref: BarRef, count: int, tx: int, checks: list[Check],
                   user_cta: Optional[int], user_agent: Optional[int], what: Any,
-                  drop: bool = False) -> None:
+                  drop: bool = False, phase: Optional[int] = None) -> None:
         if not self._bar_ref(ref, checks, V):
             return
         self.use_check(V, S, ref, user_cta, user_agent, what, checks)
@@ -551,7 +551,7 @@ class System:
                 Prop.DANGLING_ARRIVE_AT_EXIT
             add_check(checks, self.exited(V, S, ref.cta), prop,
                       lambda: f"{_text(what)} targets {ref} after CTA {ref.cta} exited")
-        nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop)
+        nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop, phase)
         _label_into(checks, c, lambda: f"{_text(what)} on {ref}")
         self.write_bar(S, ref, nb)
 
@@ -620,7 +620,7 @@ class System:
         elif t is Arrive:
             for arr in ins.arrivals:
                 self.do_arrive(V, S, arr.bar, arr.count, arr.tx, checks, ag.cta, a,
-                               lambda: f"{who} arrive", ins.drop)
+                               lambda: f"{who} arrive", ins.drop, arr.phase)
         elif t is ExpectTx:
             if self._bar_ref(ins.bar, checks, V):
                 self.use_check(V, S, ins.bar, ag.cta, a, "expect_tx", checks)
