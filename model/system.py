@@ -877,14 +877,31 @@ class System:
         base = self.nb[(ag.cta, ins.id)]
         flag = self.nbflag[(ag.cta, ins.id, ag.warp)]
         arrived, expected, gen = S.get(base), S.get(base + 1), S.get(base + 2)
+        # PTX ISA bar/barrier: different warps may use different forms (sync, arrive) of
+        # one barrier "using the same barrier name and thread count"; no thread count
+        # means all the CTA's threads, the same participants as a count of the block
+        # size.  Checked in both orders (``expected`` -1: the generation was opened
+        # without a count)
+        block = self.info.block_threads
         if ins.count is not None:
             want = ins.count
-            checks.append(Check(V.and_(V.ne(expected, 0), V.ne(expected, want)),
+            other = V.ne(expected, want)
+            if want == block:
+                other = V.and_(other, V.ne(expected, -1))
+            checks.append(Check(V.and_(V.ne(expected, 0), other),
                                 Prop.NAMED_BARRIER_MISUSE,
                                 f"{who} arrives at named barrier {ins.id} with {want} threads "
-                                "while other warps of this generation used another count"))
+                                "while other warps of this generation used another count"
+                                + ("" if want == block else
+                                   " (or none: all the block's threads)")))
         else:
             want = 0  # all threads of the CTA: completion counts non-exited warps
+            checks.append(Check(V.and_(V.ne(expected, 0), V.ne(expected, -1),
+                                       V.ne(expected, block)),
+                                Prop.NAMED_BARRIER_MISUSE,
+                                f"{who} arrives at named barrier {ins.id} for all the block's "
+                                f"{block} threads (no thread count) while other warps of this "
+                                "generation gave a smaller thread count"))
         checks.append(Check(V.eq(S.get(flag), 1), Prop.NAMED_BARRIER_MISUSE,
                             f"{who} arrives twice at named barrier {ins.id} in one generation"))
         if ins.id == 0 or ins.count is None:
