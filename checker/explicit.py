@@ -167,6 +167,7 @@ class Explorer:
         sysm = self.sys
         state = self.initial
         who = list(range(len(sysm.agents)))
+        step_who = who
         trace = Trace()
         for i, step in enumerate(steps, 1):
             S = PackedState(self.packer, state)
@@ -191,8 +192,9 @@ class Explorer:
                 loc = ""
                 fields = env_fields(sysm, item)
                 what = out.what
-                if item[0] != "tma":
-                    what = what.replace(sysm.agents[item[1]].name, sysm.agents[who[item[1]]].name)
+            # the step's messages name warps by their positions in the state it was taken
+            # from: rename them with that state's permutation, before the next one
+            step_who = who
             state, perm = self.canon_perm(S.freeze())
             who = [who[p] for p in perm]
             after = self.packer.unpack(state)
@@ -202,13 +204,13 @@ class Explorer:
                 if viol is None or viol[0] != violation[0]:
                     raise RuntimeError("replay mismatch: the last step does not violate "
                                        f"{violation[0]}")
-                ev_viol = f"VIOLATED {viol[0]}: {_rename(viol[1], sysm, who)}"
+                ev_viol = f"VIOLATED {viol[0]}: {_rename(viol[1], sysm, step_who)}"
             elif viol is not None:
                 raise RuntimeError(f"replay mismatch: step {i} violates {viol[0]} early")
-            trace.events.append(Event(i, actor, role, cta, _rename(what, sysm, who), loc, kind,
+            trace.events.append(Event(i, actor, role, cta, _rename(what, sysm, step_who), loc, kind,
                                       _changes(sysm, before, after), ev_viol, **fields))
         if violation is not None:
-            trace.violated, trace.detail = violation[0], _rename(violation[1], sysm, who)
+            trace.violated, trace.detail = violation[0], _rename(violation[1], sysm, step_who)
         if stuck_state is not None:
             flat = self.packer.unpack(stuck_state)
             trace.blocked = [f"{sysm.agents[who[ag.index]].name} ({ag.role}) "

@@ -858,10 +858,20 @@ class _Agent:
                           f"{self.kernel.block_threads} threads")
                 return
         if len(self.lanes) < WARP_SIZE and aligned:
+            # PTX ISA bar/barrier: ".aligned ... indicates that all threads in CTA will
+            # execute the same barrier instruction"; in divergent code that is
+            # undefined behaviour
             self.fail(Prop.NAMED_BARRIER_MISUSE,
                       f"aligned bar.{'sync' if sync else 'arrive'} {bid} inside elect_one(): "
                       "the other lanes of the warp never reach it")
             return
+        if len(self.lanes) < WARP_SIZE:
+            # the PTX ISA counts a barrier arrival per warp, once its non-exited threads
+            # have executed a barrier instruction; what one lane alone does to the count
+            # is not modelled (rather than guessed)
+            raise Unsupported(f"unsupported: unaligned barrier.{'sync' if sync else 'arrive'} "
+                              f"{bid} executed by part of a warp (inside elect_one())",
+                              self.loc)
         self.emit(NamedBarrierOp(id=bid, count=count, sync=sync, aligned=aligned, loc=self.loc,
                                  label=label, pre=release_point_effects(self)))
         if sync:

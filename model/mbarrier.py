@@ -89,8 +89,36 @@ def _tx_range(V: Any, tx: Any, what: str) -> Check:
     )
 
 
+def surplus_check(V: Any, b: MBarrier, phase: Any) -> Check:
+    """An arrival that belongs to phase ``phase`` (mod 4) finds the barrier past it.
+
+    In every CUTLASS pipeline protocol an arrival made with a pipeline state that names
+    phase k of a barrier lands in phase k: the arriving warp's own wait (a consumer's on
+    ``full`` phase k, a producer's on ``empty`` phase k-1) orders it after phase k
+    began, and phase k cannot complete without it (each party is counted once per phase).
+    Finding the barrier one phase (or two) further means phase k completed without this
+    arrival: it got more arrivals than it expects, and this one is the surplus.  The PTX
+    ISA defines the pending count only in [0, 2^20-1] ('Contents of the mbarrier
+    object'), so the hardware neither rejects nor remembers the surplus: it decrements
+    the *next* phase's pending count (PTX ISA mbarrier.arrive), completing that phase
+    early -- which the model would otherwise only see later, as a stale parity, a data
+    race or a deadlock.  A barrier one phase *behind* (an early arrival) is not
+    reported here.
+    """
+    d = V.mod(b.phase - phase + PHASE_MOD, PHASE_MOD)
+    return Check(
+        V.or_(V.eq(d, 1), V.eq(d, 2)),
+        Prop.ARRIVAL_OVERFLOW,
+        f"the arrival belongs to phase {phase} (mod {PHASE_MOD}) of the barrier, by the "
+        "arriving warp's pipeline state, but that phase already completed without it: "
+        "the phase got more arrivals than it expects and this surplus one lands in the "
+        "next phase (a group counted once whose warps each arrive, or a double release)",
+    )
+
+
 def arrive(
-    V: Any, b: MBarrier, count: Any = 1, tx: Any = 0, drop: bool = False
+    V: Any, b: MBarrier, count: Any = 1, tx: Any = 0, drop: bool = False,
+    phase: Any = None,
 ) -> tuple[MBarrier, list[Check]]:
     """``mbarrier.arrive{.expect_tx}{_drop}`` with an arrival count.
 
@@ -98,9 +126,13 @@ def arrive(
     then ``pending -= count`` (``arrive_drop`` also lowers the expected count of this and
     every later phase) and the completion rule runs.  ``count`` may stand for several
     threads of one warp arriving at once (the model's warps execute an instruction for
-    all their active lanes in one step).
+    all their active lanes in one step).  ``phase``: the phase the arrival belongs to,
+    when known (``surplus_check``; it comes first, so a surplus arrival is reported as
+    ``arrival-overflow`` rather than as the ``phase-overrun`` it may also be).
     """
     checks: list[Check] = []
+    if phase is not None:
+        checks.append(surplus_check(V, b, phase))
     if not isinstance(tx, int) or tx != 0:
         tx1 = b.tx + tx
         checks.append(_tx_range(V, tx1, "arrive.expect_tx"))

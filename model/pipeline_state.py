@@ -113,6 +113,26 @@ def state_from_index_phase(stages: int, index: int, phase: int,
     return PipelineStateVal(stages, index, phase & 1, count, tracked=False)
 
 
+def arrival_phase(state: PipelineStateVal, side: str) -> Optional[int]:
+    """The barrier phase (mod 4) an arrive made with this state belongs to, or None.
+
+    A consumer (``side="consumer"``) waited for phase ``ghost`` of ``full`` and its
+    release belongs to the same phase of ``empty``; a producer (``side="producer"``)
+    waited for phase ``ghost`` of ``empty`` (its state starts at phase -1) and its
+    ``arrive`` on ``full`` belongs to the next phase (the fill it writes, as
+    ``fill_tag_for_acquire``).  Only for tracked states of the matching user type: a
+    state of the other type, a ``ProducerConsumer`` state or one built from a bare
+    (index, phase) says nothing certain about the arrival (``mbarrier.surplus_check``).
+    """
+    if not state.tracked:
+        return None
+    if side == "consumer" and state.user == PipelineUserType.Consumer:
+        return state.ghost
+    if side == "producer" and state.user == PipelineUserType.Producer:
+        return (state.ghost + 1) % PHASE_MOD
+    return None
+
+
 def fill_tag_for_wait(state: PipelineStateVal) -> int:
     """The buffer fill a successful consumer wait with this state entitles it to read."""
     from .program import PARITY_TAG

@@ -154,11 +154,18 @@ class TryWait(Instr):
 
 @dataclass(frozen=True)
 class Arrival:
-    """One destination of an arrive instruction: ``count`` arrivals and ``tx`` bytes expected."""
+    """One destination of an arrive instruction: ``count`` arrivals and ``tx`` bytes expected.
+
+    ``phase`` is the phase (mod 4) of ``bar`` these arrivals belong to, when the compiler
+    knows it from the arriving warp's pipeline state (``pipeline_state.arrival_phase``);
+    it drives the surplus-arrival check of ``mbarrier.arrive``.  None: not known (raw
+    ``mbarrier_arrive``, states built from a bare index and phase, lifted kernels).
+    """
 
     bar: BarRef
     count: int = 1
     tx: int = 0
+    phase: Optional[int] = None
 
 
 @dataclass(frozen=True)

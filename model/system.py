@@ -564,7 +564,7 @@ class System:
 
     def do_arrive(self, V: Any, S: Any, ref: BarRef, count: int, tx: int, checks: list[Check],
                   user_cta: Optional[int], user_agent: Optional[int], what: Any,
-                  drop: bool = False) -> None:
+                  drop: bool = False, phase: Optional[int] = None) -> None:
         if not self._bar_ref(ref, checks, V):
             return
         self.use_check(V, S, ref, user_cta, user_agent, what, checks)
@@ -574,7 +574,7 @@ class System:
                 Prop.DANGLING_ARRIVE_AT_EXIT
             add_check(checks, self.exited(V, S, ref.cta), prop,
                       lambda: f"{_text(what)} targets {ref} after CTA {ref.cta} exited")
-        nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop)
+        nb, c = mb.arrive(V, self.read_bar(S, ref), count, tx, drop, phase)
         _label_into(checks, c, lambda: f"{_text(what)} on {ref}")
         self.write_bar(S, ref, nb)
 
@@ -643,7 +643,7 @@ class System:
         elif t is Arrive:
             for arr in ins.arrivals:
                 self.do_arrive(V, S, arr.bar, arr.count, arr.tx, checks, ag.cta, a,
-                               lambda: f"{who} arrive", ins.drop)
+                               lambda: f"{who} arrive", ins.drop, arr.phase)
         elif t is ExpectTx:
             if self._bar_ref(ins.bar, checks, V):
                 self.use_check(V, S, ins.bar, ag.cta, a, "expect_tx", checks)
@@ -908,14 +908,31 @@ class System:
         base = self.nb[(ag.cta, ins.id)]
         flag = self.nbflag[(ag.cta, ins.id, ag.warp)]
         arrived, expected, gen = S.get(base), S.get(base + 1), S.get(base + 2)
+        # PTX ISA bar/barrier: different warps may use different forms (sync, arrive) of
+        # one barrier "using the same barrier name and thread count"; no thread count
+        # means all the CTA's threads, the same participants as a count of the block
+        # size.  Checked in both orders (``expected`` -1: the generation was opened
+        # without a count)
+        block = self.info.block_threads
         if ins.count is not None:
             want = ins.count
-            checks.append(Check(V.and_(V.ne(expected, 0), V.ne(expected, want)),
+            other = V.ne(expected, want)
+            if want == block:
+                other = V.and_(other, V.ne(expected, -1))
+            checks.append(Check(V.and_(V.ne(expected, 0), other),
                                 Prop.NAMED_BARRIER_MISUSE,
                                 f"{who} arrives at named barrier {ins.id} with {want} threads "
-                                "while other warps of this generation used another count"))
+                                "while other warps of this generation used another count"
+                                + ("" if want == block else
+                                   " (or none: all the block's threads)")))
         else:
             want = 0  # all threads of the CTA: completion counts non-exited warps
+            checks.append(Check(V.and_(V.ne(expected, 0), V.ne(expected, -1),
+                                       V.ne(expected, block)),
+                                Prop.NAMED_BARRIER_MISUSE,
+                                f"{who} arrives at named barrier {ins.id} for all the block's "
+                                f"{block} threads (no thread count) while other warps of this "
+                                "generation gave a smaller thread count"))
         checks.append(Check(V.eq(S.get(flag), 1), Prop.NAMED_BARRIER_MISUSE,
                             f"{who} arrives twice at named barrier {ins.id} in one generation"))
         if ins.id == 0 or ins.count is None:

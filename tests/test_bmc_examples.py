@@ -33,6 +33,7 @@ DECIDED = [
     "bugs/p4-fixed", "bugs/p5-fixed", "bugs/p7-fixed", "bugs/p8-fixed", "bugs/p10-fixed",
     "bugs/p1-fixed", "bugs/p2-fixed", "bugs/p6-fixed", "bugs/x1-fixed", "bugs/x2-fixed",
     "bugs/x3-fixed", "bugs/x1-bug", "bugs/x2-bug", "bugs/x3-bug", "bugs/p6-bug",
+    "bugs/x4-bug", "bugs/x4-fixed", "bugs/x5-bug", "bugs/x5-fixed",
     "bugs/p2-bug", "bugs/p3-bug", "bugs/p1-bug",
     "bugs/p4-bug", "bugs/p5-bug", "bugs/p7-bug", "bugs/p8-bug", "bugs/p10-bug",
     "bugs/p3-fixed", "bugs/p9-fixed", "textbook/pipeline_clc_fetch_async",

@@ -27,8 +27,10 @@ from typing import Any
 from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
                               ClusterWait, CpAsync, CpAsyncArrive, CpAsyncCommit,
                               CpAsyncWaitGroup, Delivery, DynExpr, ExpectTx, FenceMbarInit,
-                              BufRef, MbarInit, NamedBarrierOp, NamedWait, TmaLoad, TmaStore,
+                              BufRef, Fail, MbarInit, NamedBarrierOp, NamedWait, TmaLoad,
+                              TmaStore,
                               TryWait, UmmaCommit, Wait)
+from ...model.properties import Prop
 from .mlir_text import Op
 from ...model.program import GhostEffect
 from ...model.system import ANY_FILL
@@ -37,7 +39,7 @@ from ...model.system import ANY_FILL
 CLC_RESPONSE_BYTES = 16
 from .data_ops import copy_between
 from .optable import op
-from .values import OPAQUE, Atom, Dyn, Lanes, Ptr, View, lane, norm
+from .values import OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, View, lane, norm
 
 
 def _first_lane(lf: Any, mask: Any) -> int:
@@ -212,9 +214,19 @@ def _try_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return Dyn(DynExpr("local", (name,)))
 
 
-@op("nvvm.barrier", "nvvm.barrier0", "nvvm.barrier.arrive", "nvvm.bar.warp.sync")
+@op("nvvm.barrier", "nvvm.barrier0", "nvvm.barrier.arrive", "nvvm.barrier.cta.arrive",
+    "nvvm.bar.warp.sync")
 def _named_barrier(lf: Any, o: Op, env: dict, mask: Any) -> Any:
-    """``bar.sync``/``bar.arrive`` (PTX ISA 9.7.13.1); no id: ``__syncthreads``."""
+    """``bar.sync``/``bar.arrive`` (PTX ISA 9.7.13.1); no id: ``__syncthreads``.
+
+    ``nvvm.barrier.cta.arrive`` with ``aligned = false`` is the unaligned
+    ``barrier.cta.arrive`` (CuTe DSL 4.8: ``NamedBarrier.arrive_unaligned``; its
+    ``wait_unaligned`` emits ``nvvm.barrier``, an aligned ``bar.sync``, measured on the
+    PTX).  An aligned barrier reached by part of a warp (a lane-dependent branch,
+    ``elect_one``) is undefined behaviour ("all threads in CTA will execute the same
+    barrier instruction"): a ``named-barrier-misuse`` step.  An unaligned one by part of a
+    warp is refused: the PTX ISA counts a warp's arrival once its non-exited threads have
+    executed a barrier instruction, which the model does not follow lane by lane."""
     if o.name == "nvvm.bar.warp.sync":
         return None  # warp-level: no inter-warp synchronisation
     vals = lf.operands(o, env)
@@ -227,12 +239,28 @@ def _named_barrier(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if not isinstance(bid, int) or not (cnt is None or isinstance(cnt, int)):
         raise lf.error(o, f"a named barrier whose id or count is not known statically "
                           f"({lf.where(o)})")
-    sync = o.name != "nvvm.barrier.arrive"
-    if lf.active(mask) and lf.phase == 2:
+    sync = o.name not in ("nvvm.barrier.arrive", "nvvm.barrier.cta.arrive")
+    # barrier.cta.arrive prints its flag as ``aligned = false`` (absent: unaligned too)
+    aligned = o.name != "nvvm.barrier.cta.arrive" or \
+        o.attrs.get("aligned", "false").strip() not in ("false", "0")
+    lanes = lf.active(mask)
+    if lanes and lf.phase == 2:
         lf.named_ids.add(bid)
-        what = f"bar.{'sync' if sync else 'arrive'} {bid}" + (f", {cnt}" if cnt else "")
-        lf.emit(lf.make(NamedBarrierOp, o, what, id=bid, count=cnt, sync=sync, aligned=True,
-                        pre=lf.ghosts.release_effects()))
+        form = ("bar" if aligned else "barrier") + (".sync" if sync else ".arrive")
+        what = f"{form} {bid}" + (f", {cnt}" if cnt else "")
+        if len(lanes) < WARP:
+            if not aligned:
+                raise lf.error(o, f"unaligned {what} executed by {len(lanes)} of a warp's "
+                                  f"{WARP} lanes ({lf.where(o)}): not modelled")
+            lf.emit(lf.make(Fail, o, what + " by part of a warp",
+                            prop=Prop.NAMED_BARRIER_MISUSE,
+                            message=f"aligned {what} executed by {len(lanes)} of the warp's "
+                                    f"{WARP} lanes (a lane-dependent branch or election): "
+                                    "every thread must execute the same aligned barrier "
+                                    "instruction (PTX ISA bar, barrier)"))
+            return None
+        lf.emit(lf.make(NamedBarrierOp, o, what, id=bid, count=cnt, sync=sync,
+                        aligned=aligned, pre=lf.ghosts.release_effects()))
         if sync:
             lf.emit(lf.make(NamedWait, o, f"bar.sync {bid} (wait)", id=bid))
     return None

@@ -238,8 +238,11 @@ def emit_try_wait(cx: Any, bar: BarRef, state: PipelineStateVal, label: str,
 
 
 def emit_arrive(cx: Any, arrivals: list[tuple[BarRef, int, int]], label: str,
-                pre: tuple[GhostEffect, ...] = ()) -> None:
-    """One arrive instruction of the calling warp; arrivals on the same barrier are summed."""
+                pre: tuple[GhostEffect, ...] = (), phase: Optional[int] = None) -> None:
+    """One arrive instruction of the calling warp; arrivals on the same barrier are summed.
+
+    ``phase``: the barrier phase every arrival belongs to, when the pipeline state says
+    (``pipeline_state.arrival_phase``); None leaves the surplus check out."""
     merged: dict[BarRef, list[int]] = {}
     order: list[BarRef] = []
     for bar, count, tx in arrivals:
@@ -248,7 +251,7 @@ def emit_arrive(cx: Any, arrivals: list[tuple[BarRef, int, int]], label: str,
             order.append(bar)
         merged[bar][0] += count
         merged[bar][1] += tx
-    arr = tuple(Arrival(b, merged[b][0], merged[b][1]) for b in order)
+    arr = tuple(Arrival(b, merged[b][0], merged[b][1], phase) for b in order)
     pre = pre + release_point_effects(cx)
     cx.emit(Arrive(arrivals=arr, loc=cx.loc, label=label, pre=pre))
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..pipeline_state import PipelineStateVal, fill_tag_for_acquire, state_from_index_phase
+from ..pipeline_state import (PipelineStateVal, arrival_phase, fill_tag_for_acquire,
+                              state_from_index_phase)
 from ..program import BarRef
 from .base import (ArrayDecl, PipelineBase, PipelineDecl, create_effects, emit_arrive,
                    emit_try_wait, emit_wait, group_count, release_effects, wait_effects,
@@ -96,7 +97,8 @@ class PipelineAsync(PipelineBase):
             return
         emit_arrive(cx, [(self.bar("full", st.index, dst), n, 0)],
                     f"{self.decl.var}.producer_commit({st.describe()}): arrive full"
-                    + (f" @cta{dst}" if dst is not None else ""))
+                    + (f" @cta{dst}" if dst is not None else ""),
+                    phase=arrival_phase(st, "producer"))
 
     def m_producer_tail(self, cx: Any, state: Any) -> None:
         st = self.check_state(cx, state, "producer_tail")
@@ -148,7 +150,8 @@ class PipelineAsync(PipelineBase):
             return
         emit_arrive(cx, [(self.bar("empty", st.index, dst), n, 0)],
                     f"{self.decl.var}.consumer_release({st.describe()}): arrive empty"
-                    + (f" @cta{dst}" if dst is not None else ""), pre)
+                    + (f" @cta{dst}" if dst is not None else ""), pre,
+                    phase=arrival_phase(st, "consumer"))
 
     def m_consumer_get_barrier(self, cx: Any, state: Any) -> BarrierPtr:
         st = self.check_state(cx, state, "consumer_get_barrier")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..pipeline_state import fill_tag_for_acquire
+from ..pipeline_state import arrival_phase, fill_tag_for_acquire
 from ..program import Delivery
 from .base import ArrayDecl, PipelineDecl, create_effects, emit_arrive, group_count, wait_unless
 from .pipeline_async import PipelineAsync
@@ -63,7 +63,8 @@ class PipelineClcFetchAsync(PipelineAsync):
         if arrivals:
             emit_arrive(cx, arrivals, f"{self.decl.var}.producer_acquire({st.describe()}): "
                         f"lanes 0..{len(arrivals) - 1} arm full in every CTA "
-                        f"(arrive.expect_tx {self.tx_count} B)")
+                        f"(arrive.expect_tx {self.tx_count} B)",
+                        phase=arrival_phase(st, "producer"))
 
     def m_producer_commit(self, cx: Any, state: Any) -> None:
         self.check_state(cx, state, "producer_commit")  # the CLC response completes the bytes
@@ -74,7 +75,8 @@ class PipelineClcFetchAsync(PipelineAsync):
         st = self.check_state(cx, state, "consumer_release")
         pre = release_effects(cx, self.read_bufs(cx, st.index))
         emit_arrive(cx, [(self.bar("empty", st.index, 0), len(cx.lanes), 0)],
-                    f"{self.decl.var}.consumer_release({st.describe()}): arrive empty@cta0", pre)
+                    f"{self.decl.var}.consumer_release({st.describe()}): arrive empty@cta0", pre,
+                    phase=arrival_phase(st, "consumer"))
 
     def m_producer_tail(self, cx: Any, state: Any) -> None:
         st = self.check_state(cx, state, "producer_tail")

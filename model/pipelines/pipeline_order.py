@@ -67,6 +67,14 @@ class PipelineOrder(PipelineBase):
     def m_arrive(self, cx: Any) -> None:
         st = self.state
         nxt = (self.group_id + 1) % self.length
+        # the arrival belongs to the phase the next group waits for: group 0 (which
+        # started holding the token, at phase -1) hands round r of the ring on after
+        # waiting for phase r-1 of its own barrier; every other group after waiting for
+        # phase r of its own
+        phase = None
+        if st.tracked:
+            phase = (st.ghost + 1) % PHASE_MOD if self.group_id == 0 else st.ghost
         emit_arrive(cx, [(self.bar("bar", st.index * self.length + nxt), len(cx.lanes), 0)],
-                    f"{self.decl.var}.arrive() group {self.group_id} -> group {nxt}")
+                    f"{self.decl.var}.arrive() group {self.group_id} -> group {nxt}",
+                    phase=phase)
         cx.set_self(replace(self, state=st.advance()))

@@ -23,6 +23,7 @@ from ..cluster import ClusterVMNK, Layout
 from ..groups import WARP_SIZE
 from ..mbarrier import MAXC
 from ..program import BufRef
+from ..pipeline_state import arrival_phase
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive,
                    group_count, release_effects, wait_unless)
 from .pipeline_async import PipelineAsync
@@ -136,7 +137,8 @@ class PipelineTmaAsync(PipelineAsync):
         tx = self.tx_count + cx.as_int(extra_tx_count, "extra_tx_count")
         emit_arrive(cx, [(self.bar("full", st.index), 1, tx)],
                     f"{self.decl.var}.producer_acquire({st.describe()}): "
-                    f"arrive.expect_tx(full, {tx} B) by one elected lane")
+                    f"arrive.expect_tx(full, {tx} B) by one elected lane",
+                    phase=arrival_phase(st, "producer"))
 
     def m_producer_commit(self, cx: Any, state: Any) -> None:
         self.check_state(cx, state, "producer_commit")  # a no-op: the TMA completes the bytes
@@ -158,7 +160,8 @@ class PipelineTmaAsync(PipelineAsync):
             return
         dsts = sorted({a[0].cta for a in arrivals})
         emit_arrive(cx, arrivals, f"{self.decl.var}.consumer_release({st.describe()}): arrive "
-                    f"empty at cta {', '.join(map(str, dsts))}", pre)
+                    f"empty at cta {', '.join(map(str, dsts))}", pre,
+                    phase=arrival_phase(st, "consumer"))
 
     # ---- what a TMA copy into this pipeline does (used by the tma_load builtin)
 

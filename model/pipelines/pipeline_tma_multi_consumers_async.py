@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from ..cluster import mask_ranks
 from ..groups import WARP_SIZE, Agent, CooperativeGroup
+from ..pipeline_state import arrival_phase
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive,
                    emit_umma_commit, group_count, release_effects, wait_unless)
 from .pipeline_async import PipelineAsync
@@ -111,7 +112,7 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
         if self.leader and elected(cx, f"{self.decl.var}.producer_acquire"):
             emit_arrive(cx, [(self.bar("full", st.index), 1, self.tx_count)],
                         f"{self.decl.var}.producer_acquire({st.describe()}): arrive.expect_tx "
-                        f"{self.tx_count} B")
+                        f"{self.tx_count} B", phase=arrival_phase(st, "producer"))
 
     def m_producer_commit(self, cx: Any, state: Any) -> None:
         self.check_state(cx, state, "producer_commit")
@@ -141,7 +142,8 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
                 arrivals.append((self.bar("empty", st.index, dst), 1, 0))
         if arrivals:
             emit_arrive(cx, arrivals, f"{self.decl.var}.consumer_release({st.describe()}, "
-                        "AsyncThread): arrive empty", unhold)
+                        "AsyncThread): arrive empty", unhold,
+                        phase=arrival_phase(st, "consumer"))
 
     def m_make_participants(self, cx: Any) -> tuple:
         p, c = super().m_make_participants(cx)

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from ..cluster import ClusterVMNK, mask_ranks
 from ..program import BufRef
+from ..pipeline_state import arrival_phase
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive,
                    emit_umma_commit, group_count, release_effects, wait_unless)
 from .pipeline_async import PipelineAsync
@@ -89,7 +90,7 @@ class PipelineTmaUmma(PipelineAsync):
         tx += cx.as_int(extra_tx_count, "extra_tx_count")
         emit_arrive(cx, [(self.bar("full", st.index), 1, tx)],
                     f"{self.decl.var}.producer_acquire({st.describe()}): leader arms full "
-                    f"(arrive.expect_tx {tx} B)")
+                    f"(arrive.expect_tx {tx} B)", phase=arrival_phase(st, "producer"))
 
     def m_producer_commit(self, cx: Any, state: Any) -> None:
         self.check_state(cx, state, "producer_commit")  # no-op: the TMA completes the bytes

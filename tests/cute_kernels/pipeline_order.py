@@ -19,12 +19,12 @@ Planted bugs (``bug=N``):
   1. producer_group is CooperativeGroup(Agent.Thread, 32) (one warp) while the whole
      warpgroup (128 threads) arrives: the next group's phase completes after one warp,
      and the other three arrive on the following phase.
-     Twin pipeline_order_bug1.pipe: VIOLATED phase-overrun
+     Twin pipeline_order_bug1.pipe: VIOLATED arrival-overflow (lifted: phase-overrun)
   2. ``group_id=warp_idx // 8``: both warpgroups are group 0, both start with the
      token and arrive on group 1's barrier (256 arrivals, count 128).
-     Twin pipeline_order_bug2.pipe: VIOLATED phase-overrun
+     Twin pipeline_order_bug2.pipe: VIOLATED arrival-overflow
   3. the critical section is entered without ``order.wait()``.
-     Twin pipeline_order_bug3.pipe: VIOLATED phase-overrun
+     Twin pipeline_order_bug3.pipe: VIOLATED arrival-overflow
   4. the loop is ``range(iterations)`` instead of ``cutlass.range_constexpr``: the
      compiled scf.for waits on the same parity every iteration (the state advance in
      ``order.arrive()`` is lost), so group 0 passes its wait twice and arrives twice on

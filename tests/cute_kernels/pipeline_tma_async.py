@@ -24,7 +24,7 @@ Planted bugs (``bug=N``):
      while four warps release: the first warp's release completes the empty phase, the
      next warp's release is an arrive on the following phase before anyone waited on
      the first.
-     Twin pipeline_tma_async_bug3.pipe: VIOLATED phase-overrun
+     Twin pipeline_tma_async_bug3.pipe: VIOLATED arrival-overflow (lifted: phase-overrun)
 """
 import cutlass
 import cutlass.cute as cute

@@ -27,7 +27,7 @@ Planted bugs (``bug=N``):
   2. consumer_group is CooperativeGroup(Agent.Thread, 1): not scaled by the 2 CTAs whose
      consumers release to it.
      Lifted: VIOLATED phase-overrun (cta1.w1 arrive on ab.empty[0]@cta0)
-     Twin pipeline_tma_async_2x1_bug2.pipe: VIOLATED phase-overrun (cta1.w1 arrive on
+     Twin pipeline_tma_async_2x1_bug2.pipe: VIOLATED arrival-overflow (cta1.w1 arrive on
      ab.empty[0]@cta0)
   3. the TMA warp does not call producer_tail: a CTA can exit while its peer's consumer
      still arrives remotely on its empty barrier.

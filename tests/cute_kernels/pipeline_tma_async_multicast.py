@@ -17,7 +17,7 @@ Planted bugs (``bug=N``):
   1. consumer_group is CooperativeGroup(Agent.Thread, 1 * consumer_warps), not scaled
      by the cm + cn - 1 CTAs whose consumers release to it: the first release
      completes the phase, the next one arrives on the following phase.
-     Twin pipeline_tma_async_multicast_bug1.pipe: VIOLATED phase-overrun
+     Twin pipeline_tma_async_multicast_bug1.pipe: VIOLATED arrival-overflow (lifted: phase-overrun)
   2. the TMA warp does not call producer_tail: a CTA can exit while the consumers of
      its row and column still arrive remotely on its empty barriers.
      Twin pipeline_tma_async_multicast_bug2.pipe: VIOLATED remote-op-to-exited-cta

@@ -16,11 +16,11 @@ Planted bugs (``bug=N``):
      wait on stage 0, phase 0 every iteration (it stays complete), and release stage 0
      again and again: the second release is an arrive on the next phase of empty[0]
      before the producer waited on the first.
-     Twin pipeline_tma_async_participants_bug1.pipe: VIOLATED phase-overrun
+     Twin pipeline_tma_async_participants_bug1.pipe: VIOLATED arrival-overflow
   2. each consumer warp calls ``handle.release()`` twice: the empty barrier (count 4)
      completes its phase after two warps, and the extra arrivals run into the next
      phase.
-     Twin pipeline_tma_async_participants_bug2.pipe: VIOLATED phase-overrun
+     Twin pipeline_tma_async_participants_bug2.pipe: VIOLATED arrival-overflow
   3. ``handle.release()`` *before* the stage is read: once all four warps released,
      the producer's next TMA load (k + stages) may overwrite the stage while a warp
      still reads it (a use-after-release race: expected read-before-full).
