@@ -31,7 +31,8 @@ BLACKWELL = ("pipeline_async_umma", "pipeline_clc_fetch_async",
              "pipeline_umma_async")
 HOPPER = ("pipeline_async", "pipeline_cp_async", "pipeline_order", "pipeline_tma_async",
           "pipeline_tma_async_2x1", "pipeline_tma_async_multicast",
-          "pipeline_tma_async_participants", "pipeline_tma_store", "named_barrier")
+          "pipeline_tma_async_participants", "pipeline_tma_store", "named_barrier",
+          "cp_async_groups")
 
 
 def _bugs(name: str) -> tuple[int, ...]:
@@ -44,13 +45,17 @@ def _bugs(name: str) -> tuple[int, ...]:
     return ()
 
 
-def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "") -> None:
+def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "",
+                only: tuple[str, ...] = ()) -> None:
+    """``only``: the kernels to prepare (every one when empty)."""
     from pipeproof.impl.cute_conform import prepare
 
     os.makedirs(jobs, exist_ok=True)
     names = []
     todo: list[tuple[str, Any, dict, int, float]] = []
     for k in HOPPER:
+        if only and k not in only:
+            continue
         entry = os.path.join(KERNELS, f"{k}.py::{k}")
         todo.append((k, entry, {}, runs, 5000.0))
         for b in _bugs(k):
@@ -66,6 +71,8 @@ def prepare_all(jobs: str, runs: int, mutant_runs: int, examples: str = "") -> N
                 + (f"_grid{ncl}" if ncl > 1 else "")
             todo.append((fn.__name__, fn, {}, runs, 5000.0))
     for k in BLACKWELL:
+        if only and k not in only:
+            continue
         todo.append((k, os.path.join(KERNELS, f"{k}.py::{k}"), {}, runs, 5000.0))
     for name, entry, params, n, tmo in todo:
         t0 = time.time()
@@ -251,6 +258,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--runs", type=int, default=200)
     p.add_argument("--mutant-runs", type=int, default=20)
     p.add_argument("--examples", default="")
+    p.add_argument("--only", default="", help="comma-separated kernel names (default: all)")
     j = sub.add_parser("judge")
     j.add_argument("jobs")
     j.add_argument("out")
@@ -259,7 +267,8 @@ def main(argv: list[str]) -> int:
     j.add_argument("--write", default=os.path.join(HERE, "results", "cute_conform.md"))
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
-        prepare_all(a.jobs, a.runs, a.mutant_runs, a.examples)
+        prepare_all(a.jobs, a.runs, a.mutant_runs, a.examples,
+                    tuple(x for x in a.only.split(",") if x))
         return 0
     md = judge_all(a.jobs, a.out, a.device, a.overhead)
     print(md)

@@ -45,6 +45,7 @@ from typing import Any, Optional
 
 from ..model.compile import CompiledKernel
 from ..model.errors import Unsupported
+from ..model.system import ANY_FILL
 from ..model.groups import WARP_SIZE
 from ..model.program import (PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
                              BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait,
@@ -265,6 +266,8 @@ class _Emitter:
         if bl is None:
             return
         for s in bl.slots_for(e.buf.cta):
+            if e.tag != ANY_FILL and s.region_only():
+                continue  # an aliased region's own stores (``Slot.region_only``)
             a, remote = self.cluster_addr(bl.slot_addr(e.buf.stage, s.key), s.home(e.buf.cta))
             v = self.r()
             self(f"ld.{'shared::cluster' if remote else 'shared::cta'}.u32 {v}, [{a}];")

@@ -66,6 +66,15 @@ class Slot:
     receivers: set[int] = field(default_factory=set)   # logical CTAs (BufRef.cta)
     offset: int = 0          # within a stage of the buffer
     phys: dict[int, int] = field(default_factory=dict)  # logical CTA -> CTA holding it
+    #: the fill tags its writers stamp (-2: "any fill", a plain region's stores)
+    tags: set[int] = field(default_factory=set)
+
+    def region_only(self) -> bool:
+        """Written only by stores to a plain region (``smem_buffer``, tag "any fill"):
+        a read that expects a pipeline fill does not look at it.  With aliasing the
+        region's stores and the pipeline's TMA bytes are the same memory, which the
+        emulation keeps in two slots; the replay judges their order."""
+        return bool(self.tags) and self.tags <= {-2}
 
     def home(self, cta: int) -> int:
         """The CTA whose shared memory holds this slot for logical CTA ``cta``."""
@@ -210,7 +219,8 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
     for d in ck.pipelines:
         buffers.setdefault(d.buffer, BufferLayout(d.buffer, d.stages))
 
-    def slot(buf: BufRef, key: tuple, size: int, home: Optional[int] = None) -> None:
+    def slot(buf: BufRef, key: tuple, size: int, home: Optional[int] = None,
+             tag: Optional[int] = None) -> None:
         bl = buffers.setdefault(buf.buffer, BufferLayout(buf.buffer, buf.stage + 1))
         bl.stages = max(bl.stages, buf.stage + 1)
         s = bl.slots.get(key)
@@ -218,6 +228,8 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
             s = bl.slots[key] = Slot(key, 0)
         s.size = max(s.size, _align(size, STAMP_BYTES))
         s.receivers.add(buf.cta)
+        if tag is not None:
+            s.tags.add(tag)
         if home is not None and home != buf.cta:
             s.phys[buf.cta] = home
 
@@ -236,7 +248,7 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
         elif isinstance(ins, CpAsync):
             slot(ins.buf, ("cpasync",), STAMP_BYTES)
         for e in _generic_writes(ins):
-            slot(e.buf, GEN_KEY, STAMP_BYTES)
+            slot(e.buf, GEN_KEY, STAMP_BYTES, tag=e.tag)
     # second pass: a buffer read (or stored) but never written by anyone still needs a
     # stamp to read (it stays poison: the model's NO_DATA)
     for prog, pc, ins in iter_instrs(ck):
