@@ -144,8 +144,6 @@ class _Emitter:
         self.cluster = self.csize > 1
         self.sem_scope = "cluster" if self.cluster else "cta"
         self.b100 = opts.arch == "sm_100a"
-        self.cta_group = 2 if any(is_split(d) for p in ck.programs for i in p.code
-                                  if isinstance(i, TmaLoad) for d in i.deliveries) else 1
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
 
@@ -967,7 +965,8 @@ class _Emitter:
         for b in ins.bars:
             if self.bar_exists(b):
                 groups.setdefault((b.array, b.stage), []).append(b)
-        cg = f"cta_group::{self.cta_group}"
+        # the commit's own group (its pipeline's), not the kernel's TMA loads'
+        cg = f"cta_group::{ins.cta_group}"
         for (arr, stage), bars in groups.items():
             a = self.smem_addr(self.L.bar_offset[(arr, stage)])
             ctas = sorted({b.cta for b in bars})

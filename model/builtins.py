@@ -748,13 +748,29 @@ def b_wgmma_wait_group(cx: Any, args: tuple, kw: dict) -> None:
 
 
 def b_clc_query(cx: Any, args: tuple, kw: dict) -> None:
-    pipe, state = _args(cx, args, kw, ("pipeline", "state"), "clc_query", 2)
-    pipe = _pipe_arg(cx, pipe, "clc_query")
+    """The tile scheduler's query for the next tile (``advance_to_next_work`` of the DSL's
+    persistent tile scheduler: ``elect_one()`` around ``issue_clc_query``): one query,
+    from the whole warp or from a lane the user already elected."""
+    _clc_queries(cx, args, kw, "clc_query", 1)
+
+
+def b_issue_clc_query(cx: Any, args: tuple, kw: dict) -> None:
+    """``cute.arch.issue_clc_query``: ``clusterlaunchcontrol.try_cancel`` by every active
+    lane (it does not elect; call it inside ``elect_one()``)."""
+    _clc_queries(cx, args, kw, "issue_clc_query", len(cx.lanes))
+
+
+def _clc_queries(cx: Any, args: tuple, kw: dict, what: str, n: int) -> None:
+    pipe, state = _args(cx, args, kw, ("pipeline", "state"), what, 2)
+    pipe = _pipe_arg(cx, pipe, what)
     if not hasattr(pipe, "clc_deliveries"):
-        cx.error("clc_query needs a PipelineClcFetchAsync")
-    st = _state_arg(cx, pipe, state, "clc_query")
-    if not elected(cx, "clc_query (the tile scheduler elects a lane)"):
-        return
+        cx.error(f"{what} needs a PipelineClcFetchAsync")
+    st = _state_arg(cx, pipe, state, what)
+    for _ in range(n):
+        _clc_query(cx, pipe, st)
+
+
+def _clc_query(cx: Any, pipe: Any, st: Any) -> None:
     deliveries = pipe.clc_deliveries(cx, st)
     q = cx.clc_query_index(pipe)
     # a grid of n clusters has n - 1 others to cancel (None: unbounded)
@@ -828,14 +844,18 @@ def b_tcgen05_commit(cx: Any, args: tuple, kw: dict) -> None:
     elected: every executing lane commits (use it inside ``elect_one()``)."""
     from .pipelines.base import emit_umma_commit
 
-    ptr, mask, _group = _args(cx, args, kw, ("mbar_ptr", "mask", "cta_group"),
-                              "tcgen05_commit", 1)
+    ptr, mask, group = _args(cx, args, kw, ("mbar_ptr", "mask", "cta_group"),
+                             "tcgen05_commit", 1)
+    g = 1 if group is None else cx.as_int(group, "cta_group")
+    if g not in (1, 2):
+        cx.error(f"tcgen05_commit: cta_group must be 1 or 2, got {g}")
     bar = _bar_arg(cx, ptr, "tcgen05_commit")
     mask = _mask_arg(cx, mask, "tcgen05_commit")
     targets = mask_ranks(mask) if mask is not None else (bar.cta,)
     bars = tuple(BarRef(r, bar.array, bar.stage) for r in targets)
     for _ in cx.lanes:
-        emit_umma_commit(cx, bars, f"tcgen05.commit -> {', '.join(map(str, bars))}")
+        emit_umma_commit(cx, bars, f"tcgen05.commit -> {', '.join(map(str, bars))}",
+                         cta_group=g)
 
 
 def b_tcgen05_cp(cx: Any, args: tuple, kw: dict) -> None:
@@ -930,6 +950,7 @@ def builtins_table() -> dict[str, Any]:
         "wgmma": b_wgmma,
         "wgmma_wait_group": b_wgmma_wait_group,
         "clc_query": b_clc_query,
+        "issue_clc_query": b_issue_clc_query,
         "clc_response_valid": b_clc_response_valid,
         "smem_mbarrier": b_smem_mbarrier,
         "mbarrier_init": b_mbarrier_init,

@@ -278,6 +278,10 @@ class UmmaCommit(Instr):
 
     bars: tuple[BarRef, ...] = ()
     effects: tuple[GhostEffect, ...] = ()
+    #: ``.cta_group::1`` or ``::2``: the pipeline's (``PipelineAsyncUmma`` and the other
+    #: UMMA pipelines commit with ``cta_group::2`` in a 2-CTA pair); the model's
+    #: semantics do not depend on it, the PTX emitter does
+    cta_group: int = 1
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,14 @@ def test_cli_conform_without_gpu_says_so():
                         "--runs", "2"], capture_output=True, text=True)
     assert r.returncode == 3
     assert "no GPU run possible" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_tcgen05_commit_takes_cta_group_from_its_pipeline():
+    """A 2-CTA PipelineAsyncUmma (no 2-CTA TMA load in the kernel) commits with
+    ``cta_group::2`` (issue 22 item 8; CUTLASS ``sm100.py``); a 1-CTA one with ``::1``."""
+    two = emit(compile_file(str(ROOT / "examples" / "bugs" / "x3-fixed.pipe"), {}),
+               EmitOptions("sm_100a")).ptx
+    one = emit(compile_file(str(ROOT / "examples" / "textbook" / "pipeline_async_umma.pipe"),
+                            {}), EmitOptions("sm_100a")).ptx
+    assert "tcgen05.commit.cta_group::2" in two and "tcgen05.commit.cta_group::1" not in two
+    assert "tcgen05.commit.cta_group::1" in one and "tcgen05.commit.cta_group::2" not in one

@@ -257,11 +257,14 @@ def emit_arrive(cx: Any, arrivals: list[tuple[BarRef, int, int]], label: str,
 
 
 def emit_umma_commit(cx: Any, bars: tuple[BarRef, ...], label: str,
-                     effects: tuple[GhostEffect, ...] = ()) -> None:
-    """``tcgen05.commit``: the effects of MMAs issued since the last commit ride along."""
+                     effects: tuple[GhostEffect, ...] = (), cta_group: int = 1) -> None:
+    """``tcgen05.commit.cta_group::N``: the effects of MMAs issued since the last commit
+    ride along.  ``cta_group`` is the issuing pipeline's (CUTLASS ``sm100.py``: the
+    commit of a 2-CTA pipeline is ``cta_group::2``)."""
     pending = tuple(sorted(cx.ghost.umma, key=lambda g: (g.buf, g.kind)))
     cx.ghost = replace(cx.ghost, umma=frozenset())
-    cx.emit(UmmaCommit(bars=bars, effects=pending + effects, loc=cx.loc, label=label))
+    cx.emit(UmmaCommit(bars=bars, effects=pending + effects, loc=cx.loc, label=label,
+                       cta_group=cta_group))
 
 
 def emit_cp_async_arrive(cx: Any, bar: BarRef, label: str, noinc: bool = True) -> None:

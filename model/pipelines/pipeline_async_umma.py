@@ -65,4 +65,5 @@ class PipelineAsyncUmma(PipelineAsync):
         targets = mask_ranks(self.consumer_mask) if self.consumer_mask is not None else (self.cta,)
         emit_umma_commit(cx, tuple(self.bar("empty", st.index, r) for r in targets),
                          f"{self.decl.var}.consumer_release({st.describe()}): tcgen05.commit "
-                         f"-> empty at cta {', '.join(map(str, targets))}", unhold)
+                         f"-> empty at cta {', '.join(map(str, targets))}", unhold,
+                         cta_group=self.cta_group)

@@ -128,7 +128,7 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
             emit_umma_commit(cx, tuple(self.bar("empty", st.index, r) for r in targets),
                              f"{self.decl.var}.consumer_release({st.describe()}, UMMA): "
                              f"tcgen05.commit -> empty at cta {', '.join(map(str, targets))}",
-                             unhold)
+                             unhold, cta_group=self.cta_group)
             return
         if op_type != "AsyncThread":
             cx.error(f"consumer_release op_type must be PipelineOp.TCGen05Mma or "

@@ -103,7 +103,8 @@ class PipelineTmaUmma(PipelineAsync):
         targets = mask_ranks(self.consumer_mask) if self.consumer_mask is not None else (self.cta,)
         emit_umma_commit(cx, tuple(self.bar("empty", st.index, r) for r in targets),
                          f"{self.decl.var}.consumer_release({st.describe()}): tcgen05.commit "
-                         f"-> empty at cta {', '.join(map(str, targets))}", unhold)
+                         f"-> empty at cta {', '.join(map(str, targets))}", unhold,
+                         cta_group=self.cta_group)
 
     def tma_target_cta(self, issuing_cta: int, dest_cta: int) -> int:
         """``cta_group::2``: the bytes landing in ``dest_cta`` complete on the barrier of the

@@ -75,7 +75,8 @@ class PipelineUmmaAsync(PipelineAsync):
         targets = mask_ranks(self.producer_mask) if self.producer_mask is not None else (self.cta,)
         emit_umma_commit(cx, tuple(self.bar("full", st.index, r) for r in targets),
                          f"{self.decl.var}.producer_commit({st.describe()}): tcgen05.commit "
-                         f"-> full at cta {', '.join(map(str, targets))}")
+                         f"-> full at cta {', '.join(map(str, targets))}",
+                         cta_group=self.cta_group)
 
     def m_producer_tail(self, cx: Any, state: Any) -> None:
         st = self.check_state(cx, state, "producer_tail")

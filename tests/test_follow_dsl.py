@@ -1,0 +1,42 @@
+"""Where the model follows what CuTe DSL compiles rather than what a reading of the
+source suggests (issue 22 item 8): neither a TMA store (``cute.copy`` of an S2G atom)
+nor ``cute.arch.issue_clc_query`` elects a lane, so ``elect_one()`` around them is
+legal, and every active lane of a warp that runs ``issue_clc_query`` issues a query.
+(The tcgen05 commit's ``cta_group`` is tested with the emitter, ``tests/test_emit.py``.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import check
+
+ROOT = Path(__file__).resolve().parent.parent
+CLC = (ROOT / "examples" / "textbook" / "pipeline_clc_fetch_async.pipe").read_text()
+QUERY = "            clc_query(clc, producer)\n"
+STORE = (ROOT / "examples" / "textbook" / "pipeline_tma_store.pipe").read_text()
+
+
+def _in_elect_one(src: str, line: str, new: str) -> str:
+    assert src.count(line) == 1
+    ind = line[:len(line) - len(line.lstrip())]
+    return src.replace(line, f"{ind}with elect_one():\n{ind}    {new.strip()}\n")
+
+
+@pytest.mark.parametrize("engine", ("explicit", "bmc"))
+def test_clc_queries_elect_or_not(engine):
+    # the scheduler's query (elects itself) and the raw one, both from an elected lane
+    for src in (_in_elect_one(CLC, QUERY, QUERY),
+                _in_elect_one(CLC, QUERY, QUERY.replace("clc_query", "issue_clc_query"))):
+        assert check(src, engine=engine).status == "PROVEN"
+    # the raw query from the whole warp: 32 try_cancel responses into one buffer
+    r = check(CLC.replace(QUERY, QUERY.replace("clc_query", "issue_clc_query")), engine=engine)
+    assert r.status == "VIOLATED"
+
+
+def test_tma_store_inside_elect_one_is_legal():
+    line = "                tma_store(store, buf)\n"
+    src = _in_elect_one(STORE, line, line)
+    assert check(src).status == "PROVEN"
+    assert check(STORE).status == "PROVEN"  # every lane issues it: the same one step
