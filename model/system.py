@@ -410,7 +410,8 @@ class System:
             k = "write_end"
         if k == "read":
             add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
-                      lambda: f"{name()} reads {e.buf} while a write to it is still in flight")
+                      lambda: f"{name()} reads {e.buf} while "
+                              + self._writes_in_flight(V, S, awip))
             st = S.get(stamp)
             if e.tag == ANY_FILL:
                 bad = V.eq(st, NO_DATA)
@@ -476,6 +477,17 @@ class System:
             self._scope_check(V, S, e, checks, name, cta)
         else:  # pragma: no cover
             raise ValueError(k)
+
+    @staticmethod
+    def _writes_in_flight(V: Any, S: Any, awip: int) -> str:
+        """Which writes a racing read meets (concrete states; symbolic: in general)."""
+        if V.symbolic:
+            return "a write to it is still in flight"
+        if S.get(awip) > 0:
+            return "an asynchronous write to it (TMA bytes, a CLC response, cp.async copies) " \
+                "has not landed yet"
+        return "thread stores to it are still in flight (not yet released by an arrive " \
+            "or barrier)"
 
     def _scope_check(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
                      cta: Optional[int]) -> None:
