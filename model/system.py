@@ -400,9 +400,7 @@ class System:
                       lambda: f"{name()} starts writing {e.buf} while thread stores to it "
                               "are not yet released (a barrier must order them first)")
             # released generic stores are still unordered with the async proxy's writes
-            add_check(checks, V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
-                      lambda: f"{name()} writes {e.buf} through the async proxy after generic "
-                              "stores to it without fence.proxy.async")
+            self._proxy_fence_check(V, S, dirty, checks, lambda: f"{name()} writes {e.buf}")
             S.set(awip, S.get(awip) + 1)
             k = "write_begin"
         elif k == "async_write_end":
@@ -470,13 +468,19 @@ class System:
             add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
                       lambda: f"{name()} reads {e.buf} (async proxy) while a write to it is "
                               "still in progress")
-            add_check(checks, V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
-                      lambda: f"{name()} reads {e.buf} through the async proxy after generic "
-                              "stores without fence.proxy.async")
+            self._proxy_fence_check(V, S, dirty, checks, lambda: f"{name()} reads {e.buf}")
             S.set(rd, S.get(rd) + 1)
             self._scope_check(V, S, e, checks, name, cta)
         else:  # pragma: no cover
             raise ValueError(k)
+
+    @staticmethod
+    def _proxy_fence_check(V: Any, S: Any, dirty: int, checks: list[Check], what: Any) -> None:
+        """An async-proxy access (``what``: "<actor> reads/writes <buffer>") after generic
+        stores to the buffer with no ``fence.proxy.async`` between (PTX ISA 9.7.13.4.1)."""
+        add_check(checks, V.lt(0, S.get(dirty)), Prop.MISSING_PROXY_FENCE,
+                  lambda: f"{what()} through the async proxy after generic stores to it "
+                          "without fence.proxy.async")
 
     @staticmethod
     def _writes_in_flight(V: Any, S: Any, awip: int) -> str:
