@@ -94,7 +94,7 @@ def test_headers_agree_with_readme() -> None:
     """The README row of each bug names the property its -bug.pipe header expects."""
     rows = {}
     for line in README.read_text().splitlines():
-        m = re.match(r"\|\s*([PX]\d+)\s*\|[^|]*\|\s*`([a-z-]+)`", line)
+        m = re.match(r"\|\s*([PXST]\d+)\s*\|[^|]*\|\s*`([a-z-]+)`", line)
         if m:
             rows[m.group(1).lower()] = m.group(2)
     for f in BUGS.glob("*-bug.pipe"):
