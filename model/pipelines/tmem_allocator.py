@@ -101,9 +101,14 @@ class TmemAllocator:
         if not 0 <= warp < cx.kernel.num_warps:
             cx.error(f"TmemAllocator: allocator_warp_id={warp} is not a warp of the "
                      f"{cx.kernel.num_warps}-warp block")
-        two = bool(vals.get("is_two_cta", False))
+        two = vals.get("is_two_cta", False)
+        init = vals.get("initialize_mbarrier", True)
+        for k, v in (("is_two_cta", two), ("initialize_mbarrier", init)):
+            if not isinstance(v, (bool, int)):
+                cx.error(f"TmemAllocator: {k} must be a static bool")
+        two = bool(two)
         arch = vals.get("arch", "sm_100")
-        if arch not in MAX_COLUMNS:
+        if not isinstance(arch, str) or arch not in MAX_COLUMNS:
             cx.error(f"TmemAllocator: unsupported arch {arch!r} (expected one of "
                      f"{', '.join(MAX_COLUMNS)})")
         if two and cx.kernel.cluster_size < 2:
@@ -124,7 +129,7 @@ class TmemAllocator:
         decl = cx.register(PipelineDecl(var, TMEM_ALLOCATOR, 1, arrays, f"{var}.tmem_addr",
                                         "none"))
         obj = cls(decl, cx.cta, bar, warp, two, arch, dealloc_bar)
-        if two and vals.get("initialize_mbarrier", True):
+        if two and init:
             if cx.warp == warp:
                 cx.emit(MbarInit(arrays=((dealloc_bar.array, WARP_SIZE),), cta=cx.cta,
                                  loc=cx.loc, label=f"{var} = TmemAllocator(...): init the "
