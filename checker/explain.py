@@ -62,6 +62,12 @@ FIXES: dict[str, str] = {
                    "make_pipeline_state(PipelineUserType.ProducerConsumer, ...)), and issue "
                    "no CLC query after a failed response",
     "elect-misuse": "do not nest elect_one()",
+    "tmem-misuse": "allocate tensor memory before any warp uses it and publish the address "
+                   "(TmemAllocator.allocate, then wait_for_alloc in every warp before "
+                   "retrieve_ptr), free it once every MMA has committed and every reader "
+                   "released its accumulator, free it exactly once before the CTA exits, "
+                   "allocate before relinquish_alloc_permit, and in a 2-CTA pair run the "
+                   "allocator warp's alloc and free in both CTAs",
     "missing-proxy-fence": "issue fence_proxy_async (fence.proxy.async.shared::cta) after "
                            "writing shared memory with ordinary stores and before the TMA "
                            "store or MMA reads it",

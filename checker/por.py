@@ -44,7 +44,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              CpAsyncCommit, CpAsyncWaitGroup,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
-                             TmaStore,
+                             TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait,
                              TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
@@ -117,7 +117,7 @@ BAR_OPS = frozenset(["A", "X"])
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
                "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR",
-               "async_write_begin": "AB", "async_write_end": "AE"}
+               "async_write_begin": "AB", "async_write_end": "AE", "tmem_ptr": "RD"}
 
 Footprint = frozenset  # of (object, mode)
 #: a parameter split's footprint: reads and narrows the parameter values still possible
@@ -178,7 +178,7 @@ class Footprints:
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
             self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead,
-                                                 CpAsyncWaitGroup)) for i in code])
+                                                 CpAsyncWaitGroup, TmemWait)) for i in code])
         for a in range(n):
             self.writers_from.append(self._suffix_writes(a))
         self.arrivers_from: list[list[frozenset]] = [self._suffix_arrivals(a) for a in range(n)]
@@ -264,6 +264,10 @@ class Footprints:
             if mode in ("WE", "WB", "AE", "AB"):
                 mode = f"{mode}{e.tag}"
             out.add((("buf", e.buf), mode))
+            if self.sys.tmem and e.buf.buffer in self.sys.tmem_buffers and \
+                    e.kind in ("read", "write_begin", "write_end"):
+                # an accumulator access checks its CTA's (and pair's) tensor memory
+                out |= {(("tmem", c), "R") for c in self.sys.tmem_pair_of(e.buf.cta)}
         return out
 
     def _arrays_of(self, cta: int) -> list:
@@ -359,8 +363,21 @@ class Footprints:
             # reads and narrows the set of parameter values still possible: two splits
             # conflict (one may decide the other's condition)
             fp.add(PARAM_FP)
+        elif t in (TmemAlloc, TmemDealloc, TmemRelinquish):
+            pair = sysm.tmem_pair_of(cta) if getattr(ins, "cta_group", 1) == 2 else (cta,)
+            fp |= {(("tmem", c), "W") for c in pair}
+            if t is TmemDealloc:  # the accumulators must be idle: reads wip and owners
+                fp |= {(("buf", r), "R") for c in pair for r in sysm.tmem_bufs.get(c, ())}
+            for c in pair:
+                if c != cta:
+                    fp.add((("exit", c), "R"))
+        elif t is TmemWait:
+            fp.add((("tmem", cta), "R"))
         elif t in (Fail, Nop, Jump, Branch):
             pass
+        if t is Exit and sysm.tmem:
+            # the exit checks the CTA's allocations and its peer's collective wait
+            fp |= {(("tmem", c), "R") for c in sysm.tmem_pair_of(cta)}
         return fp
 
     def _step_fp(self, a: int, pc: int) -> Footprint:
@@ -1347,6 +1364,10 @@ class _Ctx:
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
         if isinstance(ins, CpAsyncWaitGroup):
             return {v for v in self.env_units if v[1][0] == "cp.async" and v[1][1] == a}
+        if isinstance(ins, TmemWait):  # the peer CTA's allocator warp (any of its warps)
+            peer = self.sys.agents[a].cta ^ 1
+            return {("a", b) for b in self.sys.agents_of_cta.get(peer, [])
+                    if self.pcs[b] != DONE}
         return set()
 
     def _closed_waits(self, a: int) -> frozenset:

@@ -89,6 +89,15 @@ CATALOGUE: tuple[PropertyInfo, ...] = (
     PropertyInfo(Prop.MISSING_PROXY_FENCE,
                  "shared memory written with ordinary stores is read by the async proxy (TMA "
                  "store, MMA) without fence.proxy.async", "PTX ISA memory consistency: proxies"),
+    PropertyInfo(Prop.TMEM_MISUSE,
+                 "tensor memory used outside its allocation (an accumulator written or read "
+                 "before tcgen05.alloc or after tcgen05.dealloc, the address loaded before "
+                 "the allocating warp published it), freed while an MMA or a reader still "
+                 "uses it, freed twice or never (a CTA exits with it allocated), allocated "
+                 "after relinquish_alloc_permit, or a cta_group::2 alloc/dealloc its peer CTA "
+                 "never takes part in",
+                 "PTX ISA tcgen05.alloc/dealloc/relinquish_alloc_permit, Tensor Memory "
+                 "Allocation; CuTe DSL TmemAllocator"),
     PropertyInfo(Prop.INSUFFICIENT_SCOPE,
                  "(--memory-model strict) data visible only inside one CTA is read by "
                  "another: ordinary stores released only at .cta scope (the default of "

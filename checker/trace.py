@@ -190,6 +190,14 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         return {"op": "ghost"}
     if t is P.ParamSplit:
         return {"op": "param split"}
+    if t is P.TmemAlloc:
+        return {"op": f"tcgen05.alloc.cta_group::{ins.cta_group}"}
+    if t is P.TmemDealloc:
+        return {"op": f"tcgen05.dealloc.cta_group::{ins.cta_group}"}
+    if t is P.TmemRelinquish:
+        return {"op": f"tcgen05.relinquish_alloc_permit.cta_group::{ins.cta_group}"}
+    if t is P.TmemWait:
+        return {"op": "tcgen05 cta_group::2 alloc/dealloc (wait for the peer CTA)"}
     return {"op": t.__name__}
 
 

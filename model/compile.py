@@ -30,6 +30,7 @@ from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, release_point_effects
 from .pipelines.named_barrier import NamedBarrier
 from .pipelines.tma_store_fence import TmaStoreFence
+from .pipelines.tmem_allocator import TmemAllocator
 from . import program as _program
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
                       ParamSplit, dyn_locals, dyn_params, eval_dyn,
@@ -970,7 +971,8 @@ class _Agent:
                 return f.fn(self, args, kw)
             if isinstance(f, tuple) and f and f[0] == "create":
                 return self.create(f[1], args, kw)
-            if isinstance(f, PipelineClassRef) and f.cls in (NamedBarrier, TmaStoreFence):
+            if isinstance(f, PipelineClassRef) and f.cls in (NamedBarrier, TmaStoreFence,
+                                                            TmemAllocator):
                 return f.cls.construct(self, args, kw)
             if isinstance(f, tuple) and f and f[0] == "method":
                 _tag, obj, name = f

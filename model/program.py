@@ -86,7 +86,10 @@ class GhostEffect:
         writers race for the same bytes (PTX ISA 8.8: nothing orders the async proxy's
         writes with the thread's);
       * ``dirty``/``clean``: generic-proxy writes not yet followed by ``fence.proxy.async``;
-      * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty.
+      * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty;
+      * ``tmem_ptr``: a warp loads the tensor-memory address ``tcgen05.alloc`` wrote into
+        ``buf`` (``TmemAllocator.retrieve_ptr``): the store must have happened and been
+        released by the allocating warp (else ``tmem-misuse``).
     """
 
     kind: str
@@ -365,6 +368,46 @@ class Fail(Instr):
     guard: str = ""
 
 
+@dataclass(frozen=True)
+class TmemAlloc(Instr):
+    """``tcgen05.alloc.cta_group::{1,2}.sync.aligned.shared::cta.b32 [addr], nCols`` by one
+    warp.  ``cta_group`` 1: the CTA's allocation is live once the instruction returns.
+    ``cta_group`` 2: one warp of each CTA of the pair performs it collectively; the pair's
+    allocation is live once both have issued it, and neither continues before
+    (``TmemWait`` follows).  The address store into ``addr`` (shared memory) is an ordinary
+    weak store of the warp (``post`` ghost effects on the address word): it reaches
+    other warps with the warp's next release.  PTX ISA, "tcgen05.alloc / tcgen05.dealloc /
+    tcgen05.relinquish_alloc_permit"."""
+
+    cta_group: int = 1
+    columns: int = 32
+
+
+@dataclass(frozen=True)
+class TmemDealloc(Instr):
+    """``tcgen05.dealloc.cta_group::{1,2}.sync.aligned.b32 taddr, nCols``: frees the CTA's
+    (``cta_group`` 2: the pair's, collectively, ``TmemWait`` follows) allocation; every
+    accumulator in tensor memory must be idle (no MMA writing it, no warp still reading
+    it)."""
+
+    cta_group: int = 1
+    columns: int = 32
+
+
+@dataclass(frozen=True)
+class TmemRelinquish(Instr):
+    """``tcgen05.relinquish_alloc_permit.cta_group::{1,2}.sync.aligned``: the CTA gives up
+    the right to allocate; a later ``tcgen05.alloc`` of the CTA is illegal."""
+
+    cta_group: int = 1
+
+
+@dataclass(frozen=True)
+class TmemWait(Instr):
+    """Second half of a ``cta_group::2`` alloc or dealloc: the warp waits until the peer
+    CTA's warp has issued the same collective instruction."""
+
+
 # --------------------------------------------------------------------------- control
 
 
@@ -543,7 +586,8 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
 SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
                   CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
-                  FenceMbarInit, Fail, Exit, ParamSplit]
+                  FenceMbarInit, Fail, Exit, ParamSplit, TmemAlloc, TmemDealloc,
+                  TmemRelinquish, TmemWait]
 
 
 def control_successors(code: tuple[Instr, ...] | list, pc: int) -> list[int]:
@@ -589,5 +633,6 @@ class AgentProgram:
 
 #: steps that complete when a wait returns (a blocking or polling wait on an mbarrier,
 #: the wait half of ``bar.sync`` and of the cluster barrier, a bulk group's read wait,
-#: a cp.async group wait): a trace records them after the wait, every other step before it
-WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup)
+#: a cp.async group wait, the wait half of a 2-CTA tensor-memory alloc/dealloc): a trace
+#: records them after the wait, every other step before it
+WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait)

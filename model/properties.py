@@ -44,6 +44,8 @@ class Prop:
     ROLE_MISUSE = "role-misuse"
     ELECT_MISUSE = "elect-misuse"
     MISSING_PROXY_FENCE = "missing-proxy-fence"
+    # tensor memory allocation protocol (PTX ISA tcgen05.alloc/dealloc/relinquish_alloc_permit)
+    TMEM_MISUSE = "tmem-misuse"
     # memory scopes (only with --memory-model strict: spec/primitives.md "memory scopes")
     INSUFFICIENT_SCOPE = "insufficient-scope"
 

@@ -31,7 +31,8 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       CpAsync, CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, ExpectTx, Exit, Fail, FenceMbarInit,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       ParamSplit,
-                      SetLocal, TmaLoad, TmaStore, TryWait, UmmaCommit, Wait, eval_dyn)
+                      SetLocal, TmaLoad, TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish,
+                      TmemWait, TryWait, UmmaCommit, Wait, eval_dyn)
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
 
@@ -47,6 +48,14 @@ BULK_MARK = -1
 
 # init visibility of a barrier array (per CTA)
 UNINIT, INIT_PRIVATE, VIS_CTA, VIS_CLUSTER = 0, 1, 2, 3
+
+# tensor memory of a CTA: slots at ``System.tmem[cta]`` + offset
+TM_LIVE, TM_RELINQ, TM_PAIR = 0, 1, 2
+#: ``TM_PAIR`` values: the CTA's allocator warp waits in a cta_group::2 alloc / dealloc for
+#: its peer's warp to issue the same collective instruction
+PAIR_NONE, PAIR_ALLOC, PAIR_DEALLOC = 0, 1, 2
+#: pipeline classes whose stage buffers live in tensor memory (accumulators)
+TMEM_CLASSES = ("PipelineUmmaAsync",)
 
 
 # --------------------------------------------------------------------------- layout
@@ -169,7 +178,7 @@ class Outcome:
 _BLOCKED = Outcome(False, [], "blocked")
 
 
-_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup)
+_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait)
 
 
 class System:
@@ -261,6 +270,7 @@ class System:
                         # .cta scope (invisible to other CTAs)
                         self.cta_only[ref] = [L.alloc(f"{ref}.cta_only{c}", 0)
                                               for c in range(self.info.cluster_size)]
+        self._tmem_layout(L)
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
         self.pub_bufs: dict[BarRef, tuple[BufRef, ...]] = {}
         self.acq_slots: dict[BufRef, list[int]] = {}  # every warp's acquisition of a buffer
@@ -308,6 +318,35 @@ class System:
                 if isinstance(ins, ParamSplit):
                     self.splits_of_mask.setdefault(ins.mask, {}).setdefault(a, []).append(pc)
         self.n = len(L)
+
+    def _tmem_layout(self, L: Any) -> None:
+        """Tensor memory (only for kernels that allocate it): per CTA the number of live
+        allocations, whether it relinquished its allocation permit, and where its
+        allocator warp stands in a cta_group::2 collective (``TM_PAIR``).  The CTA's
+        accumulator stages (``TMEM_CLASSES``) are its tensor memory."""
+        self.tmem: dict[int, int] = {}
+        self.tmem_bufs: dict[int, tuple[BufRef, ...]] = {}
+        self.tmem_buffers: frozenset = frozenset()
+        self.tmem_paired = False
+        kinds = (TmemAlloc, TmemDealloc, TmemRelinquish)
+        used = [i for ag in self.agents for i in ag.program.code if isinstance(i, kinds)]
+        if not used:
+            return
+        self.tmem_paired = any(i.cta_group == 2 for i in used)
+        self.tmem_buffers = frozenset(d.buffer for d in self.compiled.pipelines
+                                      if d.cls in TMEM_CLASSES)
+        for cta in range(self.info.cluster_size):
+            self.tmem[cta] = L.alloc(f"tmem@cta{cta}.allocations", 0)
+            L.alloc(f"tmem@cta{cta}.permit_relinquished", 0)
+            L.alloc(f"tmem@cta{cta}.pair_wait", PAIR_NONE)
+            self.tmem_bufs[cta] = tuple(sorted(r for r in self.buf if r.cta == cta
+                                               and r.buffer in self.tmem_buffers))
+
+    def tmem_pair_of(self, cta: int) -> tuple[int, ...]:
+        """The CTAs whose tensor memory a cta_group::2 collective of ``cta`` covers."""
+        if self.tmem_paired and (cta ^ 1) in self.tmem:
+            return tuple(sorted({cta, cta ^ 1}))
+        return (cta,)
 
     # ---------------------------------------------------------------- basics
 
@@ -390,6 +429,17 @@ class System:
             return
         wip, stamp, rd, dirty, awip = b, b + 1, b + 2, b + 3, b + 6
         k = e.kind
+        if k == "tmem_ptr":
+            # the address tcgen05.alloc stored must be there and released by its writer
+            add_check(checks, V.or_(V.lt(0, S.get(wip)), V.eq(S.get(stamp), NO_DATA)),
+                      Prop.TMEM_MISUSE,
+                      lambda: f"{name()} loads the tensor-memory address from {e.buf} before "
+                              "tcgen05.alloc stored it there and the allocating warp released "
+                              "it (wait_for_alloc: a barrier with the allocator warp first)")
+            return
+        if self.tmem and e.buf.buffer in self.tmem_buffers and \
+                k in ("read", "write_begin", "write_end"):
+            self._tmem_use(V, S, e, checks, name)
         if k == "write_begin":
             # thread stores while the async proxy writes the same buffer: two writers
             add_check(checks, V.lt(0, S.get(awip)), Prop.OVERWRITE_BEFORE_RELEASE,
@@ -492,6 +542,110 @@ class System:
                 "has not landed yet"
         return "thread stores to it are still in flight (not yet released by an arrive " \
             "or barrier)"
+
+    def _tmem_use(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any) -> None:
+        """An access to an accumulator in tensor memory (an MMA starting or finishing its
+        writes, a warp's tcgen05.ld): the CTA must hold an allocation, and no
+        cta_group::2 dealloc of its pair may be under way."""
+        cta = e.buf.cta
+        t = self.tmem[cta]
+        bad = V.le(S.get(t + TM_LIVE), 0)
+        if self.tmem_paired:
+            bad = V.or_(bad, *[V.eq(S.get(self.tmem[c] + TM_PAIR), PAIR_DEALLOC)
+                               for c in self.tmem_pair_of(cta)])
+        what = "reads" if e.kind == "read" else "writes"
+        add_check(checks, bad, Prop.TMEM_MISUSE,
+                  lambda: f"{name()} {what} the accumulator {e.buf} in tensor memory of CTA "
+                          f"{cta} while none is allocated there (before tcgen05.alloc, or "
+                          "after or during its tcgen05.dealloc)")
+
+    def _tmem_exec(self, V: Any, S: Any, a: int, ins: Instr, checks: list[Check],
+                   who: str) -> Any:
+        """tcgen05.alloc / dealloc / relinquish_alloc_permit and the wait half of a
+        cta_group::2 collective; returns the step's enabledness."""
+        ag = self.agents[a]
+        cta = ag.cta
+        t = self.tmem[cta]
+        if isinstance(ins, TmemWait):
+            return V.eq(S.get(t + TM_PAIR), PAIR_NONE)
+        if isinstance(ins, TmemRelinquish):
+            S.set(t + TM_RELINQ, 1)
+            return True
+        alloc = isinstance(ins, TmemAlloc)
+        op = "tcgen05.alloc" if alloc else "tcgen05.dealloc"
+        op += f".cta_group::{ins.cta_group}"
+        if alloc:
+            add_check(checks, V.eq(S.get(t + TM_RELINQ), 1), Prop.TMEM_MISUSE,
+                      f"{who} issues {op} after CTA {cta} relinquished its tensor-memory "
+                      "allocation permit (tcgen05.relinquish_alloc_permit)")
+        pair = self.tmem_pair_of(cta) if ins.cta_group == 2 else (cta,)
+        if not alloc:
+            add_check(checks, V.le(S.get(t + TM_LIVE), 0), Prop.TMEM_MISUSE,
+                      f"{who} issues {op} while CTA {cta} holds no tensor-memory allocation "
+                      "(a second dealloc, or one before any alloc)")
+            for c in pair:
+                for ref in self.tmem_bufs.get(c, ()):
+                    rb = self.buf[ref]
+                    add_check(checks, V.lt(0, S.get(rb)), Prop.TMEM_MISUSE,
+                              lambda ref=ref: f"{who} issues {op} while an MMA still writes "
+                                              f"the accumulator {ref} (its tcgen05.commit has "
+                                              "not completed)")
+                    add_check(checks, V.lt(0, S.get(rb + 2)), Prop.TMEM_MISUSE,
+                              lambda ref=ref: f"{who} issues {op} while a warp still reads the "
+                                              f"accumulator {ref} (it has not released it)")
+        if ins.cta_group == 1 or len(pair) == 1:
+            if ins.cta_group == 2:
+                checks.append(Check(True, Prop.TMEM_MISUSE,
+                                    f"{who} issues {op}, but CTA {cta} has no peer CTA in "
+                                    "the cluster"))
+            live = S.get(t + TM_LIVE)
+            S.set(t + TM_LIVE, live + 1 if alloc else V.ite(V.lt(0, live), live - 1, 0))
+            return True
+        peer = cta ^ 1
+        tp = self.tmem[peer]
+        mark = PAIR_ALLOC if alloc else PAIR_DEALLOC
+        # PTX ISA: "the issuing warp must make sure that peer CTA is launched and is still
+        # active"
+        add_check(checks, self.exited(V, S, peer), Prop.REMOTE_OP_TO_EXITED_CTA,
+                  f"{who} issues {op} after its peer CTA {peer} exited")
+        mine, theirs = S.get(t + TM_PAIR), S.get(tp + TM_PAIR)
+        add_check(checks, V.or_(V.ne(mine, PAIR_NONE),
+                                V.and_(V.ne(theirs, PAIR_NONE), V.ne(theirs, mark))),
+                  Prop.TMEM_MISUSE,
+                  f"{who} issues {op} while the CTA pair is inside another cta_group::2 "
+                  "alloc/dealloc (both CTAs' allocator warps must issue the same collective "
+                  "instructions in the same order)")
+        done = V.eq(theirs, mark)
+        for c in (cta, peer):
+            live = S.get(self.tmem[c] + TM_LIVE)
+            if alloc:
+                S.set(self.tmem[c] + TM_LIVE, V.ite(done, live + 1, live))
+            else:
+                S.set(self.tmem[c] + TM_LIVE,
+                      V.ite(V.and_(done, V.lt(0, live)), live - 1, live))
+        S.set(tp + TM_PAIR, V.ite(done, PAIR_NONE, theirs))
+        S.set(t + TM_PAIR, V.ite(done, PAIR_NONE, mark))
+        return True
+
+    def _tmem_exit(self, V: Any, S: Any, cta: int, checks: list[Check]) -> None:
+        """A CTA that exits must have freed its tensor memory, and must not leave its peer
+        waiting for it in a cta_group::2 collective."""
+        if cta not in self.tmem:
+            return
+        gone = self.exited(V, S, cta)
+        if gone is False:
+            return
+        t = self.tmem[cta]
+        add_check(checks, V.and_(gone, V.lt(0, S.get(t + TM_LIVE))), Prop.TMEM_MISUSE,
+                  f"CTA {cta} exits with tensor memory still allocated (every tcgen05.alloc "
+                  "needs a tcgen05.dealloc before the kernel exits)")
+        for c in self.tmem_pair_of(cta):
+            if c != cta:
+                add_check(checks, V.and_(gone, V.ne(S.get(self.tmem[c] + TM_PAIR),
+                                                    PAIR_NONE)), Prop.TMEM_MISUSE,
+                          f"CTA {cta} exits while its peer CTA {c} waits for it in a "
+                          "cta_group::2 tcgen05.alloc/dealloc (one warp of each CTA of the "
+                          "pair must take part)")
 
     def _scope_check(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
                      cta: Optional[int]) -> None:
@@ -729,6 +883,8 @@ class System:
             for name in self.arrays_inited_by(a):
                 base = self.arr[(ag.cta, name)]
                 S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
+        elif t in (TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait):
+            enabled = self._tmem_exec(V, S, a, ins, checks, who)
         elif t is Fail:
             checks.append(Check(True, ins.prop, f"{who}: {ins.message}"))
         elif t is Nop:
@@ -808,6 +964,8 @@ class System:
             return S.q_count(ag.qbs, BULK_MARK) <= ins.n
         if t is CpAsyncWaitGroup:
             return ag.cpg < 0 or S.get(ag.cpg) <= ins.n
+        if t is TmemWait:
+            return S.get(self.tmem[ag.cta] + TM_PAIR) == PAIR_NONE
         return True
 
     def run_local(self, V: Any, S: Any, a: int, checks: list[Check]) -> None:
@@ -1044,6 +1202,7 @@ class System:
             if c == cta and (c, bid) in self.nb_counts_live:
                 self._named_complete(V, S, c, bid)
         self._cluster_complete(V, S)
+        self._tmem_exit(V, S, cta, checks)
 
     # ---------------------------------------------------------------- environment steps
 
@@ -1242,6 +1401,9 @@ class System:
         if isinstance(ins, CpAsyncWaitGroup):
             return (f"waits for cp.async groups (cp.async.wait_group {ins.n}; "
                     f"{state[ag.cpg]} groups outstanding)")
+        if isinstance(ins, TmemWait):
+            return (f"waits in {ins.label or 'a cta_group::2 tcgen05.alloc/dealloc'} for the "
+                    f"allocator warp of its peer CTA {ag.cta ^ 1} to issue it too")
         return f"at {ins.label or type(ins).__name__}"
 
     def _may_signal(self, a: int, pc: int, ref: BarRef) -> bool:

@@ -37,6 +37,8 @@ DECIDED = [
     "bugs/p2-bug", "bugs/p3-bug", "bugs/p1-bug",
     "bugs/p4-bug", "bugs/p5-bug", "bugs/p7-bug", "bugs/p8-bug", "bugs/p10-bug",
     "bugs/p3-fixed", "bugs/p9-fixed", "textbook/pipeline_clc_fetch_async",
+    "textbook/tmem_allocator", "bugs/t1-bug", "bugs/t1-fixed", "bugs/t2-bug",
+    "bugs/t2-fixed", "bugs/t3-bug", "bugs/t3-fixed", "bugs/t4-bug", "bugs/t4-fixed",
     "liveness/persistent_consumer_releases", "liveness/persistent_consumer_stops_releasing",
     "liveness/interchangeable_consumers_release",
     "liveness/interchangeable_consumers_stop_releasing",

