@@ -206,7 +206,8 @@ def analyze(jobs_dir: str, results_dir: str, only: str = "",
             max_traces: Optional[int] = None, pending_rule: str = "before",
             workers: int = 1) -> list[JobReport]:
     index = json.load(open(os.path.join(jobs_dir, "index.json")))
-    jobs = [j for j in index["jobs"] if j["kind"] == "conform" and only in j["name"]]
+    jobs = [j for j in index["jobs"] if j["kind"] == "conform"
+            and (not only or any(o in j["name"] for o in only.split(",")))]
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 

@@ -108,7 +108,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
         files += [os.path.relpath(p, ROOT) for p in
                   coverage_cases(os.path.join(jobs_dir, "cases"), coverage_variants)]
     for f in files:
-        if only and only not in f:
+        if only and not any(o in f for o in only.split(",")):
             continue
         t0 = time.time()
         try:
@@ -317,7 +317,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--no-coverage", action="store_true")
     p.add_argument("--no-litmus", action="store_true")
     p.add_argument("--no-bench", action="store_true")
-    p.add_argument("--only", default="")
+    p.add_argument("--only", default="",
+                   help="comma-separated substrings: only the files that contain one")
     p.add_argument("--variants", default="all", help="coverage variants: all | default")
     p.add_argument("--mutate-coverage", action="store_true",
                    help="also mutate the default coverage configuration of every class")
