@@ -133,7 +133,7 @@ class CompiledKernel:
 
 @dataclass
 class FNode:
-    kind: str  # stmt | branch | jump | end | elect_enter | elect_leave | role_enter | role_leave
+    kind: str  # stmt | branch | jump | end | elect_enter | elect_leave | role_enter | role_leave | order
     stmt: Any = None
     cond: Any = None
     next: int = -1
@@ -179,14 +179,23 @@ class _Flow:
             head = self.add(FNode("branch", loc=s.loc))
             incr = self.add(FNode("stmt", stmt=ir.AugAssign(s.var, "+", s.step, s.loc),
                                   next=head, loc=s.loc))
+            after, again = cont, incr
+            if not s.constexpr:  # a run-time loop: see _order_through_loop
+                after = self.add(FNode("order", stmt=("exit", head), next=cont, loc=s.loc))
+                again = self.add(FNode("order", stmt=("end", head), next=incr, loc=s.loc))
             self.loop_depth += 1
-            body = self.block(s.body, incr, cont, incr, in_elect)
+            body = self.block(s.body, again, after, again, in_elect)
             self.loop_depth -= 1
+            if not s.constexpr:
+                body = self.add(FNode("order", stmt=("begin", head), next=body, loc=s.loc))
             n = self.nodes[head]
             n.cond = ("for", s)
-            n.then, n.orelse = body, cont
+            n.then, n.orelse = body, after
+            entry = head
+            if not s.constexpr:
+                entry = self.add(FNode("order", stmt=("enter", head), next=head, loc=s.loc))
             return self.add(FNode("stmt", stmt=ir.Assign((s.var,), s.start, False, s.loc),
-                                  next=head, loc=s.loc))
+                                  next=entry, loc=s.loc))
         if isinstance(s, ir.While):
             head = self.add(FNode("branch", cond=s.cond, loc=s.loc))
             self.loop_depth += 1
@@ -216,6 +225,38 @@ class _Flow:
                 raise ConfigError("'return' inside 'with elect_one()' is not supported", s.loc)
             return self.add(FNode("jump", next=self.end, loc=s.loc))
         raise ConfigError(f"unsupported statement {type(s).__name__}", getattr(s, "loc", None))
+
+
+def _order_through_loop(env: dict, action: str, loop: int) -> None:
+    """A ``PipelineOrder`` object through a run-time ``for`` loop, as CuTe DSL compiles it.
+
+    The DSL traces the body of a ``range``/``cutlass.range`` loop once, into an
+    ``scf.for`` whose carried values are the DSL values the loop reassigns; the
+    PipelineState inside a PipelineOrder object is not one of them
+    (``cutlass/pipeline/sm90.py``: ``wait``/``arrive`` without a state argument use and
+    advance ``self.state``).  So every iteration waits and arrives with the state the
+    object had at loop entry, and after the loop the object holds the state one traced
+    pass of the body left (``tests/cute_kernels/pipeline_order.py`` bug 4 is the lifted
+    twin).  ``action``: ``enter`` (keep the entry state), ``begin`` (an iteration starts
+    from it), ``end`` (after the first iteration, keep the state it left), ``exit``
+    (the object holds that state).  A loop that runs no iteration leaves the entry state
+    (the DSL would leave the traced pass's): documented in spec/pipelines.md."""
+    from .pipelines.pipeline_order import PipelineOrder
+
+    entry, after = f"__order_entry_{loop}__", f"__order_after_{loop}__"
+    if action == "enter":
+        orders = tuple((k, v) for k, v in sorted(env.items(), key=lambda kv: kv[0])
+                       if isinstance(v, PipelineOrder))
+        if orders:
+            env[entry] = orders
+    elif action == "begin":
+        env.update(dict(env.get(entry, ())))
+    elif action == "end":
+        if entry in env and after not in env:
+            env[after] = tuple((k, env[k]) for k, _ in env[entry] if k in env)
+    else:
+        env.update(dict(env.pop(after, ())))
+        env.pop(entry, None)
 
 
 def _in_degrees(nodes: list[FNode]) -> list[int]:
@@ -1286,6 +1327,10 @@ class _Compiler:
                 a.emit(Exit(loc=n.loc, label="exit", pre=release_point_effects(a)))
                 return
             if n.kind == "jump":
+                node = n.next
+                continue
+            if n.kind == "order":
+                _order_through_loop(env, *n.stmt)
                 node = n.next
                 continue
             if n.kind == "stmt":

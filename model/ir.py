@@ -160,7 +160,12 @@ class ExprStmt:
 
 @dataclass(frozen=True)
 class For:
-    """``for var in range(start, stop, step):`` (the only iterable the language has)."""
+    """``for var in range(start, stop, step):`` (the only iterable the language has).
+
+    ``constexpr``: ``cutlass.range_constexpr(...)``, unrolled while the DSL traces the
+    kernel, so Python objects carry their state from one iteration to the next; a plain
+    ``range``/``cutlass.range`` is a run-time loop (``scf.for``) whose body the DSL traces
+    once (``model/compile.py`` ``_Flow`` says what that means for PipelineOrder)."""
 
     var: str
     start: Expr
@@ -168,6 +173,7 @@ class For:
     step: Expr
     body: tuple["Stmt", ...]
     loc: Loc = _loc()
+    constexpr: bool = False
 
 
 @dataclass(frozen=True)

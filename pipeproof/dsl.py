@@ -509,7 +509,8 @@ class _Tracer:
     def return_(self, line: int, col: int) -> None:
         self.emit(ir.Return(self.at(line, col)))
 
-    def for_begin(self, var: str, args: list, line: int, col: int) -> Sym:
+    def for_begin(self, var: str, args: list, line: int, col: int,
+                  constexpr: bool = False) -> Sym:
         loc = self.at(line, col)
         if not 1 <= len(args) <= 3:
             raise DslError("a for loop must iterate over range(stop), range(start, stop) "
@@ -521,18 +522,21 @@ class _Tracer:
             start, stop, step = ex[0], ex[1], ir.Const(1)
         else:
             start, stop, step = ex
-        self.push(_Frame("for", loc, data=(var, start, stop, step)))
+        self.push(_Frame("for", loc, data=(var, start, stop, step, constexpr)))
         return Sym(ir.Name(var, loc))
 
+    def for_begin_constexpr(self, var: str, args: list, line: int, col: int) -> Sym:
+        return self.for_begin(var, args, line, col, constexpr=True)
+
+    @staticmethod
+    def constexpr_static(*args: Any) -> bool:
+        """Are a ``range_constexpr``'s bounds plain Python ints (unrolled here), or traced
+        values such as the kernel's parameters (recorded as a constexpr ``ir.For``, as a
+        ``.pipe`` file's ``cutlass.range_constexpr(n)``)?"""
+        return not any(isinstance(a, Sym) and not isinstance(a._e, ir.Const) for a in args)
+
     def constexpr_range(self, *args: Any) -> range:
-        vals = []
-        for a in args:
-            if isinstance(a, Sym) and not isinstance(a._e, ir.Const):
-                raise DslError("range_constexpr needs plain Python ints (it is unrolled "
-                               "when the kernel is traced); use range(...) for a loop over "
-                               "traced values", self.loc)
-            vals.append(int(a))
-        return range(*vals)
+        return range(*[int(a) for a in args])
 
     def while_begin(self, cond: Any, line: int, col: int) -> None:
         loc = self.at(line, col)
@@ -563,8 +567,8 @@ class _Tracer:
         f = self.frames.pop()
         body = tuple(f.body)
         if f.kind == "for":
-            var, start, stop, step = f.data
-            self.emit(ir.For(var, start, stop, step, body, f.loc))
+            var, start, stop, step, constexpr = f.data
+            self.emit(ir.For(var, start, stop, step, body, f.loc, constexpr))
         elif f.kind == "while":
             self.emit(ir.While(f.data[0], body, f.loc))
         elif f.kind == "if":
@@ -850,15 +854,29 @@ class _Preprocessor:
                              "loop unrolled in Python)", s)
         call = s.iter
         assert isinstance(call, ast.Call)
+        # the transformer rewrites nodes in place: keep untouched copies for the second
+        # transformation a range_constexpr over traced bounds needs
+        raw_body, raw_args = copy.deepcopy(s.body), copy.deepcopy(call.args)
         args = [self.e(a) for a in call.args]
         self.loops.append(kind)
         body = self.body(s.body)
         self.loops.pop()
         if kind == "python":
-            return [ast.For(ast.Name(s.target.id, ast.Store()),
-                            _ppcall("constexpr_range", *args), body, [])]
-        begin = _ppcall("for_begin", _const(s.target.id), ast.List(args, ast.Load()),
-                        *self.pos(s))
+            # plain ints: a Python loop; traced bounds: a constexpr ir.For (its body is
+            # transformed a second time, as a recorded loop's)
+            args2 = [self.e(a) for a in raw_args]
+            self.loops.append("staged")
+            staged = self.body(raw_body)
+            self.loops.pop()
+            return [ast.If(_ppcall("constexpr_static", *args),
+                           [ast.For(ast.Name(s.target.id, ast.Store()),
+                                    _ppcall("constexpr_range", *args), body, [])],
+                           self._staged_for(s, args2, staged, True))]
+        return self._staged_for(s, args, body, False)
+
+    def _staged_for(self, s: ast.For, args: list, body: list, constexpr: bool) -> list:
+        begin = _ppcall("for_begin_constexpr" if constexpr else "for_begin",
+                        _const(s.target.id), ast.List(args, ast.Load()), *self.pos(s))
         return [ast.Assign([ast.Name(s.target.id, ast.Store())], begin), *body,
                 ast.Expr(_ppcall("end"))]
 

@@ -214,13 +214,17 @@ def _role_warps(first: int, n: int, m: Optional[str], num_warps: int, is_first_r
 # ---- loops shared by the mbarrier classes ----------------------------------------------
 
 
-def _loop_open(s: Src, cfg: Config, per_tile: Optional[Callable[[], None]] = None) -> None:
-    """``for t in range(tiles): [per_tile()] for k in range(k_tiles):``"""
-    s("for t in range(tiles):")
+def _loop_open(s: Src, cfg: Config, per_tile: Optional[Callable[[], None]] = None,
+               constexpr: bool = False) -> None:
+    """``for t in range(tiles): [per_tile()] for k in range(k_tiles):`` (with
+    ``cutlass.range_constexpr``: loops unrolled while tracing, which carry the state of
+    Python objects such as PipelineOrder's)."""
+    rng = "cutlass.range_constexpr" if constexpr else "range"
+    s(f"for t in {rng}(tiles):")
     s.depth += 1
     if per_tile is not None:
         per_tile()
-    s("for k in range(k_tiles):")
+    s(f"for k in {rng}(k_tiles):")
     s.depth += 1
 
 
@@ -942,7 +946,7 @@ def render_pipeline_order(cfg: Config, m: Optional[str]) -> str:
     _init_sync(s, cfg, m)
     s(f"with role(\"wg\", warps={_role_warps(0, cfg.length, m, num_warps, True)}):")
     with s.indent():
-        _loop_open(s, cfg)
+        _loop_open(s, cfg, constexpr=True)
         if m != "missing_wait":
             s("order.wait()")
         s("order.arrive()")

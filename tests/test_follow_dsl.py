@@ -40,3 +40,48 @@ def test_tma_store_inside_elect_one_is_legal():
     src = _in_elect_one(STORE, line, line)
     assert check(src).status == "PROVEN"
     assert check(STORE).status == "PROVEN"  # every lane issues it: the same one step
+
+
+ORDER = (ROOT / "examples" / "textbook" / "pipeline_order.pipe").read_text()
+UNROLLED = "        for i in cutlass.range_constexpr(iterations):\n"
+
+
+@pytest.mark.parametrize("engine", ("explicit", "bmc"))
+def test_pipeline_order_state_is_not_carried_by_a_run_time_loop(engine):
+    assert UNROLLED in ORDER
+    assert check(ORDER, engine=engine).status == "PROVEN"
+    runtime = ORDER.replace(UNROLLED, "        for i in range(iterations):\n")
+    r = check(runtime, engine=engine)
+    assert (r.status, r.prop) == ("VIOLATED", "arrival-overflow")
+    explicit = ORDER.replace(UNROLLED + "            order.wait()\n            order.arrive()\n",
+                             "        st = order.state.clone()\n"
+                             "        for i in range(iterations):\n"
+                             "            order.wait(st)\n"
+                             "            st = order.arrive(st)\n")
+    assert explicit != ORDER
+    assert check(explicit, engine=engine).status == "PROVEN"
+
+
+def test_after_a_run_time_loop_the_object_holds_one_pass_of_state():
+    """Every iteration of a run-time loop waits with the entry parity; after the loop the
+    object's state is the one a single traced pass of the body left (one advance)."""
+    from pipeproof.model.compile import compile_kernel
+    from pipeproof.model.lang.parser import parse
+    from pipeproof.model.program import Wait
+
+    src = """
+@cute.kernel
+def k(n: int = 3):
+    launch(block=64, cluster=(1, 1, 1))
+    order = PipelineOrder.create(depth=2, length=2, group_id=cute.arch.warp_idx(),
+                                 producer_group=CooperativeGroup(Agent.Thread, 32))
+    with role("g", warps=[0, 1]):
+        for i in range(n):
+            order.wait()
+            order.arrive()
+        order.wait()
+"""
+    ck = compile_kernel(parse(src), {})
+    waits = [(w.bar.stage, w.parity) for w in ck.program(0, 0).code if isinstance(w, Wait)]
+    # group 0: stage 0 parity 1 in each of the 3 iterations, then stage 1 after the loop
+    assert waits == [(0, 1), (0, 1), (0, 1), (2, 1)]

@@ -261,10 +261,15 @@ class _ToIR(Transformer):
     def for_stmt(self, meta: Any, items: list) -> ir.For:
         var, it, body = items
         loc = self._loc(meta)
-        if not (isinstance(it, ir.Call) and isinstance(it.func, ir.Name)
-                and it.func.id == "range" and not it.kwargs and 1 <= len(it.args) <= 3):
+        fn = getattr(it, "func", None)
+        name = fn.id if isinstance(fn, ir.Name) else \
+            fn.name if isinstance(fn, ir.Attr) and isinstance(fn.obj, ir.Name) \
+            and fn.obj.id == "cutlass" else ""
+        if not (isinstance(it, ir.Call) and name in ("range", "range_constexpr")
+                and not it.kwargs and 1 <= len(it.args) <= 3):
             raise ConfigError("a for loop must iterate over range(stop), range(start, stop) "
-                              "or range(start, stop, step)", getattr(it, "loc", loc))
+                              "or range(start, stop, step) (or cutlass.range / "
+                              "cutlass.range_constexpr)", getattr(it, "loc", loc))
         args = it.args
         if len(args) == 1:
             start, stop, step = ir.Const(0), args[0], ir.Const(1)
@@ -272,7 +277,7 @@ class _ToIR(Transformer):
             start, stop, step = args[0], args[1], ir.Const(1)
         else:
             start, stop, step = args
-        return ir.For(str(var), start, stop, step, body, loc)
+        return ir.For(str(var), start, stop, step, body, loc, name == "range_constexpr")
 
     @v_args(meta=True)
     def while_stmt(self, meta: Any, items: list) -> ir.While:

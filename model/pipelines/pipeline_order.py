@@ -6,6 +6,10 @@
 ``PipelineState(depth)`` starting at phase 1 for group 0 (it holds the token) and 0 for
 the others.  ``wait()`` waits on its own barrier; ``arrive()`` arrives -- every calling
 thread, no election -- on the next group's barrier and advances the state.
+
+``wait(state)`` / ``state = arrive(state)`` use (and advance) a state the caller keeps
+instead, the form a run-time loop needs: CuTe DSL does not carry the object's own state
+through ``range``/``cutlass.range`` loops (``model/compile.py`` ``_order_through_loop``).
 """
 
 from __future__ import annotations
@@ -54,18 +58,34 @@ class PipelineOrder(PipelineBase):
             return self.group_id
         return super().attribute(cx, name)
 
-    def m_get_barrier_for_current_stage_idx(self, cx: Any, group_id: Any) -> Any:
+    def _state(self, cx: Any, state: Any, what: str) -> PipelineStateVal:
+        return self.state if state is None else self.check_state(cx, state, what)
+
+    def _note(self, cx: Any, state: Any) -> str:
+        """Label note where the object's own state is used inside a run-time loop."""
+        if state is not None:
+            return ""
+        for k, v in cx.env.items():
+            if k.startswith("__order_entry_") and any(
+                    isinstance(o, PipelineOrder) and o.decl == self.decl for _, o in v):
+                return " [run-time loop: the state the object had at loop entry]"
+        return ""
+
+    def m_get_barrier_for_current_stage_idx(self, cx: Any, group_id: Any,
+                                            state: Any = None) -> Any:
         from .pipeline_async import BarrierPtr
 
-        return BarrierPtr(self.bar("bar", self.state.index * self.length + int(group_id)))
+        st = self._state(cx, state, "get_barrier_for_current_stage_idx")
+        return BarrierPtr(self.bar("bar", st.index * self.length + int(group_id)))
 
-    def m_wait(self, cx: Any) -> None:
-        st = self.state
+    def m_wait(self, cx: Any, state: Any = None) -> None:
+        st = self._state(cx, state, "wait")
         emit_wait(cx, self.bar("bar", st.index * self.length + self.group_id), st,
-                  f"{self.decl.var}.wait() group {self.group_id} ({st.describe()})")
+                  f"{self.decl.var}.wait() group {self.group_id} ({st.describe()})"
+                  + self._note(cx, state))
 
-    def m_arrive(self, cx: Any) -> None:
-        st = self.state
+    def m_arrive(self, cx: Any, state: Any = None) -> Any:
+        st = self._state(cx, state, "arrive")
         nxt = (self.group_id + 1) % self.length
         # the arrival belongs to the phase the next group waits for: group 0 (which
         # started holding the token, at phase -1) hands round r of the ring on after
@@ -75,6 +95,10 @@ class PipelineOrder(PipelineBase):
         if st.tracked:
             phase = (st.ghost + 1) % PHASE_MOD if self.group_id == 0 else st.ghost
         emit_arrive(cx, [(self.bar("bar", st.index * self.length + nxt), len(cx.lanes), 0)],
-                    f"{self.decl.var}.arrive() group {self.group_id} -> group {nxt}",
-                    phase=phase)
-        cx.set_self(replace(self, state=st.advance()))
+                    f"{self.decl.var}.arrive() group {self.group_id} -> group {nxt}"
+                    + self._note(cx, state), phase=phase)
+        if state is None:
+            cx.set_self(replace(self, state=st.advance()))
+            return None
+        cx.set_arg(0, st.advance())  # the DSL advances the caller's state and returns it
+        return st.advance()
