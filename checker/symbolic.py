@@ -41,6 +41,8 @@ from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, Jump, S
                              TmaStore, UmmaCommit, is_acyclic)
 from ..model.system import DONE, ConcreteState, QueueOps, System
 from ..model.values import CONCRETE
+from .por import stubborn_sets
+from .statespace import Explorer
 
 _PY = (int, bool)
 #: widest bit-vector a value may need (exactness guard; the model's values are far smaller)
@@ -501,7 +503,7 @@ class Sample:
     #: (``checker/certificate.py``); up to ``symmetry`` when that is not empty: one state
     #: of every class of states equal up to a permutation of the warps of a group
     reachable: Optional[list] = None
-    #: groups of interchangeable warps (``explicit.symmetric_groups``) ``reachable`` is
+    #: groups of interchangeable warps (``statespace.symmetric_groups``) ``reachable`` is
     #: reduced by
     symmetry: list = field(default_factory=list)
 
@@ -517,8 +519,6 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     that did not finish, reduced for the rest of ``seconds``."""
     import time
     from collections import Counter, deque
-
-    from .explicit import Explorer
 
     queue_slots = [s for ag in system.agents for s in (ag.qtc, ag.qcp, ag.qbs)]
     qset = set(queue_slots)
@@ -543,7 +543,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     # Not where some warp loops for ever: there the certificate's state graph decides
     # starvation, following each warp along its cycles (as the explicit engine does)
     acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
-    sym = Explorer(system, symmetry=acyclic, por=False, safe_steps=False)
+    sym = Explorer(system, symmetry=acyclic)
     seen = {sym.initial}
     todo = deque([sym.initial])
     while todo:
@@ -597,7 +597,8 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
         # the reduced search (symmetry, partial-order reduction) gets much further in
         # the same time; it may skip states, which the shape-wide ranges and headroom
         # below, and in the end the overflow restarts of the BMC engine, make up for
-        ex = Explorer(system, symmetry=True, por=acyclic, safe_steps=acyclic)
+        ex = Explorer(system, symmetry=True,
+                      reduction=stubborn_sets(full=True) if acyclic else None)
         rseen = {ex.initial}
         rtodo = deque([ex.initial])
         t_end = t0 + seconds

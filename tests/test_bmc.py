@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeproof.api import check_file, compile_file
-from pipeproof.checker.bmc import ConcreteRunner, check_bmc, first_violation
+from pipeproof.checker.bmc import check_bmc
+from pipeproof.checker.concrete import ConcreteRunner, first_violation
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.symbolic import SV, Encoding, Z3Values, bits_for, sample_ranges
 from pipeproof.model.system import System
