@@ -29,7 +29,9 @@ from pipeproof.checker.bmc import check_bmc
 from pipeproof.checker.concrete import ConcreteRunner, first_violation
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.symbolic import SV, Encoding, Z3Values, bits_for, sample_ranges
-from pipeproof.model.system import System
+from pipeproof.model.compile import compile_kernel
+from pipeproof.model.lang.parser import parse
+from pipeproof.model.system import BULK_MARK, System
 from pipeproof.model.values import CONCRETE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -241,6 +243,51 @@ def test_deadlock_counterexample_has_blocked_warps() -> None:
     assert (b.status, b.prop) == (e.status, e.prop) == ("VIOLATED", "deadlock")
     assert len(b.verdict.trace) == len(e.verdict.trace)
     assert b.verdict.trace.blocked
+
+
+def _empty_bulk_group() -> str:
+    """pipeline_tma_store without its ``tma_store``: warp 0 commits an empty bulk group,
+    then waits for the groups to be read (issue 23, first item (a))."""
+    src = (EX / "textbook/pipeline_tma_store.pipe").read_text()
+    lines = [ln for ln in src.splitlines() if "tma_store(store, buf)" not in ln]
+    assert len(lines) == len(src.splitlines()) - 1
+    return "\n".join(lines) + "\n"
+
+
+def _empty_bulk_group_system(**params: int) -> System:
+    return System(compile_kernel(parse(_empty_bulk_group(), "<empty-group>"), params))
+
+
+def test_empty_bulk_group_is_drained_symbolically() -> None:
+    """The commit's group marker is an environment agent of every warp that commits,
+    stores or not: without it the encoding never drains the marker, the warp's
+    ``producer_acquire`` (wait_group.read) blocks for ever, and BMC claimed a deadlock
+    the concrete model rejects (UNKNOWN internal error); the explicit engine proves it."""
+    system = _empty_bulk_group_system()
+    assert ("bulk", 0, BULK_MARK) in system.static_env_items()
+    e = check_explicit(system, reduce=False, timeout=120)
+    assert e.status == "PROVEN", e.headline()
+    v = check_bmc(system, depth=40, timeout=120)  # decided by the certificate
+    assert v.status == "PROVEN", v.headline()
+    # the unrolling alone (one subtile: producer_tail waits for the empty group)
+    v = check_bmc(_empty_bulk_group_system(subtiles=1), depth=60, timeout=120,
+                  certificate=False)
+    assert v.status == "PROVEN", v.headline()
+
+
+@pytest.mark.parametrize("name", ["textbook/pipeline_tma_store.pipe", "<empty-group>",
+                                  "textbook/pipeline_tma_umma.pipe",
+                                  "textbook/pipeline_cp_async.pipe", "bugs/x2-bug.pipe"])
+def test_static_env_items_cover_the_reachable_ones(name: str) -> None:
+    """Every environment agent that can act in a reachable state is one the symbolic
+    engines know of (``System.static_env_items``): a missing one is a step BMC never
+    takes -- a deadlock it claims, a state it never reaches."""
+    system = (_empty_bulk_group_system() if name == "<empty-group>"
+              else System(compile_file(EX / name)))
+    static = set(system.static_env_items())
+    for st in _reachable(system, 3000):
+        missing = set(system.env_items(st)) - static
+        assert not missing, missing
 
 
 def test_safe_is_bounded_with_its_depth() -> None:
