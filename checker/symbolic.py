@@ -850,11 +850,15 @@ class Encoding:
             if v is b:
                 continue
             t, o = self.fit(k, v)
+            # the range check first: a value cut to the key's width may look unchanged
+            # (expect_tx 32768 B on a 2-bit tx key: x + 32768 is x modulo 4), yet the
+            # step leaves the encoding; dropping it with its overflow made the template
+            # silently wrong wherever the sampled ranges were narrow
+            ovfs.append(o)
             t = z3.simplify(t)
             if t.eq(self.X[k]):
                 continue
             upd[k] = t
-            ovfs.append(o)
         g = _simp(V.boolean(guard))
         vi = _simp(V.boolean(viol))
         ov = _simp(V.boolean(V.or_(*ovfs)))
