@@ -129,6 +129,8 @@ class BmcOptions:
     #: decide only from the certificate (``checker/portfolio.py``): UNKNOWN, without
     #: unrolling, where it does not decide
     certificate_only: bool = False
+    #: False: no phase gets a wall-clock share of its own (``check_bmc``)
+    phase_budgets: bool = True
 
 
 @dataclass
@@ -159,7 +161,7 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               max_cap: int = 64, steps: str = "auto",
               confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True,
               certificate_only: bool = False,
-              max_states: Optional[int] = None) -> Verdict:
+              max_states: Optional[int] = None, phase_budgets: bool = True) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
 
@@ -178,30 +180,39 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     invariant (``checker/certificate.py``): PROVEN at once when no state of it violates
     or deadlocks, else the invariant of every level.  ``certificate_only``: return
     UNKNOWN (saying why) where the certificate does not decide, without unrolling.
-    ``max_states``: a lower bound than ``certificate.MAX_STATES`` on the enumeration."""
+    ``max_states``: a lower bound than ``certificate.MAX_STATES`` on the enumeration.
+
+    ``phase_budgets=False``: the phases that decide a verdict get no wall-clock share of
+    their own -- the enumeration is bounded by ``max_states`` only, the certificate and
+    the reduced certificate by the overall deadline only -- so a slower machine changes
+    when the answer comes, not which one (tests; ``timeout`` still ends the run, with
+    UNKNOWN).  The default shares suit the command line: a slow phase leaves time to
+    the next.  Either way running out of time only ever gives UNKNOWN."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
     if steps == "auto":
         acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
         steps = "chain" if acyclic else "single"
     opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps,
-                      certificate or certificate_only, certificate_only)
+                      certificate or certificate_only, certificate_only, phase_budgets)
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
     runner = ConcreteRunner(system)
     if opts.certificate:
-        exact = min(ENUMERATE_SECONDS, 0.2 * timeout)
+        exact = min(ENUMERATE_SECONDS, 0.2 * timeout) if phase_budgets else timeout
         cap = MAX_STATES if max_states is None else min(MAX_STATES, max_states)
-        # the reduced sampling after an unfinished enumeration is for the unrolling
-        sample = sample_ranges(system, max_states=cap,
-                               seconds=exact if certificate_only else exact + 1.2,
-                               exact_seconds=exact)
+        # the reduced sampling after an unfinished enumeration is for the unrolling (its
+        # ranges: they decide how soon the encoding fits, never a verdict)
+        sample = sample_ranges(system, max_states=cap, seconds=exact,
+                               exact_seconds=exact,
+                               reduced_seconds=0.0 if certificate_only else 1.2)
         if certificate_only and sample.reachable is None:
             v = _undecided(f"no certificate: the unreduced enumeration did not finish "
                            f"(in {exact:.0f} s, within {cap:,} states)")
             return _finish(v, run, None)
     else:
-        sample = sample_ranges(system)
+        sample = sample_ranges(system, **({} if max_states is None
+                                          else {"max_states": max_states}))
     run.extra["sampled_states"] = sample.states
     run.extra["bmc_steps"] = steps
     v, u, k, enc = _solve(system, runner, sample, opts, run)
@@ -498,10 +509,12 @@ def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, 
     return cert, why if cert is None else f"{secs}"
 
 
-def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run) -> tuple[Any, str]:
+def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run,
+                              share: bool = True) -> tuple[Any, str]:
     """The reduced certificate (``certificate.certify_reduced``: safe steps proven by
     z3) -- a proof only, None with problems -- and why there is none; cached on
-    ``sample`` per encoding shape."""
+    ``sample`` per encoding shape.  ``share``: at most ``REDUCED_BUDGET`` seconds and a
+    third of the time left, else all of it."""
     key = ("reduced", tuple(enc.key_names), tuple(enc.key_range),
            tuple(sorted(enc.caps.items())))
     got = sample.invariants.get(key)
@@ -509,7 +522,7 @@ def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run) -> tuple[An
         left = max(run.deadline - time.perf_counter(), 0.0)
         u = Unrolling(enc, make_solver())
         t0 = time.perf_counter()
-        cert, why = certify_reduced(u, t0 + min(REDUCED_BUDGET, left / 3),
+        cert, why = certify_reduced(u, t0 + (min(REDUCED_BUDGET, left / 3) if share else left),
                                     symmetric_groups(enc.sys))
         got = (cert, why if cert is None else f"{round(time.perf_counter() - t0, 2)}")
         sample.invariants[key] = got
@@ -522,12 +535,13 @@ def _certificate(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> Any
     if not opts.certificate:
         return None
     left = max(run.deadline - time.perf_counter(), 0.0)
-    cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
+    cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left)
+                                  if opts.phase_budgets else left)
 
     unfinished = sample.reachable is None or len(sample.reachable) > MAX_STATES
     if cert is None and unfinished and enc.acyclic and not opts.certificate_only:
         note = why
-        cert, why = prove_reduced_certificate(enc, sample, run)
+        cert, why = prove_reduced_certificate(enc, sample, run, opts.phase_budgets)
         if cert is None:
             run.extra["certificate"] = {"note": f"{note}; reduced: {why}"}
             return None

@@ -513,10 +513,12 @@ KEEP_STATES = 20_000
 
 
 def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0,
-                  exact_seconds: Optional[float] = None) -> Sample:
+                  exact_seconds: Optional[float] = None,
+                  reduced_seconds: Optional[float] = None) -> Sample:
     """Breadth-first exploration of at most ``max_states`` concrete states: unreduced
     but for warp symmetry for ``exact_seconds`` (default 40% of ``seconds``), then, if
-    that did not finish, reduced for the rest of ``seconds``."""
+    that did not finish, reduced for the rest of ``seconds`` (or, given
+    ``reduced_seconds``, for that long from where the first search stopped)."""
     import time
     from collections import Counter, deque
 
@@ -601,7 +603,8 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
                       reduction=stubborn_sets(full=True) if acyclic else None)
         rseen = {ex.initial}
         rtodo = deque([ex.initial])
-        t_end = t0 + seconds
+        t_end = t0 + seconds if reduced_seconds is None else \
+            time.perf_counter() + reduced_seconds
         while rtodo and len(rseen) < 4 * max_states and time.perf_counter() < t_end:
             for _, nxt, viol in ex.successors(rtodo.popleft()):
                 if viol is None and nxt not in rseen:

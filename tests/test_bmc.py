@@ -220,6 +220,21 @@ def test_overflowing_encoding_grows_and_stays_exact(monkeypatch: Any) -> None:
     assert v.stats.extra["restarts"] >= 1 and ref.stats.extra["restarts"] == 0
 
 
+@pytest.mark.parametrize("certificate", [True, False], ids=["certificate", "unrolling"])
+def test_no_time_to_sample_is_still_sound(certificate: bool) -> None:
+    """Issue 23 item 1 (b), deterministically: the enumeration's budget spent at once (a
+    state bound of 1, not a clock) leaves ranges read off the initial states only, as a
+    machine too busy to sample does.  The encoding must grow until it fits and give the
+    explicit engine's verdict; it claimed a deadlock the concrete model rejects (UNKNOWN
+    internal error) where a transaction count's update vanished with its overflow."""
+    system = System(compile_file(EX / "textbook/pipeline_tma_multi_consumers_async.pipe"))
+    e = check_explicit(system, reduce=False, timeout=120)
+    v = check_bmc(system, depth=30, timeout=300, certificate=certificate, max_states=1,
+                  phase_budgets=False)
+    assert (v.status, v.prop) == (e.status, e.prop) == ("PROVEN", None), v.headline()
+    assert v.stats.extra["restarts"] >= 1  # the narrow ranges did overflow
+
+
 # --------------------------------------------------------------------------- agreement
 
 
