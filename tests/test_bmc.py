@@ -311,8 +311,8 @@ def test_static_env_items_cover_the_reachable_ones(name: str) -> None:
     system = (_empty_bulk_group_system() if name == "<empty-group>"
               else System(compile_file(EX / name)))
     static = set(system.static_env_items())
-    for st in _reachable(system, 3000):
-        missing = set(system.env_items(st)) - static
+    for flat in _reachable(system, 3000):
+        missing = set(system.env_items(flat)) - static
         assert not missing, missing
 
 
