@@ -57,17 +57,31 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import z3
-
 from ..model.program import is_acyclic
-from ..model.properties import ALL_PROPERTIES
-from ..model.system import DONE, ConcreteState, System
-from ..model.values import CONCRETE
-from .symbolic import Encoding, Substitution, Transition, same_shape, sample_ranges
-from .trace import Trace
+from ..model.system import System
+# modules, not names, where tests replace a function (``monkeypatch.setattr``)
+from . import certificate as certificates
+from . import liveness
+from .certificate import MAX_STATES, certify, certify_reduced
+from .chain import ChainUnrolling
+from .concrete import ConcreteRunner, first_violation
+from .errors import InternalError, Timeout
+from .invariants import find_invariants
+from .lasso import report_lasso
+from .properties import DEADLOCK, DEADLOCK_MSG, PRIORITY
+from .shorten import SHORTEN_TIMEOUT, shorten
+from .statespace import symmetric_groups
+from .symbolic import Encoding, same_shape, sample_ranges
+from .tracebuild import build_trace
+from .unrolling import Unrolling, make_solver
 from .verdict import PROVEN, SAFE, UNKNOWN, VIOLATED, Stats, Verdict
+
+__all__ = ["DEFAULT_DEPTH", "BmcOptions", "ConcreteRunner", "InternalError", "Timeout",
+           "Unrolling", "check_bmc", "first_violation", "make_solver", "prove_certificate",
+           "prove_invariants", "prove_reduced_certificate", "write_smt2"]
 
 DEFAULT_DEPTH = 60
 #: ``check_bmc(steps=...)``: a level is a chain of steps or one step; ``auto`` (default):
@@ -98,427 +112,6 @@ REDUCED_BUDGET = 60.0
 #: larger ones slow the levels down (p4-bug, 53,135 states: 30 s to its counterexample
 #: against 16 s with the proven invariants; x2-bug, 181 states: 2.9 s against 8.1 s)
 LEVEL_INVARIANT_STATES = 20_000
-DEADLOCK = "deadlock"
-DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
-                "warps have not exited")
-#: the explicit engine's order among counterexamples of one length (catalogue order)
-PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
-
-
-class InternalError(RuntimeError):
-    """A symbolic counterexample that the concrete model does not reproduce (a bug in
-    an engine, never a verdict)."""
-
-
-# --------------------------------------------------------------------------- concrete side
-
-
-def first_violation(checks: list) -> Optional[tuple[str, str]]:
-    """The first check whose (concrete) condition holds, as the explicit engine reports it."""
-    for c in checks:
-        if c.condition is True or (c.condition and not isinstance(c.condition, bool)):
-            return (c.prop, c.detail)
-    return None
-
-
-class ConcreteRunner:
-    """Steps of the concrete model over flat state tuples (validation of counterexamples).
-
-    ``successors`` enumerates exactly the steps the explicit engine enumerates without
-    reductions (``Explorer`` with symmetry and partial-order reduction off)."""
-
-    def __init__(self, system: System):
-        self.sys = system
-        S = ConcreteState(system.initial_state())
-        for a in range(len(system.agents)):
-            system.run_local(CONCRETE, S, a, [])
-        self.initial = S.freeze()
-
-    def successors(self, flat: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
-        sysm = self.sys
-        for ag in sysm.agents:
-            pc = flat[ag.pc]
-            if pc == DONE:
-                continue
-            for choice in range(sysm.agent_choices(ag.index, pc)):
-                S = ConcreteState(flat)
-                out = sysm.exec_agent(CONCRETE, S, ag.index, pc, choice)
-                if not out.enabled:
-                    break
-                yield ("a", ag.index, choice), S.freeze(), first_violation(out.checks)
-        for item in sysm.env_items(flat):
-            S = ConcreteState(flat)
-            out = sysm.exec_env(CONCRETE, S, item)
-            yield ("e", item), S.freeze(), first_violation(out.checks)
-
-    def step(self, flat: tuple, step: tuple) -> Optional[tuple[tuple, Optional[tuple]]]:
-        """The successor by ``step`` (None when ``step`` is not enabled in ``flat``)."""
-        for st, nxt, viol in self.successors(flat):
-            if st == step:
-                return nxt, viol
-        return None
-
-    def all_done(self, flat: tuple) -> bool:
-        return self.sys.all_done(flat)
-
-    def run(self, steps: list[tuple]) -> tuple[list[tuple], Optional[tuple]]:
-        """States along ``steps`` (``states[i]`` before step ``i``) and the violation of
-        the last step.  Raises ``InternalError`` if a step is not enabled or an earlier
-        step already violates."""
-        states = [self.initial]
-        viol = None
-        for i, step in enumerate(steps):
-            if viol is not None:
-                raise InternalError(f"step {i} violates {viol[0]} before the end")
-            r = self.step(states[-1], step)
-            if r is None:
-                raise InternalError(f"step {i + 1} ({step}) is not enabled in the concrete "
-                                    "model")
-            nxt, viol = r
-            states.append(nxt)
-        return states, viol
-
-
-def build_trace(system: System, steps: list[tuple], violation: Optional[tuple],
-                stuck: Optional[tuple] = None) -> Trace:
-    """The ``Trace`` of a validated step list, built by the explicit engine's replay."""
-    from .explicit import Explorer
-
-    try:
-        ex = Explorer(system, symmetry=False)
-    except TypeError:  # pragma: no cover - older Explorer signature
-        ex = Explorer(system)
-    stuck_packed = ex.packer.pack(list(stuck)) if stuck is not None else None
-    try:
-        return ex.replay(steps, violation, stuck_state=stuck_packed)
-    except RuntimeError as e:
-        raise InternalError(f"replay of the BMC counterexample failed: {e}") from e
-
-
-# --------------------------------------------------------------------------- unrolling
-
-
-class _Groups:
-    """Terms with the disjunction of the conditions under which each is selected."""
-
-    def __init__(self) -> None:
-        self.terms: dict[int, Any] = {}
-        self.conds: dict[int, list[Any]] = {}
-
-    def add(self, term: Any, cond: Any) -> None:
-        i = term.get_id()
-        if i not in self.terms:
-            self.terms[i] = term
-            self.conds[i] = []
-        self.conds[i].append(cond)
-
-    def items(self) -> list[tuple[Any, Any]]:
-        return [(self.terms[i], z3.Or(*cs) if len(cs) > 1 else cs[0])
-                for i, cs in self.conds.items()]
-
-
-def selected_steps(enc: Encoding, selected: list[tuple[Transition, Any]]
-                   ) -> tuple[list[Any], dict[int, Any]]:
-    """Templates of "the selected transition takes a good step": for every ``(t, cond)``,
-    ``cond`` implies that ``t`` is enabled and neither violates nor overflows, and each key
-    some ``t`` updates takes ``t``'s new value under ``cond`` (else keeps its value).
-    Transitions of the unrolled programs repeat the same effect at many program counters;
-    z3 terms are hash-consed, so each distinct term is guarded once by the disjunction of
-    the conditions selecting it."""
-    ok_g = _Groups()
-    for t, c in selected:
-        ok_g.add(t.good(), c)
-    good = [z3.Implies(cs, term) for term, cs in ok_g.items() if not z3.is_true(term)]
-    nxt: dict[int, Any] = {}
-    for k in sorted({k for t, _ in selected for k in t.updates}):
-        g = _Groups()
-        for t, c in selected:
-            if k in t.updates:
-                g.add(t.updates[k], c)
-        val: Any = enc.X[k]
-        for term, cs in reversed(g.items()):
-            val = z3.If(cs, term, val)
-        nxt[k] = val
-    return good, nxt
-
-
-@dataclass(frozen=True)
-class ActorRelation:
-    """Some steps of one actor as templates over ``Encoding.X`` and ``Unrolling.CH``
-    (no action variable): a good (enabled, non-violating) step, the next key values,
-    enabled, violating or leaving the encoding."""
-
-    good: Any
-    nxt: dict
-    en: Any
-    bad: Any
-
-
-class Unrolling:
-    """Step-indexed copies of the template relation on one solver.
-
-    A step chooses an *actor* -- a warp or a static environment item -- with the
-    variable ``act(k)`` (and the outcome bit ``choice(k)`` for CLC queries); the warp's
-    program counter then selects its transition, so the solver never guesses one.
-    ``state(k)`` are the key values after ``k`` steps (constants for ``k = 0``, fresh
-    variables after, shared across steps for keys no transition changes).  Queries
-    about a violating step from level ``k`` use separate action variables
-    (``bad_act(k)``), so the good step ``k -> k + 1`` can be asserted first."""
-
-    def __init__(self, enc: Encoding, solver: z3.Solver, inv: Any = None):
-        self.enc = enc
-        self.solver = solver
-        #: a proven invariant over ``enc.X`` (``checker/invariants.py``), asserted of
-        #: every level's state
-        self.inv = z3.BoolVal(True) if inv is None else inv
-        #: when set, building a level past this ``time.perf_counter()`` raises
-        #: ``Timeout`` (a chain level of a large encoding takes tens of seconds to build)
-        self.deadline: Optional[float] = None
-        trs = enc.transitions
-        nag = len(enc.sys.agents)
-        self.nag = nag
-        self.actors: list[Any] = list(range(nag)) + list(enc.env_items)
-        nact = len(self.actors)
-        self.act_width = max(1, (max(nact, 2) - 1).bit_length())
-        self.ACT = z3.BitVec("act", self.act_width)
-        self.CH = z3.Bool("choice")
-        env_actor = {it: nag + i for i, it in enumerate(enc.env_items)}
-        self.actor_of: list[int] = []
-        conds = []
-        multi = {(t.agent, t.pc) for t in trs if t.agent is not None and t.step[2] > 0}
-        for t in trs:
-            if t.agent is not None:
-                a = t.agent
-                pck = enc.key_of_slot[enc.sys.agents[a].pc]
-                c = z3.And(self.is_act(a), enc.X[pck] == z3.BitVecVal(t.pc, enc.width[pck]))
-                if (a, t.pc) in multi:
-                    c = z3.And(c, self.CH if t.step[2] else z3.Not(self.CH))
-            else:
-                a = env_actor[t.step[1]]
-                c = self.is_act(a)
-            self.actor_of.append(a)
-            conds.append(c)
-        self.conds = conds
-        #: the transitions of each actor
-        self.by_actor: dict[int, list[int]] = {a: [] for a in range(nact)}
-        for i, a in enumerate(self.actor_of):
-            self.by_actor[a].append(i)
-        self._sel: dict[int, Any] = {}
-        self._fps: Optional[tuple[list[frozenset[int]], list[frozenset[int]]]] = None
-        self.changing = sorted({k for t in trs for k in t.updates})
-        self.Xn = {k: z3.BitVec(f"xn.{enc.key_names[k]}", enc.width[k]) for k in self.changing}
-        good = []
-        if nact < (1 << self.act_width):
-            good.append(z3.ULT(self.ACT, nact))
-        for a in range(nag):
-            lo, hi = enc.agent_range[a]
-            pcs = sorted({trs[i].pc for i in range(lo, hi)})
-            good.append(z3.Implies(self.is_act(a), enc.pc_in(a, pcs)))
-        # grouped by identical terms, as in ``selected_steps``
-        bad_g = _Groups()
-        ovf_g = _Groups()
-        for t, c in zip(trs, conds):
-            bad_g.add(t.problem(), c)
-            ovf_g.add(z3.simplify(z3.And(t.guard, z3.Not(t.viol), t.ovf)), c)
-        problem = [z3.And(cs, term) for term, cs in bad_g.items() if not z3.is_false(term)]
-        ovf_good = [z3.And(cs, term) for term, cs in ovf_g.items() if not z3.is_false(term)]
-        ok, nxt_val = selected_steps(enc, list(zip(trs, conds)))
-        good.extend(ok)
-        nxt = [self.Xn[k] == nxt_val.get(k, enc.X[k]) for k in self.changing]
-        self.T_GOOD = z3.And(*good)
-        self.T_NEXT = z3.And(*nxt) if nxt else z3.BoolVal(True)
-        self.T_BAD = z3.Or(*problem) if problem else z3.BoolVal(False)
-        self.T_OVF = z3.Or(*ovf_good) if ovf_good else z3.BoolVal(False)
-        self.T_ENABLED = z3.Or(*[t.guard for t in trs]) if trs else z3.BoolVal(False)
-        self.T_DONE = enc.all_done()
-        self._prop_terms: dict[str, Any] = {}
-        self.states: list[list[Any]] = [[z3.BitVecVal(v, w)
-                                         for v, w in zip(enc.init_values, enc.width)]]
-        self.acts: list[Any] = []
-        self.chs: list[Any] = []
-        self.bad_acts: dict[int, tuple[Any, Any]] = {}
-        self.asserted_steps = 0
-        #: the formula of each asserted step ``k -> k + 1`` (for ``write_smt2``)
-        self.step_terms: list[Any] = []
-        self.n_assumptions = 0
-        self.extra_frame: Optional[Callable[[int], None]] = None
-
-    # ---------------------------------------------------------------- one actor
-
-    def selection(self, i: int) -> Any:
-        """Transition ``i``'s selection with its actor fixed: by pc and choice only."""
-        r = self._sel.get(i)
-        if r is None:
-            r = self._sel[i] = z3.simplify(z3.substitute(
-                self.conds[i], (self.ACT, z3.BitVecVal(self.actor_of[i], self.act_width))))
-        return r
-
-    def footprints(self) -> tuple[list[frozenset[int]], list[frozenset[int]]]:
-        """Per transition, the keys it reads (free in its guard, checks, overflow
-        condition, selection and new values) and the keys it updates; computed once.
-        Two transitions with disjoint footprints -- neither updates a key the other
-        reads or updates -- commute and keep each other's outcome."""
-        if self._fps is None:
-            from .symbolic import FreeVars
-
-            enc = self.enc
-            vk = enc._var_key()
-            fv = FreeVars()
-            reads, writes = [], []
-            for i, t in enumerate(enc.transitions):
-                r: set[int] = set()
-                for term in (t.guard, t.viol, t.ovf, self.selection(i), *t.updates.values()):
-                    r |= {vk[v] for v in fv(term) if v in vk}
-                reads.append(frozenset(r))
-                writes.append(frozenset(t.updates))
-            self._fps = (reads, writes)
-        return self._fps
-
-    def relation(self, a: int, idx: list[int]) -> ActorRelation:
-        """Actor ``a`` restricted to the transitions ``idx`` (all of them: ``by_actor``)."""
-        enc = self.enc
-        trs = enc.transitions
-        sel = [self.selection(i) for i in idx]
-        good: list[Any] = []
-        if a < self.nag and idx:
-            good.append(enc.pc_in(a, sorted({trs[i].pc for i in idx})))
-        ok, nxt = selected_steps(enc, [(trs[i], c) for i, c in zip(idx, sel)])
-        good.extend(ok)
-        if not idx:
-            good = [z3.BoolVal(False)]
-        en = [z3.And(c, trs[i].guard) for i, c in zip(idx, sel)]
-        bad = [z3.And(c, trs[i].guard, z3.Or(trs[i].viol, trs[i].ovf))
-               for i, c in zip(idx, sel)]
-        return ActorRelation(z3.And(*good) if good else z3.BoolVal(True), nxt,
-                             z3.Or(*en) if en else z3.BoolVal(False),
-                             z3.Or(*bad) if bad else z3.BoolVal(False))
-
-    def apply(self, rel: ActorRelation, X: list[Any], ch: Any
-              ) -> tuple[Any, Any, Any, list[Any]]:
-        """``rel`` taken from key values ``X`` with choice ``ch``: (good, enabled, bad,
-        next values)."""
-        enc = self.enc
-        pairs = [(enc.X[i], X[i]) for i in range(len(X)) if X[i] is not enc.X[i]]
-        pairs.append((self.CH, ch))
-        sub = Substitution(pairs)
-        out = list(X)
-        for k, v in rel.nxt.items():
-            out[k] = sub(v)
-        return sub(rel.good), sub(rel.en), sub(rel.bad), out
-
-    # ---------------------------------------------------------------- variables
-
-    def is_act(self, a: int, act: Any = None) -> Any:
-        return (self.ACT if act is None else act) == z3.BitVecVal(a, self.act_width)
-
-    def act(self, k: int) -> Any:
-        while len(self.acts) <= k:
-            self.acts.append(z3.BitVec(f"act@{len(self.acts)}", self.act_width))
-            self.chs.append(z3.Bool(f"choice@{len(self.chs)}"))
-        return self.acts[k]
-
-    def choice(self, k: int) -> Any:
-        self.act(k)
-        return self.chs[k]
-
-    def bad_act(self, k: int) -> tuple[Any, Any]:
-        if k not in self.bad_acts:
-            self.bad_acts[k] = (z3.BitVec(f"bad_act@{k}", self.act_width),
-                                z3.Bool(f"bad_choice@{k}"))
-        return self.bad_acts[k]
-
-    def state(self, k: int) -> list[Any]:
-        while len(self.states) <= k:
-            j = len(self.states)
-            cur = list(self.states[-1])
-            for key in self.changing:
-                cur[key] = z3.BitVec(f"{self.enc.key_names[key]}@{j}", self.enc.width[key])
-            self.states.append(cur)
-        return self.states[k]
-
-    def at(self, term: Any, k: int, nxt: bool = False, bad: bool = False) -> Any:
-        """Instantiate a template term at level ``k`` (``Xn`` = level ``k + 1``; with
-        ``bad`` the action variables are those of the violation query)."""
-        X = self.enc.X
-        cur = self.state(k)
-        pairs = [(X[i], cur[i]) for i in range(len(X)) if cur[i] is not X[i]]
-        act, ch = self.bad_act(k) if bad else (self.act(k), self.choice(k))
-        pairs.append((self.ACT, act))
-        pairs.append((self.CH, ch))
-        if nxt:
-            n = self.state(k + 1)
-            pairs.extend((self.Xn[i], n[i]) for i in self.changing)
-        return Substitution(pairs)(term)
-
-    def inv_at(self, k: int) -> Any:
-        """The invariant of the state of level ``k``."""
-        if z3.is_true(self.inv):
-            return self.inv
-        X = self.enc.X
-        cur = self.state(k)
-        return Substitution([(X[i], cur[i]) for i in range(len(X)) if cur[i] is not X[i]])(
-            self.inv)
-
-    def prop_term(self, prop: str) -> Any:
-        """A step whose first failing check has property ``prop``."""
-        if prop not in self._prop_terms:
-            g = _Groups()
-            for t, c in zip(self.enc.transitions, self.conds):
-                fv = t.first_violation(prop)
-                if not z3.is_false(fv):
-                    g.add(z3.simplify(z3.And(t.guard, fv)), c)
-            out = [z3.And(cs, term) for term, cs in g.items()]
-            self._prop_terms[prop] = z3.Or(*out) if out else z3.BoolVal(False)
-        return self._prop_terms[prop]
-
-    def props_possible(self) -> set[str]:
-        return {p for t in self.enc.transitions for _, p in t.checks}
-
-    # ---------------------------------------------------------------- assertions
-
-    def assert_step(self, k: int, guard: Any = None) -> None:
-        """Assert the good step ``k -> k + 1`` (under ``guard``, a literal the caller
-        asserts once the violating steps from level ``k`` have been ruled out: a level-k
-        state whose only enabled steps violate has no good successor, so asserting the
-        step outright would hide those violations)."""
-        assert k == self.asserted_steps
-        step = self.at(z3.And(self.T_GOOD, self.T_NEXT), k, nxt=True)
-        step = z3.And(step, self.inv_at(k + 1))
-        self.step_terms.append(step)
-        self.solver.add(step if guard is None else z3.Implies(guard, step))
-        self.asserted_steps += 1
-        if self.extra_frame is not None:
-            self.extra_frame(k + 1)
-
-    def literal(self, name: str) -> Any:
-        self.n_assumptions += 1
-        return z3.Bool(f"{name}#{self.n_assumptions}")
-
-    # ---------------------------------------------------------------- models
-
-    def step_of(self, m: z3.ModelRef, k: int, act: Any, ch: Any) -> tuple:
-        enc = self.enc
-        a = m.eval(act, model_completion=True).as_long()
-        actor = self.actors[a]
-        if isinstance(actor, tuple):
-            return ("e", actor)
-        pck = enc.key_of_slot[enc.sys.agents[actor].pc]
-        pc = m.eval(self.state(k)[pck], model_completion=True).as_signed_long()
-        c = z3.is_true(m.eval(ch, model_completion=True))
-        choice = 1 if c and enc.sys.agent_choices(actor, pc) > 1 else 0
-        return ("a", actor, choice)
-
-    def steps_from_model(self, m: z3.ModelRef, n: int, bad_last: bool = False) -> list[tuple]:
-        """The explicit engine's step ids of the first ``n`` steps of a model (the last
-        one from the violation query's action variables with ``bad_last``)."""
-        out = []
-        for k in range(n):
-            if bad_last and k == n - 1:
-                act, ch = self.bad_act(k)
-            else:
-                act, ch = self.act(k), self.choice(k)
-            out.append(self.step_of(m, k, act, ch))
-        return out
 
 
 # --------------------------------------------------------------------------- the engine
@@ -537,6 +130,8 @@ class BmcOptions:
     #: decide only from the certificate (``checker/portfolio.py``): UNKNOWN, without
     #: unrolling, where it does not decide
     certificate_only: bool = False
+    #: False: no phase gets a wall-clock share of its own (``check_bmc``)
+    phase_budgets: bool = True
 
 
 @dataclass
@@ -555,11 +150,6 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}" + ("" if k == 1 else "s")
 
 
-class Timeout(Exception):
-    def __init__(self, depth: int):
-        self.depth = depth
-
-
 class _Overflow(Exception):
     def __init__(self, caps: dict[int, int], ranges: dict[str, tuple[int, int]]):
         self.caps = caps
@@ -572,7 +162,7 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               max_cap: int = 64, steps: str = "auto",
               confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True,
               certificate_only: bool = False,
-              max_states: Optional[int] = None) -> Verdict:
+              max_states: Optional[int] = None, phase_budgets: bool = True) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
 
@@ -591,40 +181,45 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     invariant (``checker/certificate.py``): PROVEN at once when no state of it violates
     or deadlocks, else the invariant of every level.  ``certificate_only``: return
     UNKNOWN (saying why) where the certificate does not decide, without unrolling.
-    ``max_states``: a lower bound than ``certificate.MAX_STATES`` on the enumeration."""
+    ``max_states``: a lower bound than ``certificate.MAX_STATES`` on the enumeration.
+
+    ``phase_budgets=False``: the phases that decide a verdict get no wall-clock share of
+    their own -- the enumeration is bounded by ``max_states`` only, the certificate and
+    the reduced certificate by the overall deadline only -- so a slower machine changes
+    when the answer comes, not which one (tests; ``timeout`` still ends the run, with
+    UNKNOWN).  The default shares suit the command line: a slow phase leaves time to
+    the next.  Either way running out of time only ever gives UNKNOWN."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
     if steps == "auto":
         acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
         steps = "chain" if acyclic else "single"
     opts = BmcOptions(depth, timeout, max_cap, liveness, smt2, progress, steps,
-                      certificate or certificate_only, certificate_only)
+                      certificate or certificate_only, certificate_only, phase_budgets)
     t0 = time.perf_counter()
     run = _Run(t0, t0 + timeout)
     runner = ConcreteRunner(system)
     if opts.certificate:
-        exact = min(ENUMERATE_SECONDS, 0.2 * timeout)
-        from .certificate import MAX_STATES
-
+        exact = min(ENUMERATE_SECONDS, 0.2 * timeout) if phase_budgets else timeout
         cap = MAX_STATES if max_states is None else min(MAX_STATES, max_states)
-        # the reduced sampling after an unfinished enumeration is for the unrolling
-        sample = sample_ranges(system, max_states=cap,
-                               seconds=exact if certificate_only else exact + 1.2,
-                               exact_seconds=exact)
+        # the reduced sampling after an unfinished enumeration is for the unrolling (its
+        # ranges: they decide how soon the encoding fits, never a verdict)
+        sample = sample_ranges(system, max_states=cap, seconds=exact,
+                               exact_seconds=exact,
+                               reduced_seconds=0.0 if certificate_only else 1.2)
         if certificate_only and sample.reachable is None:
             v = _undecided(f"no certificate: the unreduced enumeration did not finish "
                            f"(in {exact:.0f} s, within {cap:,} states)")
             return _finish(v, run, None)
     else:
-        sample = sample_ranges(system)
+        sample = sample_ranges(system, **({} if max_states is None
+                                          else {"max_states": max_states}))
     run.extra["sampled_states"] = sample.states
     run.extra["bmc_steps"] = steps
     v, u, k, enc = _solve(system, runner, sample, opts, run)
     written = None
     if opts.smt2 and run.certified is not None:
-        from .certificate import write_smt2 as write_certificate
-
-        write_certificate(run.certified, opts.smt2)
+        certificates.write_smt2(run.certified, opts.smt2)
         written = "certificate"
     elif opts.smt2 and u is not None:
         write_smt2(u, k, opts.smt2)
@@ -684,13 +279,11 @@ def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions
 def _confirm(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions,
              run: _Run, v: Verdict, confirm_timeout: float) -> Verdict:
     """A chain counterexample of ``n`` steps is a real run but maybe not a shortest one.
-    Drop the steps it does not need (``checker.explicit.shorten``), then search single
+    Drop the steps it does not need (``checker.shorten.shorten``), then search single
     steps to its length: the first level with a problem gives the shortest
     counterexample and, among those, the property first in the catalogue -- the explicit
     engine's answer.  If that search runs out of time the shortened counterexample is
     reported with ``stats.extra["shortest"] = False``."""
-    from .explicit import SHORTEN_TIMEOUT, shorten
-
     t_conf = time.perf_counter()
     chain_len = v.depth
     steps = v.stats.extra.get("steps")
@@ -747,11 +340,6 @@ def _check(solver: z3.Solver, run: _Run, depth: int, *assumptions: Any) -> Any:
     return r
 
 
-def make_solver() -> z3.Solver:
-    """z3's incremental bit-blasting SAT solver (QF_BV with assumptions)."""
-    return z3.SolverFor("QF_BV")
-
-
 def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOptions,
             run: _Run, sample: Any) -> tuple[Verdict, "Unrolling", int]:
     """The level loop; returns the verdict, the unrolling and the depth of its query."""
@@ -774,8 +362,6 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
             # the graph's starving cycle, as a lasso of any length (no depth bound)
             lasso = cert.starving_lasso(enc)
             if lasso is not None:
-                from .liveness import report_lasso
-
                 v = report_lasso(system, runner, *lasso)
                 run.extra["counterexample_from"] = "certificate"
                 return v, Unrolling(enc, solver), v.depth
@@ -804,8 +390,6 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
         return _undecided(f"no certificate: {why}" if cert is None else why), None, 0
     inv = _level_invariant(enc, sample, run, cert)
     if opts.steps == "chain":
-        from .chain import ChainUnrolling
-
         left = run.deadline - time.perf_counter()
         u = ChainUnrolling(enc, solver, budget=min(DEPENDENCE_BUDGET, 0.25 * left), inv=inv)
         run.extra["dependence"] = dict(u.dep_stats)
@@ -872,13 +456,11 @@ def _lassos(system: System, enc: Encoding, lu: Unrolling, runner: ConcreteRunner
     """The starvation search after the safety levels (``checker/liveness.py``).  With
     ``safe_unbounded`` (a certificate showed no reachable state violates or deadlocks)
     the SAFE verdict's bound is the lasso search's depth, and it says so."""
-    from .liveness import find_lasso
-
     what = ("no violation or deadlock at any depth (certified invariant)" if safe_unbounded
             else f"safe to depth {reached}")
     done: list[int] = []
     try:
-        lv = find_lasso(system, lu, runner, opts.depth,
+        lv = liveness.find_lasso(system, lu, runner, opts.depth,
                         lambda *a: _check(lu.solver, run, opts.depth, *a), done)
     except Timeout:
         k = done[-1] if done else 0
@@ -901,8 +483,6 @@ def prove_invariants(enc: Encoding, sample: Any, seconds: float) -> Any:
     sampled states, Houdini under the encoding's good steps), computed once per encoding
     shape and kept on ``sample`` (the confirmation search of a chain counterexample, on
     an encoding of the same shape, reuses it)."""
-    from .invariants import find_invariants
-
     key = (tuple(enc.key_names), tuple(enc.key_range), tuple(sorted(enc.caps.items())))
     inv = sample.invariants.get(key)
     if inv is None:
@@ -916,8 +496,6 @@ def prove_invariants(enc: Encoding, sample: Any, seconds: float) -> Any:
 def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, str]:
     """The certificate of ``sample.reachable`` for ``enc`` (``checker/certificate.py``)
     and why there is none; cached on ``sample`` per encoding shape like the invariants."""
-    from .certificate import certify
-
     key = ("certificate", tuple(enc.key_names), tuple(enc.key_range),
            tuple(sorted(enc.caps.items())))
     got = sample.invariants.get(key)
@@ -932,13 +510,12 @@ def prove_certificate(enc: Encoding, sample: Any, seconds: float) -> tuple[Any, 
     return cert, why if cert is None else f"{secs}"
 
 
-def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run) -> tuple[Any, str]:
+def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run,
+                              share: bool = True) -> tuple[Any, str]:
     """The reduced certificate (``certificate.certify_reduced``: safe steps proven by
     z3) -- a proof only, None with problems -- and why there is none; cached on
-    ``sample`` per encoding shape."""
-    from .certificate import certify_reduced
-    from .explicit import symmetric_groups
-
+    ``sample`` per encoding shape.  ``share``: at most ``REDUCED_BUDGET`` seconds and a
+    third of the time left, else all of it."""
     key = ("reduced", tuple(enc.key_names), tuple(enc.key_range),
            tuple(sorted(enc.caps.items())))
     got = sample.invariants.get(key)
@@ -946,7 +523,7 @@ def prove_reduced_certificate(enc: Encoding, sample: Any, run: _Run) -> tuple[An
         left = max(run.deadline - time.perf_counter(), 0.0)
         u = Unrolling(enc, make_solver())
         t0 = time.perf_counter()
-        cert, why = certify_reduced(u, t0 + min(REDUCED_BUDGET, left / 3),
+        cert, why = certify_reduced(u, t0 + (min(REDUCED_BUDGET, left / 3) if share else left),
                                     symmetric_groups(enc.sys))
         got = (cert, why if cert is None else f"{round(time.perf_counter() - t0, 2)}")
         sample.invariants[key] = got
@@ -959,13 +536,13 @@ def _certificate(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> Any
     if not opts.certificate:
         return None
     left = max(run.deadline - time.perf_counter(), 0.0)
-    cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left))
-    from .certificate import MAX_STATES
+    cert, why = prove_certificate(enc, sample, min(CERTIFICATE_BUDGET, 0.5 * left)
+                                  if opts.phase_budgets else left)
 
     unfinished = sample.reachable is None or len(sample.reachable) > MAX_STATES
     if cert is None and unfinished and enc.acyclic and not opts.certificate_only:
         note = why
-        cert, why = prove_reduced_certificate(enc, sample, run)
+        cert, why = prove_reduced_certificate(enc, sample, run, opts.phase_budgets)
         if cert is None:
             run.extra["certificate"] = {"note": f"{note}; reduced: {why}"}
             return None

@@ -44,7 +44,7 @@ answers and that the compiled terms give z3's values.
 ``R`` is written as a multi-valued decision diagram over the keys (``state_set``), built
 only when asked for (``--smt2``, or as the invariant of the levels when it has problems).
 
-**Warp symmetry.**  Warps of one CTA running one program (``explicit.symmetric_groups``)
+**Warp symmetry.**  Warps of one CTA running one program (``statespace.symmetric_groups``)
 are interchangeable, and the enumeration keeps one state per class of states equal up to
 permuting them (p10-fixed: 41,079 classes, more than 354,273 states).  Then ``R`` holds
 the *sorted* form of each class -- every group's warps in increasing order of their key
@@ -79,8 +79,13 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import z3
 
 from .evalgraph import CompiledSteps, Problem, graph_lasso, shortest_problems
-from .termeval import Unsupported
+from .graphs import starving_component
+from .invariants import find_tuple_invariants
+from .lasso import poll_pcs
+from .packed import component_of
+from .safesteps import SafeSteps, footprint_candidates
 from .symbolic import Encoding, Substitution
+from .termeval import Unsupported
 
 #: reachable sets larger than this get no certificate (the unreduced enumeration
 #: reaches 30,000-60,000 states in its 3 s; the closure query has its own budget)
@@ -118,7 +123,7 @@ class Certificate:
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def starvation_free(self, enc: Encoding) -> Optional[bool]:
-        """No fair cycle of the graph starves a warp (``explicit.starving_component``:
+        """No fair cycle of the graph starves a warp (``graphs.starving_component``:
         the explicit engine's definition, on the encoding's graph) -- every run of any
         length then ends or keeps every waiting warp moving; None without a graph.  The
         graph holds every state reachable by good steps (closure), so a starving lasso
@@ -141,12 +146,9 @@ class Certificate:
                            best, len(enc.sys.agents))
 
     def _starving(self, enc: Encoding) -> Optional[tuple]:
-        """``explicit.starving_component`` on the graph (computed once)."""
+        """``graphs.starving_component`` on the graph (computed once)."""
         if "starving" in self._memo:
             return self._memo["starving"]
-        from .explicit import starving_component
-        from .liveness import poll_pcs
-
         rows, succ = self.graph
         sysm = enc.sys
         nag = len(sysm.agents)
@@ -258,7 +260,7 @@ def _connect(mk: Any, args: list, ctx: Any) -> Any:
 
 @dataclass(frozen=True)
 class WarpSymmetry:
-    """Interchangeable warps (``explicit.symmetric_groups``: one CTA, one program) as the
+    """Interchangeable warps (``statespace.symmetric_groups``: one CTA, one program) as the
     encoding sees them: ``keys[g][i]`` are the keys of warp ``groups[g][i]`` -- its
     program counter, locals, barrier bookkeeping and queues, in slot order, so that
     equal positions hold the same thing for every warp of the group."""
@@ -353,8 +355,6 @@ def warp_symmetry(enc: Encoding, groups: Sequence[Sequence[int]]
                   ) -> tuple[Optional[WarpSymmetry], str]:
     """The keys of every warp of ``groups``, or None and why the encoding cannot permute
     them (twins of different widths)."""
-    from .packed import component_of
-
     sysm = enc.sys
     names = sysm.layout.names
     comp = [component_of(n) for n in names]
@@ -445,7 +445,7 @@ def template_symmetry(u: Any, sym: WarpSymmetry, deadline: float) -> Optional[bo
     swapped actor at the same pc and choice exists, and the swap maps the template's
     guard, check and overflow terms and its updates (to the swapped keys) onto that
     template's.  The step relation, its problem and enabled terms are built from the
-    templates alone (``bmc.Unrolling``: selection by actor, pc and choice; keys a
+    templates alone (``unrolling.Unrolling``: selection by actor, pc and choice; keys a
     template does not update stay), so the swap maps each of them onto itself; the
     "every warp has exited" term is checked as a whole.  Terms are compared as z3
     terms first (equal after ``simplify``), the rest by one z3 query per swap.  True
@@ -511,7 +511,7 @@ def _symmetry(u: Any, groups: Sequence[Sequence[int]], deadline: float
 def certify(u: Any, states: Optional[Sequence[tuple]], deadline: float,
             groups: Sequence[Sequence[int]] = ()) -> tuple[Optional[Certificate], str]:
     """The certificate of the complete state set ``states`` (flat concrete states) over
-    the good steps of the unrolling template ``u`` (``bmc.Unrolling``), or None and why
+    the good steps of the unrolling template ``u`` (``unrolling.Unrolling``), or None and why
     not.  With ``groups`` (interchangeable warps), ``states`` holds at least one state of
     every class of states equal up to permuting the warps of a group, and the
     certificate is symmetric (module docstring)."""
@@ -607,9 +607,6 @@ def certify_reduced(u: Any, deadline: float,
     another actor, still violates after ``t`` moved to the front (conditions 2, 3): a
     run of length ``k`` from ``t(s)``, whose sorted form is a reduced successor of ``s``
     and lower in the graph.  Either way a smaller pair: a contradiction."""
-    from .invariants import find_tuple_invariants
-    from .safesteps import SafeSteps, footprint_candidates
-
     enc = u.enc
     if not enc.acyclic:
         return None, "some warp loops for ever"
@@ -774,7 +771,7 @@ def check_by_evaluation(enc: Encoding, rows: set[tuple], sym: Optional[WarpSymme
                         ) -> tuple[Optional[bool], Optional[bool], str]:
     """Queries 2 and 3 (closure, problems) decided state by state: every transition
     template's terms (``Encoding.transitions``: guard, ``Transition.good`` and updates,
-    the terms ``bmc.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
+    the terms ``unrolling.Unrolling`` builds its relation from) compiled by ``checker/termeval.py``
     and evaluated on every row (``rows``: unsigned values, sorted forms when ``sym``).
     Returns (problem-free or None if not closed, closed
     or None past ``deadline``, why not closed); raises ``termeval.Unsupported`` for a

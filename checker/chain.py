@@ -59,8 +59,10 @@ from typing import Any, Optional
 
 import z3
 
-from .bmc import Timeout, Unrolling
+from .errors import Timeout
+from .statespace import symmetric_groups
 from .symbolic import Encoding, Substitution
+from .unrolling import Unrolling
 
 #: how many times each actor appears in one chain (measured in bench/results/bmc.md)
 REPEAT = 1
@@ -94,12 +96,10 @@ class ChainUnrolling(Unrolling):
         checks and updates; keys it updates): transitions with disjoint footprints
         commute.  Pairs with overlapping footprints are asked of z3 (``_pair_dependence``,
         a semantic check of commutation over every state, not only reachable ones).
-        Warps of one symmetry group (``checker.explicit.symmetric_groups``) share their
+        Warps of one symmetry group (``checker.statespace.symmetric_groups``) share their
         answers: renaming the warps maps one pair's question onto the other's.  Past
         ``budget`` seconds the remaining pairs count as dependent everywhere (sound: a
         coarser relation only admits more chains)."""
-
-        from .explicit import symmetric_groups
 
         t0 = time.perf_counter()
         trs = self.enc.transitions

@@ -19,7 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from .graphs import fair_cycle, graph_path
 from .symbolic import Encoding
+from .termeval import compile_functions
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,6 @@ class CompiledSteps:
     counter (a row has at most one instruction per warp enabled by its pc)."""
 
     def __init__(self, enc: Encoding):
-        from .termeval import compile_functions
-
         self.enc = enc
         trs = enc.transitions
         # per template: None where not enabled, else (True, good, *new values); and the
@@ -91,8 +91,6 @@ class CompiledSteps:
         order (how both engines name a violating step); None when none fails (the step
         only leaves the encoding).  Compiled on first use."""
         if self._checks is None:
-            from .termeval import compile_functions
-
             trs = self.enc.transitions
             named = {f"c{t.index}": [[t.guard], [cond for cond, _ in t.checks]]
                      for t in trs if t.checks}
@@ -174,12 +172,10 @@ def graph_lasso(cs: CompiledSteps, rows: list[tuple], succ: list[list[tuple[int,
                 init: int, comp: tuple, nag: int) -> tuple[list[tuple], int]:
     """A starvation lasso on the encoding's state graph (``rows``, ``succ`` as
     ``certificate.check_by_evaluation`` builds it) through ``comp``, the fair component
-    ``explicit.starving_component`` found: a shortest path from ``init`` to the
-    component's entry, then the explicit engine's fair cycle (``explicit.fair_cycle``).
+    ``graphs.starving_component`` found: a shortest path from ``init`` to the
+    component's entry, then the explicit engine's fair cycle (``graphs.fair_cycle``).
     Returns the step ids (named from the compiled steps) and the index of the loop's
     first step."""
-    from .explicit import fair_cycle, graph_path
-
     entry = comp[0]
     enabled = [{a for _t, a in edges} for edges in succ]
 

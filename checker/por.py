@@ -37,7 +37,7 @@ release flags, "MR"), and an init while no promotion can happen (``_init_settles
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              ClusterArrive, ClusterWait, CompleteTx, CpAsync, CpAsyncArrive,
@@ -1528,3 +1528,10 @@ class _Getter:
 
     def q_count(self, slot: int, x: Any) -> int:
         return self.get(slot).count(x)
+
+
+def stubborn_sets(full: bool) -> Callable[[Any], Reducer]:
+    """The ``reduction`` argument of ``statespace.Explorer``: a ``Reducer`` over that
+    explorer -- the safe steps alone, or with ``full`` the whole stubborn-set
+    computation.  Passed from above so that the state space knows nothing of it."""
+    return lambda explorer: Reducer(explorer.sys, explorer, full=full)

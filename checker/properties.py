@@ -111,3 +111,11 @@ assert {p.name for p in CATALOGUE} == set(ALL_PROPERTIES), \
     set(ALL_PROPERTIES) ^ {p.name for p in CATALOGUE}
 
 BY_NAME = {p.name: p for p in CATALOGUE}
+
+#: what a deadlock is called, and how every engine words it
+DEADLOCK = "deadlock"
+DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, but some "
+                "warps have not exited")
+#: the order among counterexamples of one length (catalogue order): every engine reports
+#: the first, so the answer does not depend on the search order
+PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}

@@ -43,14 +43,13 @@ from typing import Any, Optional
 import z3
 
 from ..model.system import System
+from .por import Reducer
 
 
 def footprint_candidates(system: System) -> dict[int, set[int]]:
     """Per warp, the program points whose step's footprint conflicts with nothing any
     other warp's program (or the asynchronous work it starts) may do
     (``por.Reducer.safe_point``)."""
-    from .por import Reducer
-
     red = Reducer(system, None, full=False)
     out: dict[int, set[int]] = {}
     for a in range(len(system.agents)):
@@ -62,7 +61,7 @@ def footprint_candidates(system: System) -> dict[int, set[int]]:
 
 class SafeSteps:
     """The z3 check of candidate safe points on an unrolling template ``u``
-    (``bmc.Unrolling``).  ``safe``: warp -> its proven safe program points;
+    (``unrolling.Unrolling``).  ``safe``: warp -> its proven safe program points;
     ``queries``: each proven (point, other actor) question as a formula that is unsat
     (for ``--smt2``); ``stats``: counts and seconds."""
 

@@ -42,6 +42,8 @@ from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, CpAsync
                              TmaStore, UmmaCommit, is_acyclic)
 from ..model.system import DONE, ConcreteState, QueueOps, System
 from ..model.values import CONCRETE
+from .por import stubborn_sets
+from .statespace import Explorer
 
 _PY = (int, bool)
 #: widest bit-vector a value may need (exactness guard; the model's values are far smaller)
@@ -502,7 +504,7 @@ class Sample:
     #: (``checker/certificate.py``); up to ``symmetry`` when that is not empty: one state
     #: of every class of states equal up to a permutation of the warps of a group
     reachable: Optional[list] = None
-    #: groups of interchangeable warps (``explicit.symmetric_groups``) ``reachable`` is
+    #: groups of interchangeable warps (``statespace.symmetric_groups``) ``reachable`` is
     #: reduced by
     symmetry: list = field(default_factory=list)
 
@@ -512,14 +514,14 @@ KEEP_STATES = 20_000
 
 
 def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0,
-                  exact_seconds: Optional[float] = None) -> Sample:
+                  exact_seconds: Optional[float] = None,
+                  reduced_seconds: Optional[float] = None) -> Sample:
     """Breadth-first exploration of at most ``max_states`` concrete states: unreduced
     but for warp symmetry for ``exact_seconds`` (default 40% of ``seconds``), then, if
-    that did not finish, reduced for the rest of ``seconds``."""
+    that did not finish, reduced for the rest of ``seconds`` (or, given
+    ``reduced_seconds``, for that long from where the first search stopped)."""
     import time
     from collections import Counter, deque
-
-    from .explicit import Explorer
 
     queue_slots = [s for ag in system.agents for s in (ag.qtc, ag.qcp, ag.qbs)]
     qset = set(queue_slots)
@@ -544,7 +546,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
     # Not where some warp loops for ever: there the certificate's state graph decides
     # starvation, following each warp along its cycles (as the explicit engine does)
     acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
-    sym = Explorer(system, symmetry=acyclic, por=False, safe_steps=False)
+    sym = Explorer(system, symmetry=acyclic)
     seen = {sym.initial}
     todo = deque([sym.initial])
     while todo:
@@ -598,10 +600,12 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
         # the reduced search (symmetry, partial-order reduction) gets much further in
         # the same time; it may skip states, which the shape-wide ranges and headroom
         # below, and in the end the overflow restarts of the BMC engine, make up for
-        ex = Explorer(system, symmetry=True, por=acyclic, safe_steps=acyclic)
+        ex = Explorer(system, symmetry=True,
+                      reduction=stubborn_sets(full=True) if acyclic else None)
         rseen = {ex.initial}
         rtodo = deque([ex.initial])
-        t_end = t0 + seconds
+        t_end = t0 + seconds if reduced_seconds is None else \
+            time.perf_counter() + reduced_seconds
         while rtodo and len(rseen) < 4 * max_states and time.perf_counter() < t_end:
             for _, nxt, viol in ex.successors(rtodo.popleft()):
                 if viol is None and nxt not in rseen:
@@ -850,11 +854,15 @@ class Encoding:
             if v is b:
                 continue
             t, o = self.fit(k, v)
+            # the range check first: a value cut to the key's width may look unchanged
+            # (expect_tx 32768 B on a 2-bit tx key: x + 32768 is x modulo 4), yet the
+            # step leaves the encoding; dropping it with its overflow made the template
+            # silently wrong wherever the sampled ranges were narrow
+            ovfs.append(o)
             t = z3.simplify(t)
             if t.eq(self.X[k]):
                 continue
             upd[k] = t
-            ovfs.append(o)
         g = _simp(V.boolean(guard))
         vi = _simp(V.boolean(viol))
         ov = _simp(V.boolean(V.or_(*ovfs)))

@@ -1325,7 +1325,9 @@ class System:
                     out.append(("cp.async", ag.index, pc))
                 elif isinstance(ins, TmaStore):
                     out.append(("bulk", ag.index, pc))
-            if any(isinstance(i, TmaStore) for i in code):
+            # the marker is pushed by the commit (``exec_agent``), with or without stores
+            # in its group: a warp that commits an empty group drains a marker too
+            if any(isinstance(i, BulkCommit) for i in code):
                 out.append(("bulk", ag.index, BULK_MARK))
         return out
 

@@ -510,8 +510,9 @@ def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: 
     at its end), after replaying it on the kernel compiled for the smallest, the largest
     and a middle one of them, without its ``ParamSplit`` steps: every step enabled, the
     same violation at the end (a deadlock, or a fair lasso that starves a warp)."""
-    from .checker.bmc import ConcreteRunner, InternalError
-    from .checker.liveness import report_lasso
+    from .checker.concrete import ConcreteRunner
+    from .checker.errors import InternalError
+    from .checker.lasso import report_lasso
     from .model.program import ParamSplit
 
     trace = v.trace
@@ -557,7 +558,7 @@ def _concrete_steps(system: System, csys: System, run: Any, steps: list[tuple]
     names the pc of the instruction that started it, which differs between the two
     programs: a TMA delivery is matched by its warp, delivery, outcome and instruction,
     a queue's head by its warp.  Raises ``InternalError`` where a step is not enabled."""
-    from .checker.bmc import InternalError
+    from .checker.errors import InternalError
 
     cur = run.initial
     out = []

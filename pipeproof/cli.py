@@ -409,7 +409,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"pipeproof: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
     except RuntimeError as e:
-        from .checker.bmc import InternalError
+        from .checker.errors import InternalError
 
         if not isinstance(e, InternalError):
             raise

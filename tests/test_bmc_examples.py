@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeproof.api import check_file
+from pipeproof.api import check_file, compile_file
+from pipeproof.checker.bmc import check_bmc
+from pipeproof.model.system import System
 
 from test_bugs import parse_header
 
@@ -53,11 +55,20 @@ def _memory_model(name: str) -> str:
         else "cutlass"
 
 
-def _both(name: str, timeout: float) -> tuple:
+def _both(name: str, timeout: float, phase_budgets: bool = True) -> tuple:
+    """The explicit engine's verdict and BMC's.  ``phase_budgets=False``: BMC's phases
+    are bounded by states, not by shares of the clock (``check_bmc``), so a busy machine
+    cannot turn a decided example into UNKNOWN before ``timeout``; the enumeration stops
+    at ``certificate.MAX_STATES`` (p9-fixed's 1.5 million classes: the reduced
+    certificate proves it)."""
     mm = _memory_model(name)
     e = check_file(EX / f"{name}.pipe", engine="explicit", memory_model=mm).verdict
-    b = check_file(EX / f"{name}.pipe", engine="bmc", timeout=timeout,
-                   memory_model=mm).verdict
+    if phase_budgets:
+        b = check_file(EX / f"{name}.pipe", engine="bmc", timeout=timeout,
+                       memory_model=mm).verdict
+    else:
+        b = check_bmc(System(compile_file(EX / f"{name}.pipe"), mm), timeout=timeout,
+                      phase_budgets=False)
     return e, b
 
 
@@ -72,7 +83,7 @@ def _agree(name: str, e: object, b: object) -> None:
 
 @pytest.mark.parametrize("name", DECIDED)
 def test_bmc_decides_like_the_explicit_engine(name: str) -> None:
-    e, b = _both(name, 120.0)
+    e, b = _both(name, 600.0, phase_budgets=False)
     _agree(name, e, b)
 
 

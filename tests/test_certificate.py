@@ -13,10 +13,11 @@ import pytest
 import z3
 
 from pipeproof.api import compile_file
-from pipeproof.checker.bmc import Unrolling, check_bmc, make_solver, prove_certificate
+from pipeproof.checker.bmc import check_bmc, prove_certificate
 from pipeproof.checker.certificate import certify
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.symbolic import Encoding, Substitution, sample_ranges
+from pipeproof.checker.unrolling import Unrolling, make_solver
 from pipeproof.model.system import System
 
 EX = Path(__file__).resolve().parent.parent / "examples"
@@ -90,7 +91,7 @@ def test_certificate_counterexample_is_replayed(monkeypatch: Any) -> None:
     """The property the compiled checks name is checked against the concrete model's
     replay: a wrong name is an internal error, never a verdict."""
     from pipeproof.checker import evalgraph
-    from pipeproof.checker.bmc import InternalError
+    from pipeproof.checker.errors import InternalError
 
     monkeypatch.setattr(evalgraph.CompiledSteps, "first_check",
                         lambda self, c, row: "overwrite-before-release")
@@ -186,7 +187,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pipeproof.checker.certificate import WarpSymmetry, sorting_network  # noqa: E402
-from pipeproof.checker.explicit import Explorer  # noqa: E402
+from pipeproof.checker.statespace import Explorer  # noqa: E402
 
 
 def test_sorting_network_sorts_every_zero_one_input() -> None:
@@ -226,7 +227,7 @@ def test_sort_terms_agree_with_canonical(data: Any) -> None:
 def orbit_classes(system: System) -> int:
     """Reachable states up to permutations of interchangeable warps (the explicit
     engine's symmetry reduction alone)."""
-    ex = Explorer(system, symmetry=True, por=False, safe_steps=False)
+    ex = Explorer(system, symmetry=True)
     seen, todo = {ex.initial}, [ex.initial]
     while todo:
         for _, nxt, viol in ex.successors(todo.pop()):
@@ -472,7 +473,7 @@ def test_template_symmetry_agrees_with_the_queries(name: str) -> None:
     it stands for are solved as well, and every one is unsat."""
     from pipeproof.checker.certificate import (symmetry_queries, template_symmetry,
                                                warp_symmetry)
-    from pipeproof.checker.explicit import symmetric_groups
+    from pipeproof.checker.statespace import symmetric_groups
 
     system = System(compile_file(EX / f"{name}.pipe"))
     enc = Encoding(system, sample=sample_ranges(system))

@@ -18,10 +18,12 @@ import z3
 from hypothesis import HealthCheck, given, settings
 
 from pipeproof.api import compile_file
-from pipeproof.checker.bmc import ConcreteRunner, check_bmc, make_solver
+from pipeproof.checker.bmc import check_bmc
+from pipeproof.checker.concrete import ConcreteRunner
 from pipeproof.checker.chain import ChainUnrolling
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.symbolic import Encoding, sample_ranges
+from pipeproof.checker.unrolling import make_solver
 from pipeproof.model.errors import ConfigError
 from pipeproof.model.system import DONE, System
 
@@ -275,7 +277,7 @@ def test_a_level_past_the_deadline_is_not_built() -> None:
     takes tens of seconds: pipeline_tma_async with k_tiles=1..64 overran a 60 s timeout
     by 47 s).  Past the deadline it raises ``Timeout`` before anything reaches the
     solver, so the unrolling stays as it was and can be deepened later."""
-    from pipeproof.checker.bmc import Timeout
+    from pipeproof.checker.errors import Timeout
 
     system = System(compile_file(ROOT / "examples/textbook/pipeline_tma_async.pipe"))
     u = _unrolling(system)

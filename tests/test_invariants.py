@@ -13,10 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeproof.api import check_source, compile_file
-from pipeproof.checker.bmc import ConcreteRunner, Unrolling, make_solver, prove_invariants
+from pipeproof.checker.bmc import prove_invariants
+from pipeproof.checker.concrete import ConcreteRunner
 from pipeproof.checker.chain import ChainUnrolling
 from pipeproof.checker.invariants import Candidate, affine_hull, houdini
 from pipeproof.checker.symbolic import Encoding, sample_ranges
+from pipeproof.checker.unrolling import Unrolling, make_solver
 from pipeproof.model.errors import ConfigError
 from pipeproof.model.system import System
 

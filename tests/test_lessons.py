@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from helpers import check
-from pipeproof.checker.explicit import Explorer
+from pipeproof.checker.statespace import Explorer
 from pipeproof.model.compile import compile_kernel
 from pipeproof.model.errors import ConfigError
 from pipeproof.model.lang.parser import parse

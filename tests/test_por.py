@@ -107,7 +107,8 @@ def test_unconfirmed_counterexamples_are_real_runs(prog: G.Program) -> None:
 
 def _is_counterexample(system: Any, steps: list, prop: str) -> bool:
     """``steps`` (real warps) are a counterexample for ``prop`` in the unreduced model."""
-    from pipeproof.checker.explicit import Explorer, counterexample_end
+    from pipeproof.checker.shorten import counterexample_end
+    from pipeproof.checker.statespace import Explorer
 
     return counterexample_end(Explorer(system, symmetry=False), steps, prop) is not None
 

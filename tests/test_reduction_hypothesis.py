@@ -15,7 +15,8 @@ from typing import Any, Optional
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pipeproof.checker.explicit import Explorer, check_explicit
+from pipeproof.checker.explicit import check_explicit
+from pipeproof.checker.statespace import Explorer
 from pipeproof.model.errors import ConfigError
 
 import generators as G

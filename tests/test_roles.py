@@ -17,7 +17,8 @@ from typing import Any
 
 from helpers import check
 from pipeproof.api import check_file, compile_file
-from pipeproof.checker.bmc import ConcreteRunner, check_bmc
+from pipeproof.checker.bmc import check_bmc
+from pipeproof.checker.concrete import ConcreteRunner
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.model.compile import compile_kernel
 from pipeproof.model.lang.parser import parse

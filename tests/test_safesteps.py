@@ -14,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeproof.api import compile_file
-from pipeproof.checker.bmc import Unrolling, check_bmc, make_solver
+from pipeproof.checker.bmc import check_bmc
 from pipeproof.checker.certificate import certify_reduced, write_smt2
-from pipeproof.checker.explicit import check_explicit, symmetric_groups
+from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.safesteps import SafeSteps, footprint_candidates
 from pipeproof.checker.symbolic import Encoding, sample_ranges
+from pipeproof.checker.statespace import symmetric_groups
+from pipeproof.checker.unrolling import Unrolling, make_solver
 from pipeproof.model.errors import ConfigError
 from pipeproof.model.program import Wait
 from pipeproof.model.system import System
@@ -138,7 +140,7 @@ def _broken_safe_point(system: System, safe: dict) -> Any:
     every other actor's good step keeps the warp's good steps good and enables no other
     one of them (1); after a good step of the warp every other step is still enabled
     with the same outcome (2); two good steps commute (3)."""
-    from pipeproof.checker.bmc import ConcreteRunner
+    from pipeproof.checker.concrete import ConcreteRunner
 
     runner = ConcreteRunner(system)
     checked = 0

@@ -331,7 +331,7 @@ def test_a_bug_of_one_small_value_is_found() -> None:
 def test_starvation_lassos_are_replayed_per_value() -> None:
     """A persistent kernel whose warm-up loop runs ``warm`` times before the consumer
     stops releasing: every value starves, each lasso is re-validated on the kernel
-    compiled for its values (``liveness.report_lasso``), by both engines."""
+    compiled for its values (``lasso.report_lasso``), by both engines."""
     src = (Path(EXAMPLES) / "liveness/persistent_consumer_stops_releasing.pipe").read_text()
     src = src.replace("(stages: int = 2):", "(stages: int = 2, warm: int = 1):")
     warm = """for i in range(warm):

@@ -1,0 +1,235 @@
+"""The explicit state space: successor generation over packed states, warp symmetry,
+and the replay that turns a list of steps into a ``Trace``.
+
+The bottom of ``checker/``: the explicit engine searches it, BMC samples it for ranges
+and its certificate, and every engine's counterexample is described by ``replay``.
+Reductions plug in from above (``reduction``: ``por.stubborn_sets``), so nothing here
+knows of them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterator, Optional
+
+from ..model.program import TmaLoad, is_acyclic
+from ..model.system import DONE, ConcreteState, System
+from ..model.values import CONCRETE
+from .concrete import first_violation
+from .packed import FlatState, PackedState, Packer
+from .trace import BarrierChange, Event, Trace, env_fields, instr_fields
+
+V = CONCRETE
+
+
+def symmetric_groups(system: System) -> list[list[int]]:
+    """Warps of one CTA with the same program (and no TMA/CLC loads, whose in-flight
+    work is keyed by the issuing pc): renaming them maps runs to runs, keeping every
+    property and every length.  Each group lists agent indices in increasing order."""
+    by_key: dict[tuple, list[int]] = {}
+    for ag in system.agents:
+        code = ag.program.code
+        if any(isinstance(i, TmaLoad) for i in code):
+            continue
+        by_key.setdefault((ag.cta, code, ag.program.locals), []).append(ag.index)
+    return [g for g in by_key.values() if len(g) > 1]
+
+
+class Explorer:
+    """Successor generation over packed states.
+
+    With ``symmetry``, warps of one CTA that run identical programs (and issue no TMA,
+    whose in-flight deliveries name their issuer) are interchangeable: every state is
+    replaced by the representative whose per-warp components are sorted, which divides
+    the state space by up to n! for a group of n such warps.  Everything a warp owns --
+    its pc, locals, barrier bookkeeping and queues -- lives in its own component, so the
+    permutation is exact.
+    """
+
+    def __init__(self, system: System, symmetry: bool = True,
+                 reduction: Optional[Callable[["Explorer"], Any]] = None):
+        self.sys = system
+        flat = list(system.initial_state())
+        S = ConcreteState(flat)
+        for a in range(len(system.agents)):
+            system.run_local(V, S, a, [])
+        self.packer = Packer(system.layout.names, S.v)
+        self.pc_slots = [ag.pc for ag in system.agents]
+        self.agent_comp = [self.packer.where[ag.pc][0] for ag in system.agents]
+        self.groups: list[list[int]] = symmetric_groups(system) if symmetry else []
+        if symmetry:
+            for g in self.groups:
+                comps = [self.agent_comp[a] for a in g]
+                assert len(set(comps)) == len(comps)
+        self.comp_groups = [[self.agent_comp[a] for a in g] for g in self.groups]
+        self.initial = self.canon(self.packer.initial)
+        # does any warp's program loop (a back edge)?  Then runs may never end and the
+        # engine must look for cycles nobody leaves, not only for deadlocks
+        self.cyclic = not all(is_acyclic(ag.program.code) for ag in system.agents)
+        #: the reducer whose ``reduce(state, successors)`` keeps a stubborn set
+        #: (``por.stubborn_sets`` builds it); not where some warp loops: the reductions
+        #: would not preserve livelocks
+        self.reducer = None
+        if reduction is not None and not self.cyclic:
+            self.reducer = reduction(self)
+
+    def canon(self, st: tuple) -> tuple:
+        """The representative of ``st`` under permutations of symmetric warps."""
+        lst = None
+        for g in self.comp_groups:
+            vals = [st[c] for c in g]
+            sv = sorted(vals)
+            if sv != vals:
+                if lst is None:
+                    lst = list(st)
+                for c, v in zip(g, sv):
+                    lst[c] = v
+        return st if lst is None else tuple(lst)
+
+    def canon_perm(self, st: tuple) -> tuple[tuple, list[int]]:
+        """``canon`` plus the permutation: warp position j of the result holds the warp
+        that was at position ``perm[j]``."""
+        perm = list(range(len(self.sys.agents)))
+        lst = list(st)
+        for g in self.groups:
+            comps = [self.agent_comp[a] for a in g]
+            order = sorted(range(len(g)), key=lambda j: st[comps[j]])
+            for j, src in enumerate(order):
+                lst[comps[j]] = st[comps[src]]
+                perm[g[j]] = g[src]
+        return tuple(lst), perm
+
+    def _real_step(self, step: tuple, who: list[int]) -> tuple:
+        """A step of a canonical state, naming the real warp (``who``: canonical position
+        -> real warp).  TMA items name their issuing warp, which is never permuted (warps
+        that issue TMA/CLC loads are in no symmetric group); the other asynchronous items
+        name the warp whose queue they drain."""
+        if step[0] == "a":
+            return ("a", who[step[1]], step[2])
+        item = step[1]
+        if item[0] == "tma":
+            return step
+        return ("e", (item[0], who[item[1]]) + tuple(item[2:]))
+
+    def pc(self, state: tuple, a: int) -> int:
+        ci, off = self.packer.where[self.pc_slots[a]]
+        return self.packer.table[state[ci]][off]
+
+    def getter(self, state: tuple) -> Callable[[int], Any]:
+        return PackedState(self.packer, state).get
+
+    def successors(self, state: tuple) -> list[tuple[tuple, tuple, Optional[tuple]]]:
+        """The steps of a stubborn set of ``state`` (all steps without reduction)."""
+        succ = list(self._all_successors(state))
+        if self.reducer is not None and len(succ) > 1:
+            succ = self.reducer.reduce(state, succ)
+        return succ
+
+    def _all_successors(self, state: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
+        """Yield ``(step, next_state, violation)``; ``step`` identifies the transition:
+        ``("a", agent, choice)`` or ``("e", item)``; ``violation`` is ``(prop, detail)``."""
+        sysm = self.sys
+        base = self.packer.unpack_list(state)
+        packer = self.packer
+        for a, slot in enumerate(self.pc_slots):
+            pc = base[slot]
+            if pc == DONE:
+                continue
+            for choice in range(sysm.agent_choices(a, pc)):
+                S = FlatState(packer, state, base)
+                out = sysm.exec_agent(V, S, a, pc, choice)
+                if not out.enabled:
+                    break
+                yield ("a", a, choice), self.canon(S.freeze()), first_violation(out.checks)
+        for item in sysm.env_items_of(base.__getitem__):
+            S = FlatState(packer, state, base)
+            out = sysm.exec_env(V, S, item)
+            yield ("e", item), self.canon(S.freeze()), first_violation(out.checks)
+
+    def _env_items(self, state: tuple) -> list[tuple]:
+        return self.sys.env_items_of(PackedState(self.packer, state).get)
+
+    def all_done(self, state: tuple) -> bool:
+        return all(self.pc(state, a) == DONE for a in range(len(self.sys.agents)))
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, steps: list[tuple], violation: Optional[tuple],
+               stuck_state: Optional[tuple] = None) -> Trace:
+        """Re-execute ``steps`` from the initial state and describe each one.
+
+        Steps name warps by their position in the (canonical) state they were taken
+        from; ``who`` follows the symmetry permutations so that every event names the warp
+        that really acted."""
+        sysm = self.sys
+        state = self.initial
+        who = list(range(len(sysm.agents)))
+        step_who = who
+        trace = Trace()
+        for i, step in enumerate(steps, 1):
+            S = PackedState(self.packer, state)
+            before = self.packer.unpack(state)
+            trace.steps.append(self._real_step(step, who))
+            if step[0] == "a":
+                _, a, choice = step
+                pc = self.pc(state, a)
+                ins = sysm.code(a)[pc]
+                out = sysm.exec_agent(V, S, a, pc, choice)
+                if not out.enabled:
+                    raise RuntimeError(f"replay mismatch at step {i}: {step} is not enabled")
+                ag = sysm.agents[who[a]]
+                actor, role, cta, kind = ag.name, ag.role, ag.cta, "agent"
+                loc = str(ins.loc) if ins.loc.line else ""
+                what = out.what
+                fields = instr_fields(ins)
+            else:
+                item = step[1]
+                out = sysm.exec_env(V, S, item)
+                actor, role, cta, kind = sysm.env_name(item), "async", None, "env"
+                loc = ""
+                fields = env_fields(sysm, item)
+                what = out.what
+            # the step's messages name warps by their positions in the state it was taken
+            # from: rename them with that state's permutation, before the next one
+            step_who = who
+            state, perm = self.canon_perm(S.freeze())
+            who = [who[p] for p in perm]
+            after = self.packer.unpack(state)
+            viol = first_violation(out.checks)
+            ev_viol = None
+            if i == len(steps) and violation is not None:
+                if viol is None or viol[0] != violation[0]:
+                    raise RuntimeError("replay mismatch: the last step does not violate "
+                                       f"{violation[0]}")
+                ev_viol = f"VIOLATED {viol[0]}: {_rename(viol[1], sysm, step_who)}"
+            elif viol is not None:
+                raise RuntimeError(f"replay mismatch: step {i} violates {viol[0]} early")
+            trace.events.append(Event(i, actor, role, cta, _rename(what, sysm, step_who), loc,
+                                      kind, _changes(sysm, before, after), ev_viol, **fields))
+        if violation is not None:
+            trace.violated, trace.detail = violation[0], _rename(violation[1], sysm, step_who)
+        if stuck_state is not None:
+            flat = self.packer.unpack(stuck_state)
+            trace.blocked = [f"{sysm.agents[who[ag.index]].name} ({ag.role}) "
+                             f"{_rename(sysm.blocked_reason(flat, ag.index), sysm, who)}"
+                             for ag in sysm.agents if flat[ag.pc] != DONE]
+        return trace
+
+
+def _rename(text: str, sysm: System, who: list[int]) -> str:
+    """Agent names inside a message refer to canonical positions; use the real warps."""
+    if all(w == i for i, w in enumerate(who)):
+        return text
+    names = {ag.name: sysm.agents[who[ag.index]].name for ag in sysm.agents}
+    return re.sub(r"cta\d+\.w\d+", lambda m: names.get(m.group(0), m.group(0)), text)
+
+
+
+def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, ...]:
+    out = []
+    for ref, b in sysm.bar.items():
+        if before[b:b + 5] != after[b:b + 5]:
+            out.append(BarrierChange(str(ref), (before[b], after[b]),
+                                     (before[b + 1], after[b + 1]),
+                                     (before[b + 3], after[b + 3]), after[b + 2]))
+    return tuple(out)
