@@ -11,7 +11,7 @@ semantics.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from .properties import BY_NAME
 from .trace import Event, Trace
@@ -128,6 +128,107 @@ def _agents_in(sentence: str) -> list[str]:
     return re.findall(r"cta\d+\.w\d+", head) or [head]
 
 
+def _line(loc: str) -> str:
+    m = re.search(r":(\d+)(?::\d+)?$", loc or "")
+    return m.group(1) if m else ""
+
+
+def _lines(locs: list[str]) -> str:
+    ls = sorted({_line(x) for x in locs if _line(x)}, key=int)
+    if not ls:
+        return ""
+    return ("line " if len(ls) == 1 else "lines ") + ", ".join(ls)
+
+
+def _names(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
+
+
+def tx_mismatch(trace: Trace, barrier: str) -> Optional[dict]:
+    """The byte accounting of ``barrier``'s current phase at the end of ``trace``, when
+    what was expected (expect_tx / arrive.expect_tx) and what the TMA loads brought
+    differ, and the difference is final: no arrival is missing, and either more bytes
+    landed than were expected, or every warp that expected bytes issued its TMA loads onto
+    the barrier after its expect.  Computed from the barrier changes the model recorded
+    (``Event.changes``): nothing is re-derived.  None when there is no such mismatch."""
+    seg: list[tuple[Event, Any]] = []
+    for ev in trace.events:
+        for c in ev.changes:
+            if c.barrier != barrier:
+                continue
+            if c.phase[0] != c.phase[1]:
+                seg = []          # a phase completed: the current phase starts after it
+            else:
+                seg.append((ev, c))
+    if not seg or seg[-1][1].pending[1] != 0:
+        return None
+    expects = [(ev, c.tx[1] - c.tx[0]) for ev, c in seg
+               if ev.kind == "agent" and "expect_tx" in ev.op and c.tx[1] > c.tx[0]]
+    lands = [(ev, c.tx[0] - c.tx[1]) for ev, c in seg
+             if ev.kind == "env" and ev.op == "complete_tx" and c.tx[0] > c.tx[1]]
+    n = sum(b for _, b in expects)
+    m = sum(b for _, b in lands)
+    if not expects or not lands or n == m:
+        return None
+    # the tma_load that issued each landing: the issuer's latest load onto this barrier
+    loads: list[Event] = []
+    for ev, _ in lands:
+        who = re.search(r"\bfrom (cta\d+\.w\d+)", ev.what)
+        src = None
+        for e in reversed(trace.events[:ev.step - 1]):
+            if e.kind == "agent" and e.op == "tma_load" and \
+                    barrier in e.barrier.split(", ") and (who is None or e.actor == who.group(1)):
+                src = e
+                break
+        if src is None:
+            return None           # cannot name the load: say nothing
+        loads.append(src)
+    if m < n:
+        # fewer bytes: only final if every expecting warp went on to load onto it
+        for ev, _ in expects:
+            if not any(l.actor == ev.actor and l.step > ev.step for l in loads):
+                return None
+    sizes = [b for _, b in lands]
+    return {"barrier": barrier, "expected": n, "landed": m,
+            "expect_loc": _lines([ev.loc for ev, _ in expects]),
+            "expect_by": sorted({ev.actor for ev, _ in expects}, key=_agent_order),
+            "load_loc": _lines([e.loc for e in loads]),
+            "load_by": sorted({e.actor for e in loads}, key=_agent_order),
+            "sizes": sizes}
+
+
+def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
+    """One sentence per distinct tx mismatch among ``barriers`` (``tx_mismatch``)."""
+    groups: dict[tuple, list[str]] = {}
+    for b in barriers:
+        d = tx_mismatch(trace, b)
+        if d is None:
+            continue
+        key = (d["expected"], d["landed"], d["expect_loc"], d["load_loc"],
+               tuple(d["sizes"]), len(d["expect_by"]), len(d["load_by"]))
+        groups.setdefault(key, []).append(b)
+    out = []
+    for (n, m, eloc, lloc, sizes, _, _), bars in groups.items():
+        ds = [tx_mismatch(trace, b) for b in bars]
+        d = {k: sorted({a for x in ds if x for a in x[k]}, key=_agent_order)
+             for k in ("expect_by", "load_by")}
+        if len(set(sizes)) == 1 and len(sizes) > 1:
+            parts = f"{len(sizes)} x {sizes[0]} B"
+        else:
+            parts = " + ".join(f"{x} B" for x in sizes)
+        out.append(
+            f"{_names(bars)} {'expects' if len(bars) == 1 else 'each expect'} {n} B per "
+            f"phase (expect_tx by {_names(d['expect_by'])}"
+            + (f", {eloc}" if eloc else "") + f") but the TMA loads that complete on "
+            f"{'it' if len(bars) == 1 else 'each'} bring {m} B ({parts}, tma_load by "
+            f"{_names(d['load_by'])}" + (f", {lloc}" if lloc else "") + ")"
+            + (f": {n - m} B are never delivered, so the phase never completes"
+               if m < n else
+               f": {m - n} B too many, the transaction count goes below zero and the "
+               "phase never completes"))
+    return out
+
+
 def explain(v: Verdict) -> str:
     """A paragraph for a VIOLATED verdict ("" for other verdicts)."""
     info = BY_NAME.get(v.prop or "")
@@ -142,6 +243,19 @@ def explain(v: Verdict) -> str:
         more = sum(len(_agents_in(g)) for g in groups[4:])
         text += (f" After {n} steps nothing can move: " + "; ".join(shown)
                  + (f"; and {more} more stuck warps" if more else "") + ".")
+        bars: list[str] = []
+        for b in tr.blocked:
+            m = _WAITS.match(b)
+            if m and m.group(3) not in bars:
+                bars.append(m.group(3))
+        tx = tx_diagnoses(tr, bars)
+        if tx:
+            text += " The cause is a byte count mismatch: " + "; ".join(tx) + "."
+            text += (" Usual fix: make tx_count (the expect_tx of a phase) equal the bytes "
+                     "of all the TMA loads that complete on the barrier in one phase, "
+                     "counting the copies that peer CTAs send to it (multicast, "
+                     "cta_group::2), or fix the loads' bytes." + f" Rule: {info.source}.")
+            return text
     elif tr.events:
         last = tr.events[-1]
         text += f" In step {last.step}, {_who(last)} did '{last.what}'"

@@ -1,0 +1,54 @@
+"""Counterexamples that say why (issue 24 item 3): diagnoses computed from the model's
+trace and the program, never guessed."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pipeproof.api import CheckResult, check_file
+from pipeproof.checker.explain import explain, tx_mismatch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def _check(rel: str) -> CheckResult:
+    return check_file(ROOT / rel)
+
+
+# --------------------------------------------------------------- tx_count mismatch
+
+
+def test_tx_too_small_says_both_byte_counts_and_lines() -> None:
+    """tx_count half the tile: 4096 B expected, 8192 B land (tx goes below zero)."""
+    r = _check("tests/cute_kernels/pipeline_tma_async_bug1.pipe")
+    assert r.verdict.prop == "deadlock"
+    text = explain(r.verdict)
+    assert ("ab.full[0]@cta0 expects 4096 B per phase (expect_tx by cta0.w0, line 23) but "
+            "the TMA loads that complete on it bring 8192 B (8192 B, tma_load by cta0.w0, "
+            "line 24): 4096 B too many") in text, text
+    # the specific fix replaces the generic "wait on the full barrier" advice
+    assert "tx_count (the expect_tx of a phase) equal the bytes" in text
+    assert "every stage a consumer waits on must be committed" not in text
+
+
+def test_tx_times_cluster_size_names_the_peer_loads() -> None:
+    """P4: expect_tx = 16384 B x cluster size (65536 B); the pair brings 2 x 16384 B."""
+    r = _check("examples/bugs/p4-bug.pipe")
+    text = explain(r.verdict)
+    assert "each expect 65536 B per phase (expect_tx by cta0.w0 and cta2.w0, line 42)" \
+        in text, text
+    assert ("bring 32768 B (2 x 16384 B, tma_load by cta0.w0, cta1.w0, cta2.w0 and "
+            "cta3.w0, line 43): 32768 B are never delivered") in text, text
+    d = tx_mismatch(r.verdict.trace, "ab.full[0]@cta0")
+    assert d is not None and (d["expected"], d["landed"]) == (65536, 32768)
+    assert d["load_by"] == ["cta0.w0", "cta1.w0"]
+
+
+def test_no_tx_diagnosis_when_the_load_is_skipped() -> None:
+    """P2: the producer skips the TMA load after producer_acquire: no bytes land at all,
+    which is not a tx_count mistake -- say nothing about byte counts."""
+    r = _check("examples/bugs/p2-bug.pipe")
+    assert r.verdict.prop == "deadlock"
+    assert "byte count mismatch" not in explain(r.verdict)
