@@ -57,7 +57,8 @@ class Event:
     barrier: str = ""             # the barrier it waits on / signals ("ab.full[0]@cta0")
     stage: Optional[int] = None   # pipeline stage (barrier or buffer index)
     parity: Optional[int] = None  # wait parity (phase bit) for waits
-    tx: Optional[int] = None      # bytes expected or delivered
+    tx: Optional[int] = None      # bytes expected or delivered (a multicast tma_load:
+    #                               per destination, one per barrier in ``barrier``)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -143,11 +144,16 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         if not ins.deliveries:
             return {"op": op}
         d0 = ins.deliveries[0]
-        d = _bar_fields(op, d0.bar, tx=sum(x.bytes for x in ins.deliveries))
+        # a multicast lands the same box in every destination: ``tx`` is the bytes per
+        # destination (each barrier in ``barrier``); None where deliveries differ
+        bars = sorted({str(x.bar) for x in ins.deliveries})
+        sizes = {x.bytes for x in ins.deliveries}
+        per = d0.bytes if len(sizes) == 1 and len(bars) == len(ins.deliveries) else None
+        d = _bar_fields(op, d0.bar, tx=per)
         if d0.buf is not None:
             d["stage"] = d0.buf.stage
         if len(ins.deliveries) > 1:
-            d["barrier"] = ", ".join(sorted({str(x.bar) for x in ins.deliveries}))
+            d["barrier"] = ", ".join(bars)
         return d
     if t is P.CpAsync:
         return {"op": "cp.async", "pipeline": _pipe_of(ins.buf.buffer), "stage": ins.buf.stage}

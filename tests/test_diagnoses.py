@@ -52,3 +52,43 @@ def test_no_tx_diagnosis_when_the_load_is_skipped() -> None:
     r = _check("examples/bugs/p2-bug.pipe")
     assert r.verdict.prop == "deadlock"
     assert "byte count mismatch" not in explain(r.verdict)
+
+
+# --------------------------------------------------------------- multicast label
+
+
+def test_multicast_load_labelled_per_destination() -> None:
+    """A multicast tma_load(bytes=2048, mcast_mask over 2 CTAs) reads ``2048B x2``, not
+    the 4096 B summed over its destinations."""
+    from pipeproof.checker.render.lanes import cell_text
+
+    r = _check("tests/cute_kernels/pipeline_tma_async_multicast_bug1.pipe")
+    loads = [e for e in r.verdict.trace.events if e.op == "tma_load"]
+    mc = [e for e in loads if ", " in e.barrier]
+    assert mc, [e.what for e in loads]
+    for e in mc:
+        assert e.tx == 2048, (e.what, e.tx)
+        assert cell_text(e).endswith("2048B x2"), cell_text(e)
+    # each destination's complete_tx brings those bytes
+    assert {e.tx for e in r.verdict.trace.events if e.op == "complete_tx"} == {2048}
+
+
+# --------------------------------------------------------------- no cut numbers
+
+
+def test_timeline_never_cuts_a_number() -> None:
+    """Narrow cells shrink byte counts (32768B -> 32KB) and drop a number whole rather
+    than print ``3276~``."""
+    import re
+
+    from pipeproof.checker.render.timeline import _cut, render_timeline
+
+    assert _cut("complete_tx s0 32768B", 19) == "complete_tx s0 32KB"
+    assert _cut("ab.full[0]: tx 32768->16384 /1", 20) == "ab.full[0]: tx~"
+    assert _cut("tma_load s0 16384B", 13) == "tma_load s0 ~"
+    r = _check("examples/bugs/p4-bug.pipe")
+    for width in (100, 120, 160):
+        text = render_timeline(r.verdict.trace, max_width=width, group="warp")
+        for ln in text.splitlines():
+            for cell in ln.split("|"):
+                assert not re.search(r"\d~", cell), (width, ln)

@@ -236,7 +236,8 @@ def cell_text(ev: Event, with_pipeline: bool = False) -> str:
     if parity is not None:
         parts.append(f"p{parity}")
     if ev.tx and op in ("tma_load", "complete_tx", "arrive+tx", "expect_tx", "clc.try_cancel"):
-        parts.append(f"{ev.tx}B")
+        n = len(ev.barrier.split(", ")) if op == "tma_load" and ev.barrier else 1
+        parts.append(f"{ev.tx}B" + (f" x{n}" if n > 1 else ""))
     return " ".join(parts)
 
 

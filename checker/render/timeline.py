@@ -17,6 +17,7 @@ reason in words (which arrivals or bytes are missing and why nobody will provide
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 from typing import Optional
@@ -28,10 +29,41 @@ MIN_COL = 12
 MAX_COL = 30
 
 
-def _fit(text: str, width: int) -> str:
+_BYTES = re.compile(r"\b(\d+)B\b")
+
+
+def _kb(m: re.Match) -> str:
+    n = int(m.group(1))
+    return f"{n // 1024}KB" if n >= 1024 and n % 1024 == 0 else m.group(0)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters.  Byte counts shrink first (``32768B``
+    -> ``32KB``); what is cut off ends in ``~`` and never in the middle of a number
+    (``3276~`` would read as a different number): the whole number goes."""
     if len(text) <= width:
-        return text.ljust(width)
-    return text[: width - 1] + "~"
+        return text
+    short = _BYTES.sub(_kb, text)
+    if len(short) <= width:
+        return short
+    # whole words while they fit; a word with a digit is never cut (``3276~``), and a
+    # number just before the cut keeps a space (``s0 ~``, not ``s0~``)
+    out = ""
+    for word in short.split(" "):
+        sep = " " if out else ""
+        if len(out) + len(sep) + len(word) + (2 if word[-1:].isdigit() else 1) <= width:
+            out += sep + word
+            continue
+        if not any(ch.isdigit() for ch in word):
+            room = width - len(out) - len(sep) - 1
+            if room >= 2:
+                out += sep + word[:room]
+        break
+    return (out + " ~" if out[-1:].isdigit() else out + "~")[:width] if out else "~"
+
+
+def _fit(text: str, width: int) -> str:
+    return _cut(text, width).ljust(width)
 
 
 def default_width() -> int:
@@ -117,7 +149,7 @@ def _render(tl: Timeline, max_width: int) -> str:
             out += " " * (w + 2) + "|"
         if len(out) + 3 + len(text) > max_width:  # a lane on the right: pull it left
             out = out[: max(step_w + 2, max_width - len(text) - 3)]
-        return (out + "   " + text)[:max_width]
+        return out + "   " + _cut(text, max(max_width - len(out) - 3, 1))
 
     out = [line("step", [h[0] for h in heads], "barrier state" if inline else ""),
            line("", [h[1] for h in heads], "")]
@@ -132,7 +164,7 @@ def _render(tl: Timeline, max_width: int) -> str:
         if inline:
             state = r.state
             if len(state) > state_w:
-                state = state[: state_w - 1] + "~"
+                state = _cut(state, state_w)
             out.append(line(first, cells, state))
         else:
             out.append(line(first, cells, ""))
