@@ -92,3 +92,15 @@ def test_timeline_never_cuts_a_number() -> None:
         for ln in text.splitlines():
             for cell in ln.split("|"):
                 assert not re.search(r"\d~", cell), (width, ln)
+
+
+# --------------------------------------------------------------- HTML engine
+
+
+def test_html_report_names_the_engine_that_decided() -> None:
+    from pipeproof.checker.render.html import Report
+
+    r = _check("examples/bugs/p4-bug.pipe")
+    assert r.engine == "auto" and r.verdict.stats.engine == "explicit"
+    config = dict(Report.from_result(r).config)
+    assert config["engine"] == "explicit (chosen by --engine auto)"

@@ -58,7 +58,7 @@ class Report:
         st = v.stats
         config = [("file", str(result.file)), ("kernel", f"{result.kernel}({ps})"),
                   ("cluster", "x".join(map(str, result.cluster))),
-                  ("warps per CTA", str(result.warps)), ("engine", result.engine)]
+                  ("warps per CTA", str(result.warps)), ("engine", _engine(result))]
         if st.states:
             config.append(("explored", f"{st.states:,} states, {st.transitions:,} "
                                        f"transitions, depth {st.depth}, {st.seconds:.2f} s"))
@@ -71,6 +71,15 @@ class Report:
         return cls(f"pipeproof: {result.kernel}", v.headline(), v.status, v.trace, config,
                    v.reason if v.status != "SAFE" else "", explanation, source or "",
                    str(result.file))
+
+
+def _engine(result: Any) -> str:
+    """The engine that decided (as the CLI's ``engine ...`` line says), and the one asked
+    for when that was a choice (``explicit (chosen by --engine auto)``)."""
+    used = result.verdict.stats.engine or result.engine
+    if used != result.engine and result.engine:
+        return f"{used} (chosen by --engine {result.engine})"
+    return used
 
 
 def _e(x: Any) -> str:
