@@ -104,3 +104,22 @@ def test_html_report_names_the_engine_that_decided() -> None:
     assert r.engine == "auto" and r.verdict.stats.engine == "explicit"
     config = dict(Report.from_result(r).config)
     assert config["engine"] == "explicit (chosen by --engine auto)"
+
+
+# --------------------------------------------------------------- set-up steps
+
+
+def test_init_steps_collapse_into_one_row() -> None:
+    """P4's 28 set-up steps (mbarrier.init, fences, cluster arrive/wait in 4 CTAs) are one
+    summary row of the text timeline; the numbered steps keep every one."""
+    from pipeproof.checker.render.timeline import render_timeline
+    from pipeproof.checker.trace import render_text
+
+    r = _check("examples/bugs/p4-bug.pipe")
+    text = render_timeline(r.verdict.trace, max_width=200, group="warp")
+    rows = [ln for ln in text.splitlines() if ln[:6].strip()]
+    assert any(ln.startswith(" 1-28 | set-up in CTAs 0-3: 28 steps") for ln in rows), text
+    assert not any(ln.split("|")[0].strip() in {str(i) for i in range(1, 29)} for ln in rows)
+    assert any(ln.split("|")[0].strip() == "29" for ln in rows)
+    steps = render_text(r.verdict.trace)
+    assert " 1. cta0.w1" in steps and "28. cta3.w1" in steps

@@ -71,6 +71,9 @@ def test_timeline_one_column_per_agent(case: str) -> None:
             continue
         if first == "STUCK":
             continue
+        if re.fullmatch(r"1-\d+", first):   # the set-up steps' summary row
+            steps.extend(range(1, int(first[2:]) + 1))
+            continue
         steps.append(int(first.replace(">>", "").replace("@", "").strip()))
         filled = [c for c in cells[1:1 + len(cols)] if c]
         assert len(filled) == 1, ln

@@ -155,7 +155,24 @@ def _render(tl: Timeline, max_width: int) -> str:
            line("", [h[1] for h in heads], "")]
     out.append("-" * step_w + "-+" + "+".join("-" * (w + 2) for w in widths) + "+" +
                ("-" * min(state_w + 1, 40) if inline else ""))
-    for r in tl.rows:
+    k = _init_prefix(tl)
+    if k:
+        ops: list[str] = []
+        for r in tl.rows[:k]:
+            if r.event.op not in ops:
+                ops.append(r.event.op)
+        ctas = sorted({r.event.cta for r in tl.rows[:k] if r.event.cta is not None})
+        where = ""
+        if ctas:
+            run = ctas == list(range(ctas[0], ctas[-1] + 1)) and len(ctas) > 2
+            where = (f" in CTA{'s' if len(ctas) > 1 else ''} "
+                     + (f"{ctas[0]}-{ctas[-1]}" if run else ", ".join(map(str, ctas))))
+        text = (f"set-up{where}: {k} steps of barrier init, fences and syncs; --format "
+                f"steps lists them ({', '.join(ops)})")
+        first = f"1-{tl.rows[k - 1].step}"
+        out.append(first.rjust(step_w) + " | "
+                   + _cut(text, max(max_width - step_w - 3, 20)))
+    for r in tl.rows[k:]:
         cells = [""] * n
         cells[r.lane] = ("!! " + r.cell) if r.violation else r.cell
         first = (">> " if r.violation else "") + str(r.step)
@@ -178,6 +195,28 @@ def _render(tl: Timeline, max_width: int) -> str:
     out.append("")
     out.extend(_footer(tl, max_width))
     return "\n".join(out).rstrip() + "\n"
+
+
+#: what a kernel does before its pipelines run: barrier init, its fence, the syncs that
+#: publish it (pipeline_init_arrive / pipeline_init_wait, sync_threads)
+_INIT_OPS = ("mbarrier.init", "fence.mbarrier_init", "barrier.cluster.arrive",
+             "barrier.cluster.arrive.relaxed", "barrier.cluster.wait")
+
+
+def _init_prefix(tl: Timeline) -> int:
+    """How many leading rows are set-up (``_INIT_OPS`` and CTA-wide bar.sync), none of
+    them the violating step or a loop's start: the text timeline shows them as one
+    summary row (``--format steps`` and ``--json`` keep every step).  0 when fewer than
+    two, or when nothing but set-up happened."""
+    k = 0
+    for r in tl.rows:
+        op = r.event.op
+        if r.violation or (tl.loop_start is not None and r.step >= tl.loop_start):
+            break
+        if not (op in _INIT_OPS or op.startswith(("bar.sync 0", "bar.arrive 0"))):
+            break
+        k += 1
+    return k if 2 <= k < len(tl.rows) else 0
 
 
 def _footer(tl: Timeline, max_width: int) -> list[str]:
