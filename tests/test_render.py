@@ -128,7 +128,7 @@ def test_narrow_timeline_groups_warps_by_role() -> None:
     assert "(w0-w3)" in text.splitlines()[1]
     stuck = next(ln for ln in text.splitlines() if ln.startswith("STUCK"))
     assert "w0-w3 wait full[0] p0" in stuck
-    assert re.search(r"\| w\d sync_threads", text)        # cells name the warp
+    assert re.search(r"^ 1-\d+ \| set-up in CTA 0", text, re.M)  # set-up: one row
     assert "cta0.w0, cta0.w1, cta0.w2, cta0.w3 (consumer) wait on ab.full[0]@cta0" in \
         text.replace("\n     ", "")
     assert render_timeline(tr, max_width=110, group="warp").splitlines()[0].count("cta0.w") == 5
