@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -24,7 +25,7 @@ from . import ir
 from .builtins import (MODULE_ROOTS, Builtin, ElectOne, Module, Namespace, PipelineClassRef,
                        builtins_table)
 from .cluster import Layout, MAX_CLUSTER_SIZE
-from .errors import ConfigError, Unsupported, did_you_mean
+from .errors import CompileTimeout, ConfigError, Unsupported, did_you_mean
 from .groups import WARP_SIZE
 from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, release_point_effects
@@ -1083,6 +1084,10 @@ class _Compiler:
         deg = _in_degrees(self.nodes)
         deg[self.entry] += 1
         self.join = [d > 1 for d in deg]
+        #: ``time.monotonic()`` past which compiling gives up (``compile_kernel``)
+        self.deadline: Optional[float] = None
+        self.timeout = 0.0
+        self._ticks = 0
         #: every creation of each pipeline: (declaration, parameter points, location)
         self.decls: dict[str, list[tuple[PipelineDecl, frozenset, ir.Loc]]] = {}
         self.named_ids: set[int] = set()
@@ -1302,6 +1307,10 @@ class _Compiler:
     def _run(self, a: _Agent, node: int, env: dict) -> None:
         while True:
             n = self.nodes[node]
+            self._ticks += 1
+            if self.deadline is not None and not self._ticks & 1023 \
+                    and time.monotonic() > self.deadline:
+                raise CompileTimeout(self.timeout, n.loc)
             if self.join[node]:
                 key = (node, _freeze(env))
                 if key in a.memo:
@@ -1530,7 +1539,8 @@ MAX_PARAM_POINTS = 256
 
 
 def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None,
-                   symbolic: Optional[dict[str, range]] = None) -> CompiledKernel:
+                   symbolic: Optional[dict[str, range]] = None,
+                   timeout: Optional[float] = None) -> CompiledKernel:
     """Specialise ``kernel`` for every warp of every CTA of one cluster.
 
     ``symbolic``: parameters left symbolic over a range of values (``--param K=LO..HI``):
@@ -1538,7 +1548,9 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     that needs a value of them (a stage count, ``t * K``) splits its path on that value
     (``_Compiler._attempt``), and one transition system covers every value.  A parameter
     the launch needs, or that changes a pipeline's arrive counts, raises ``Unsupported``;
-    the caller then checks it value by value."""
+    the caller then checks it value by value.  ``timeout``: seconds after which
+    compiling gives up with ``CompileTimeout`` (the command's ``--timeout`` covers the
+    unrolling too)."""
     symbolic = dict(symbolic or {})
     overrides = dict(overrides or {})
     for k in symbolic:
@@ -1547,8 +1559,11 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     if len(points) > MAX_PARAM_POINTS:
         raise Unsupported(f"unsupported: {len(points)} symbolic parameter values (at most "
                           f"{MAX_PARAM_POINTS})", kernel.loc)
+    start = time.monotonic()
     info = _static_eval_launch(kernel, overrides)
     comp = _Compiler(kernel, info)
+    if timeout is not None:  # raises CompileTimeout (an Unsupported: UNKNOWN) past it
+        comp.deadline, comp.timeout = start + timeout, timeout
     comp.param_names = tuple(symbolic)
     comp.param_points = points
     progs = []

@@ -57,3 +57,13 @@ class Unsupported(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+class CompileTimeout(Unsupported):
+    """The command's ``--timeout`` ran out while the kernel was being compiled (loops are
+    unrolled: a trip count of thousands takes seconds): UNKNOWN, as a search timeout."""
+
+    def __init__(self, seconds: float, loc: Optional[Loc] = None):
+        super().__init__(f"timeout after {seconds:g} s while compiling the kernel (its loops "
+                         "are unrolled; smaller trip counts, or a longer --timeout)", loc)
+        self.seconds = seconds

@@ -236,9 +236,13 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     if any(isinstance(v, range) for v in params.values()):
         result = _check_param_ranges(kernel, params, **kw)
     else:
-        compiled = compile_kernel(kernel, params)
+        start = time.monotonic()
+        compiled = compile_kernel(kernel, params, timeout=timeout)
         info = compiled.info
         before = _mtime(smt2)
+        # the search gets what compiling left of --timeout (at least a moment, so that
+        # it can say how far it got)
+        kw["timeout"] = max(timeout - (time.monotonic() - start), 0.01)
         verdict = _run_engine(System(compiled, memory_model), **kw)
         _stamp_smt2(smt2, before, info.name, dict(info.params), file or kernel.loc.file,
                     verdict)

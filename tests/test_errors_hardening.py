@@ -438,3 +438,18 @@ def test_launch_messages_show_no_python_reprs(tmp_path: Path, capsys: pytest.Cap
     err = _error(tmp_path, capsys, _edit("launch(block=64, cluster=(1, 1, 1))", launch),
                  "launch(")
     assert "PipelineClassRef(" not in err and "<class" not in err
+
+
+def test_timeout_covers_compiling() -> None:
+    """--timeout bounds the unrolling too (issue 23 item 3): a deadline that has passed
+    by the compiler's first check (every 1,024 flow-graph steps) ends it with UNKNOWN,
+    whatever the machine's speed; a generous one changes nothing."""
+    from pipeproof.model.compile import compile_kernel
+    from pipeproof.model.errors import CompileTimeout, Unsupported
+    from pipeproof.model.lang.parser import parse_file
+
+    k = parse_file(str(EX / "textbook" / "pipeline_async.pipe"))
+    with pytest.raises(CompileTimeout, match="while compiling") as e:
+        compile_kernel(k, {"k_tiles": 2000}, timeout=1e-9)
+    assert isinstance(e.value, Unsupported)  # the command line: UNKNOWN, exit 3
+    assert compile_kernel(k, {"k_tiles": 20}, timeout=600).programs
