@@ -972,7 +972,10 @@ class _Ctx:
         """Is the barrier array's init already visible to the whole cluster?  Then the
         monotone visibility updates ("M": fences, releases, cluster-barrier promotes) can
         no longer change what a use of it reads ("R"), so the two commute."""
-        vis = self.get(self.sys.arr[(obj[1], obj[2])])
+        slot = self.sys.arr.get((obj[1], obj[2]))
+        if slot is None:  # an array of a CTA outside the cluster: the use is a violation
+            return False
+        vis = self.get(slot)
         # in a cluster of one CTA no use is from another CTA: CTA visibility is the last
         # level any use check (model.system.System.use_check) distinguishes
         return vis == VIS_CLUSTER or (vis == VIS_CTA and self.sys.info.cluster_size == 1)

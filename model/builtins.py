@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
-from .cluster import ClusterVMNK, Layout, mask_ranks, tiled_divide
+from .cluster import ClusterVMNK, Layout, MaskRangeError, mask_ranks, tiled_divide
 from .groups import WARP_SIZE, Agent, CooperativeGroup
 from .pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_acquire,
                              fill_tag_for_wait, make_pipeline_state, state_from_index_phase)
@@ -200,14 +200,23 @@ def b_pipeline_state_simple(cx: Any, args: tuple, kw: dict) -> PipelineStateVal:
 
 
 def b_make_layout(cx: Any, args: tuple, kw: dict) -> Layout:
-    shape, _stride = _args(cx, args, kw, ("shape", "stride"), "make_layout", 1)
-    if isinstance(shape, int):
+    """``make_layout(shape, stride=None)``: CuTe's compact column-major default (size-1
+    modes stride 0) or the user's stride, congruent with the shape."""
+    shape, stride = _args(cx, args, kw, ("shape", "stride"), "make_layout", 1)
+    for what, v in (("shape", shape), ("stride", stride)):
+        if v is not None:
+            for e in _flatten(v):
+                if isinstance(e, DynExpr):
+                    cx.unsupported(f"make_layout with a run-time {what}")
+    if stride is not None and any(isinstance(e, int) and not isinstance(e, bool) and e < 0
+                                  for e in _flatten(stride)):
+        cx.unsupported(f"make_layout with a negative stride {_show(stride)}")
+    if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
-    flat = _flatten(shape)
     try:
-        return Layout(tuple(flat))
-    except ValueError as e:
-        cx.error(str(e))
+        return Layout(shape, stride)
+    except (ValueError, TypeError) as e:
+        cx.error(f"make_layout: {e}")
 
 
 def _flatten(x: Any) -> list:
@@ -236,33 +245,29 @@ def _show(v: Any) -> str:
 
 
 def b_size(cx: Any, args: tuple, kw: dict) -> int:
-    """``cute.size(x, mode=[...])``: the size of a layout or shape, or of the given modes."""
+    """``cute.size(x, mode=[...])``: the size of a layout, shape or int; ``mode`` is a path
+    into the (nested) shape: ``[i]`` is mode i, ``[i, j]`` sub-mode j of mode i (CuTe
+    DSL ``cute.size``; checked against the installed DSL, finding F11 was wrong)."""
     (x, mode) = _args(cx, args, kw, ("a", "mode"), "size", 1)
+    shape = x.shape if isinstance(x, Layout) else x
     if mode is not None:
-        shape = x.shape if isinstance(x, Layout) else x
-        if not isinstance(shape, (tuple, list)):
-            cx.error(f"size(..., mode={_show(mode)}) needs a layout or a shape")
-        modes = mode if isinstance(mode, (tuple, list)) else (mode,)
+        if not isinstance(mode, (tuple, list)) or not all(
+                isinstance(m, int) and not isinstance(m, bool) for m in mode):
+            cx.error(f"size(..., mode={_show(mode)}): mode must be a list of ints, a path "
+                     f"into the shape such as mode=[0]")
+        for m in mode:
+            if not isinstance(shape, (tuple, list)) or not 0 <= m < len(shape):
+                cx.error(f"size(): mode {_show(list(mode))} is not a mode of {_show(x)}")
+            shape = shape[m]
+    if isinstance(shape, (tuple, list)):
         n = 1
-        for m in modes:
-            if not isinstance(m, int) or not 0 <= m < len(shape):
-                cx.error(f"size(): mode {_show(m)} outside the {len(shape)} modes of {shape}")
-            for e in _flatten(shape[m]):
-                if isinstance(e, bool) or not isinstance(e, int):
-                    cx.error(f"size(): the shape {_show(shape)} holds {_show(e)}, not an int")
-                n *= e
-        return n
-    if isinstance(x, Layout):
-        return x.size
-    if isinstance(x, (tuple, list)):
-        n = 1
-        for e in _flatten(x):
+        for e in _flatten(shape):
             if isinstance(e, bool) or not isinstance(e, int):
                 cx.error(f"size(): the shape {_show(x)} holds {_show(e)}, not an int")
             n *= e
         return n
-    if isinstance(x, int) and not isinstance(x, bool):
-        return x
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        return shape
     cx.error(f"size() of {_show(x)}: expected a layout, a shape or an int")
 
 
@@ -281,19 +286,32 @@ def b_tma_multicast_mask(cx: Any, args: tuple, kw: dict) -> int:
 def _image_mask(cx: Any, layout: Any, coord: Any, mode: Any, what: str) -> int:
     if not isinstance(layout, Layout):
         cx.error(f"{what}: first argument must be a layout")
-    coord = tuple(_flatten(coord))
-    if len(coord) != len(layout.shape) or not all(isinstance(c, int) for c in coord):
-        cx.error(f"{what}: coordinate {coord} does not match layout shape {layout.shape}")
-    if not isinstance(mode, int) or not 0 <= mode < len(layout.shape):
+    if isinstance(coord, list):
+        coord = tuple(coord)
+    if not isinstance(coord, tuple) or len(coord) != len(layout.shape) \
+            or not all(isinstance(c, (int, tuple)) and not isinstance(c, bool)
+                       for c in _flatten(coord)):
+        cx.error(f"{what}: coordinate {_show(coord)} does not match layout shape "
+                 f"{_show(layout.shape)}")
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode < len(layout.shape):
         cx.error(f"{what}: mode {_show(mode)} outside the layout's {len(layout.shape)} modes")
-    return layout.image_mask(coord, mode)
+    try:
+        return layout.image_mask(coord, mode)
+    except MaskRangeError as e:
+        cx.error(f"{what}: layout {_show(layout.shape)}:{_show(layout.stride)} at "
+                 f"{_show(coord)}: {e}", prop=Prop.MASK_OUTSIDE_CLUSTER)
+    except ValueError as e:
+        cx.error(f"{what}: {e}")
 
 
-def b_get_coord(cx: Any, layout: Layout, args: tuple, kw: dict) -> tuple:
-    (rank,) = _args(cx, args, kw, ("rank",), "get_flat_coord", 1)
-    if not isinstance(rank, int) or not 0 <= rank < layout.size:
-        cx.error(f"rank {_show(rank)} outside a layout of {layout.size} CTAs")
-    return layout.coord(rank)
+def b_get_coord(cx: Any, layout: Layout, args: tuple, kw: dict, hier: bool = False) -> tuple:
+    """``layout.get_flat_coord(rank)`` / ``get_hier_coord(rank)``: the layout's inverse
+    (per mode ``(rank // stride) % shape``), strides honoured."""
+    name = "get_hier_coord" if hier else "get_flat_coord"
+    (rank,) = _args(cx, args, kw, ("rank",), name, 1)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < layout.size:
+        cx.error(f"{name}: rank {_show(rank)} outside a layout of {layout.size} CTAs")
+    return layout.hier_coord(rank) if hier else layout.coord(rank)
 
 
 def b_warp_idx(cx: Any, args: tuple, kw: dict) -> int:

@@ -640,8 +640,8 @@ class _Evaluator:
                 return obj.count
             return ("method", obj, name)
         if isinstance(obj, Layout):
-            if name == "shape":
-                return obj.shape
+            if name in ("shape", "stride"):
+                return getattr(obj, name)
             return ("method", obj, name)
         if isinstance(obj, DynExpr):
             self._unsupported(f"attribute {name} of a run-time value", loc)
@@ -1043,7 +1043,7 @@ class _Agent:
             if name in ("get_flat_coord", "get_hier_coord"):
                 from .builtins import b_get_coord
 
-                return b_get_coord(self, obj, args, kw)
+                return b_get_coord(self, obj, args, kw, hier=name == "get_hier_coord")
             self.error(f"a layout has no method {name}()")
         return obj.call(self, name, args, kw)
 

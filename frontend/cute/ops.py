@@ -548,7 +548,9 @@ def _flat_coord(lf: Any, o: Op, vals: list) -> Any:
     lay = layout_of(o.operand_types[1]) if len(o.operand_types) > 1 else None
     if not isinstance(idx, int) or lay is None:
         return OPAQUE
-    return flat_coord(idx, lay[0])
+    if not all(isinstance(x, int) for x in flatten(lay[0]) + flatten(lay[1])):
+        return OPAQUE
+    return flat_coord(idx, lay[0], lay[1], hier=o.name == "cute.get_hier_coord")
 
 
 @op("cute.crd2idx")

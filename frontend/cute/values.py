@@ -207,14 +207,22 @@ def crd2idx(c: Any, shape: Any, stride: Any) -> int:
     return c * stride
 
 
-def flat_coord(idx: int, shape: Any) -> tuple:
-    """``get_flat_coord``: an index into a flat colexicographic coordinate."""
-    out = []
-    for s in (shape if isinstance(shape, tuple) else (shape,)):
-        n = size(s)
-        out.append(idx % n)
-        idx //= n
-    return tuple(out)
+def flat_coord(idx: int, shape: Any, stride: Any = None, hier: bool = False) -> tuple:
+    """``get_flat_coord`` / ``get_hier_coord``: the layout's inverse, per leaf mode
+    ``(idx // stride) % shape`` (0 for a stride-0 or size-1 mode), as the DSL folds it and
+    its PTX computes it from ``%cluster_ctarank``; a nested mode's flat coordinate is its
+    colexicographic index.  ``stride=None``: CuTe's compact column-major default.
+    (``pipeproof.model.cluster`` holds the one definition.)"""
+    from ...model.cluster import _colex, compact_col_major, idx2crd_hier
+
+    if not isinstance(shape, tuple):
+        shape, stride = (shape,), (None if stride is None else (stride,))
+    if stride is None:
+        stride = compact_col_major(shape)
+    h = idx2crd_hier(idx, shape, stride)
+    if hier:
+        return h
+    return tuple(_colex(c, s) for c, s in zip(h, shape))
 
 
 def flatten(v: Any) -> list:

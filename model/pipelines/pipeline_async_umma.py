@@ -17,7 +17,7 @@ from ..cluster import mask_ranks
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_umma_commit,
                    group_count, release_effects)
 from .pipeline_async import PipelineAsync
-from .pipeline_tma_async import vmnk_of
+from .pipeline_tma_async import cluster_mask, vmnk_of
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class PipelineAsyncUmma(PipelineAsync):
             pdst, cmask = None, None
         else:
             pdst = vmnk.leader(cx.cta)
-            cmask = vmnk.pair_mask(cx.cta) | vmnk.pair_mask(vmnk.peer(cx.cta))
+            cmask = cluster_mask(cx, vmnk, lambda: vmnk.peer_cta_mask(cx.cta),
+                                 "the peer CTA mask (_compute_peer_cta_mask)")
         obj = cls(decl, cx.cta, pdst, None, False, False, cmask, 2 if vmnk.V == 2 else 1,
                   vmnk.peer(cx.cta))
         create_effects(cx, decl, defer)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..cluster import ClusterVMNK, Layout
+from ..cluster import ClusterVMNK, Layout, MaskRangeError
+from ..properties import Prop
 from ..groups import WARP_SIZE
 from ..mbarrier import MAXC
 from ..program import BufRef
@@ -53,6 +54,20 @@ def vmnk_of(cx: Any, kw: dict, key: str = "cta_layout_vmnk") -> ClusterVMNK:
                  hint="build it from the launch's cluster shape, e.g. "
                       "make_layout((1, cluster_m, cluster_n, 1))")
     return vmnk
+
+
+def cluster_mask(cx: Any, vmnk: ClusterVMNK, compute: Any, what: str) -> int:
+    """A mask CUTLASS derives from ``cta_layout_vmnk`` (``compute()``), never wrapped
+    around.  A rank the 16-bit mask cannot hold (negative, >= 16, or a layout whose
+    cosize exceeds 16: the DSL refuses or drops it) is a configuration error tagged
+    ``mask-outside-cluster``; a rank in [cluster size, 16) is kept: the signal sent to
+    that CTA is reported as ``mask-outside-cluster`` when it happens
+    (``System._bar_ref``), as the hardware would send it."""
+    try:
+        return compute()
+    except MaskRangeError as e:
+        cx.error(f"{what} computed from cta_layout_vmnk {_show(vmnk.layout.shape)}:"
+                 f"{_show(vmnk.layout.stride)}: {e}", prop=Prop.MASK_OUTSIDE_CLUSTER)
 
 
 def mcast_mode_of(cx: Any, kw: dict) -> tuple[int, int]:

@@ -90,7 +90,7 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
         targets = set(vmnk.tma_empty_signal_targets(cx.cta, mode, compare_v=False))
         dsts = tuple(lane if lane in targets else -1 for lane in range(min(vmnk.size, 32)))
         obj = cls(decl, cx.cta, None, None, False, False, tx,
-                  *_umma_side(vmnk, cx.cta, mode), bool(force), dsts, vmnk.size)
+                  *_umma_side(cx, vmnk, cx.cta, mode), bool(force), dsts, vmnk.size)
         create_effects(cx, decl, defer)
         return obj
 

@@ -25,7 +25,8 @@ from ..pipeline_state import arrival_phase
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_arrive,
                    emit_umma_commit, group_count, release_effects, wait_unless)
 from .pipeline_async import PipelineAsync
-from .pipeline_tma_async import mcast_mode_of, multicast_consumer_count, tx_count_of, vmnk_of
+from .pipeline_tma_async import (cluster_mask, mcast_mode_of, multicast_consumer_count,
+                                 tx_count_of, vmnk_of)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class PipelineTmaUmma(PipelineAsync):
         decl = cx.register(PipelineDecl(var, cls.CLASS, num_stages, (
             ArrayDecl("full", num_stages, producer, tx), ArrayDecl("empty", num_stages, consumer)),
             f"{var}.buf", cls.SYNC))
-        obj = cls(decl, cx.cta, None, None, False, False, tx, *_umma_side(vmnk, cx.cta, mode))
+        obj = cls(decl, cx.cta, None, None, False, False, tx, *_umma_side(cx, vmnk, cx.cta, mode))
         create_effects(cx, decl, defer)
         return obj
 
@@ -115,12 +116,14 @@ class PipelineTmaUmma(PipelineAsync):
         return dest_cta
 
 
-def _umma_side(vmnk: ClusterVMNK, cta: int, mode: tuple[int, int]) -> tuple:
+def _umma_side(cx: Any, vmnk: ClusterVMNK, cta: int, mode: tuple[int, int]) -> tuple:
     """consumer_mask, is_leader_cta, cta_group, peer and leader rank of ``cta``."""
     if vmnk.size == 1:
         mask, leader = None, True
     else:
-        mask, leader = vmnk.mcast_arrival_mask(cta, mode), vmnk.is_leader(cta)
+        mask = cluster_mask(cx, vmnk, lambda: vmnk.mcast_arrival_mask(cta, mode),
+                            "the multicast arrival mask (_compute_mcast_arrival_mask)")
+        leader = vmnk.is_leader(cta)
     return (leader, mask, 2 if vmnk.V == 2 else 1, vmnk.peer(cta), vmnk.leader(cta))
 
 

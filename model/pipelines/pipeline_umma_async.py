@@ -21,7 +21,7 @@ from ..program import GhostEffect
 from .base import (ArrayDecl, PipelineDecl, create_effects, elected, emit_umma_commit,
                    emit_wait, group_count, wait_unless)
 from .pipeline_async import PipelineAsync
-from .pipeline_tma_async import vmnk_of
+from .pipeline_tma_async import cluster_mask, vmnk_of
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class PipelineUmmaAsync(PipelineAsync):
         decl = cx.register(PipelineDecl(var, cls.CLASS, num_stages, (
             ArrayDecl("full", num_stages, producer), ArrayDecl("empty", num_stages, consumer)),
             f"{var}.acc", cls.SYNC))
-        pmask = None if vmnk.size == 1 else vmnk.pair_mask(cx.cta)
+        pmask = None if vmnk.size == 1 else cluster_mask(
+            cx, vmnk, lambda: vmnk.pair_mask(cx.cta), "the TMEM sync mask (_compute_tmem_sync_mask)")
         cdst = None if vmnk.V == 1 else cx.cta // 2 * 2
         obj = cls(decl, cx.cta, None, cdst, False, False, pmask, 2 if vmnk.V == 2 else 1,
                   vmnk.peer(cx.cta))
