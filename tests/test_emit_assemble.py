@@ -16,6 +16,10 @@ from pipeproof.impl.emit import EmitOptions, emit_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*/*.pipe"))
+#: the tensor-memory allocation steps have no PTX lowering yet (TmemAlloc/TmemDealloc/
+#: TmemRelinquish raise Unsupported in impl/emit.py; spec/primitives.md 12): an example
+#: that uses TmemAllocator may be refused for that reason, and only for it
+TMEM = [p for p in EXAMPLES if "TmemAllocator" in p.read_text()]
 
 
 def _assemble(args):
@@ -23,6 +27,8 @@ def _assemble(args):
     try:
         em = emit_file(str(path), opts=EmitOptions(arch))
     except Exception as e:  # noqa: BLE001 - reported as the failure
+        if path in TMEM and type(e).__name__ == "Unsupported" and "Tmem" in str(e):
+            return ""
         return f"{path.name} {arch}: emit failed: {type(e).__name__}: {e}"
     p = Path(tmp) / f"{path.stem}.{arch}.ptx"
     p.write_text(em.ptx)
@@ -39,3 +45,12 @@ def test_every_example_assembles(tmp_path):
     with ThreadPoolExecutor(4) as ex:
         errors = [e for e in ex.map(_assemble, work) if e]
     assert not errors, "\n".join(errors)
+
+
+def test_the_tmem_textbook_example_is_refused_for_its_tmem_steps():
+    from pipeproof.model.errors import Unsupported
+
+    assert TMEM
+    with pytest.raises(Unsupported, match="Tmem"):
+        emit_file(str(ROOT / "examples" / "textbook" / "tmem_allocator.pipe"), None,
+                  EmitOptions("sm_100a"))
