@@ -17,7 +17,7 @@ from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .concrete import first_violation
 from .packed import FlatState, PackedState, Packer
-from .trace import BarrierChange, Event, Trace, env_fields, instr_fields
+from .trace import Event, Trace, barrier_changes, env_fields, instr_fields
 
 V = CONCRETE
 
@@ -205,7 +205,8 @@ class Explorer:
             elif viol is not None:
                 raise RuntimeError(f"replay mismatch: step {i} violates {viol[0]} early")
             trace.events.append(Event(i, actor, role, cta, _rename(what, sysm, step_who), loc,
-                                      kind, _changes(sysm, before, after), ev_viol, **fields))
+                                      kind, barrier_changes(sysm.bar, before, after), ev_viol,
+                                      **fields))
         if violation is not None:
             trace.violated, trace.detail = violation[0], _rename(violation[1], sysm, step_who)
         if stuck_state is not None:
@@ -223,13 +224,3 @@ def _rename(text: str, sysm: System, who: list[int]) -> str:
     names = {ag.name: sysm.agents[who[ag.index]].name for ag in sysm.agents}
     return re.sub(r"cta\d+\.w\d+", lambda m: names.get(m.group(0), m.group(0)), text)
 
-
-
-def _changes(sysm: System, before: tuple, after: tuple) -> tuple[BarrierChange, ...]:
-    out = []
-    for ref, b in sysm.bar.items():
-        if before[b:b + 5] != after[b:b + 5]:
-            out.append(BarrierChange(str(ref), (before[b], after[b]),
-                                     (before[b + 1], after[b + 1]),
-                                     (before[b + 3], after[b + 3]), after[b + 2]))
-    return tuple(out)

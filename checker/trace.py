@@ -38,6 +38,18 @@ class BarrierChange:
         return f"{self.barrier}: " + ", ".join(parts) + f" (of {self.expected})"
 
 
+def barrier_changes(bars: dict, before: Any, after: Any) -> tuple[BarrierChange, ...]:
+    """The barriers a step changed, between two flat states (``bars``: a ``System``'s
+    barrier slots, ``System.bar``; fields in ``model.mbarrier.FIELDS`` order)."""
+    out = []
+    for ref, b in bars.items():
+        if before[b:b + 5] != after[b:b + 5]:
+            out.append(BarrierChange(str(ref), (before[b], after[b]),
+                                     (before[b + 1], after[b + 1]),
+                                     (before[b + 3], after[b + 3]), after[b + 2]))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Event:
     step: int

@@ -44,7 +44,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from ..checker.trace import BarrierChange, Event, Trace, env_fields, instr_fields
+from ..checker.trace import Event, Trace, barrier_changes, env_fields, instr_fields
 from ..model.compile import CompiledKernel
 from ..model.program import (Arrive, BulkWaitRead, CpAsyncArrive, CpAsyncWaitGroup, Exit,
                              TmaLoad, TryWait, Wait)
@@ -640,11 +640,12 @@ class Replayer:
                 ag = sysm.agents[a]
                 ev = Event(i, ag.name, ag.role, ag.cta, out.what,
                            str(ins.loc) if ins.loc.line else "", "agent",
-                           _changes(sysm, before, S.v), **instr_fields(ins))
+                           barrier_changes(sysm.bar, before, S.v), **instr_fields(ins))
             else:
                 out = sysm.exec_env(V, S, step[1])
                 ev = Event(i, sysm.env_name(step[1]), "async", None, out.what, "", "env",
-                           _changes(sysm, before, S.v), **env_fields(sysm, step[1]))
+                           barrier_changes(sysm.bar, before, S.v),
+                           **env_fields(sysm, step[1]))
             v = _first_violation(out.checks)
             if v is not None:
                 ev = dataclasses.replace(ev, violation=f"VIOLATED {v[0]}: {v[1]}")
@@ -697,12 +698,3 @@ def _first_violation(checks: list) -> Optional[tuple]:
 def _freeze(state: list) -> tuple:
     return tuple(state)
 
-
-def _changes(sysm: System, before: list, after: list) -> tuple[BarrierChange, ...]:
-    out = []
-    for ref, b in sysm.bar.items():
-        if before[b:b + 5] != after[b:b + 5]:
-            out.append(BarrierChange(str(ref), (before[b], after[b]),
-                                     (before[b + 1], after[b + 1]),
-                                     (before[b + 3], after[b + 3]), after[b + 2]))
-    return tuple(out)
