@@ -24,7 +24,8 @@ def _in_elect_one(src: str, line: str, new: str) -> str:
     return src.replace(line, f"{ind}with elect_one():\n{ind}    {new.strip()}\n")
 
 
-@pytest.mark.parametrize("engine", ("explicit", "bmc"))
+# BMC on the whole-warp query (32 try_cancels) takes about a minute: the slow run only
+@pytest.mark.parametrize("engine", ("explicit", pytest.param("bmc", marks=pytest.mark.slow)))
 def test_clc_queries_elect_or_not(engine):
     # the scheduler's query (elects itself) and the raw one, both from an elected lane
     for src in (_in_elect_one(CLC, QUERY, QUERY),
