@@ -290,7 +290,7 @@ class _Emitter:
         self(f"and.b32 {lo}, {v}, 255;")
         bad = self.p()
         self(f"setp.ne.u32 {bad}, {hi}, {STAMP_BASE};")
-        if tag == -2:  # any complete fill
+        if tag == ANY_FILL:  # any complete fill
             return bad
         par = self.r()
         self(f"and.b32 {par}, {lo}, 1;")

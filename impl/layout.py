@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from ..model.compile import CompiledKernel
+from ..model.system import ANY_FILL
 from ..model.program import (NO_DATA, PARITY_TAG, BufRef, CpAsync, CpAsyncArrive,
                              GhostEffect, Instr, TmaLoad, TmaStore, UmmaCommit)
 
@@ -74,7 +75,7 @@ class Slot:
         a read that expects a pipeline fill does not look at it.  With aliasing the
         region's stores and the pipeline's TMA bytes are the same memory, which the
         emulation keeps in two slots; the replay judges their order."""
-        return bool(self.tags) and self.tags <= {-2}
+        return bool(self.tags) and self.tags <= {ANY_FILL}
 
     def home(self, cta: int) -> int:
         """The CTA whose shared memory holds this slot for logical CTA ``cta``."""
@@ -327,7 +328,7 @@ def tag_matches(stamp: int, tag: int) -> bool:
     if stamp == POISON or (stamp & 0xFF000000) != STAMP_BASE:
         return False
     st = stamp & 0xFF
-    if tag == -2:  # ANY_FILL
+    if tag == ANY_FILL:
         return True
     if tag >= PARITY_TAG or st >= PARITY_TAG:
         return st % 2 == tag % 2

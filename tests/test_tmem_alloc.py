@@ -102,36 +102,6 @@ def test_one_cta_protocol_is_proven(engine):
     assert verdict(ONE, engine)[0] == "PROVEN"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_mma_before_the_allocation_is_tmem_misuse(engine):
-    # rule 1: the MMA writes the accumulator before tcgen05.alloc
-    assert verdict(ONE, engine, mma_early=1) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_accumulator_without_any_allocation_is_tmem_misuse(engine):
-    # no tcgen05.alloc at all (free would also find nothing to free)
-    assert verdict(ONE, engine, alloc=0) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_exit_with_tmem_allocated_is_tmem_misuse(engine):
-    # rule 3: every allocation must be freed before the CTA exits
-    assert verdict(ONE, engine, frees=0) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_double_dealloc_is_tmem_misuse(engine):
-    assert verdict(ONE, engine, frees=2) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_alloc_after_relinquish_is_tmem_misuse(engine):
-    # rule 4 (PTX ISA: illegal for a CTA to tcgen05.alloc after relinquish_alloc_permit);
-    # relinquishing after the allocation (the default here) is fine
-    assert verdict(ONE, engine, relinquish_first=1) == ("VIOLATED", "tmem-misuse")
-
-
 DEALLOC_EARLY = """
 @cute.kernel
 def dealloc_early(wait_epilogue: int = 0):
@@ -282,23 +252,6 @@ def test_pair_protocol_is_proven(engine):
     assert verdict(PAIR, engine)[0] == "PROVEN"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_pair_alloc_needs_both_ctas(engine):
-    # rule 5: the peer's allocator warp never issues tcgen05.alloc.cta_group::2; the
-    # leader's warp waits for it until the peer CTA exits
-    assert verdict(PAIR, engine, peer_allocs=0) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_pair_dealloc_needs_both_ctas(engine):
-    assert verdict(PAIR, engine, peer_frees=0) == ("VIOLATED", "tmem-misuse")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_pair_alloc_after_the_peer_relinquished(engine):
-    assert verdict(PAIR, engine, peer_relinquish_first=1) == ("VIOLATED", "tmem-misuse")
-
-
 def test_pair_dealloc_mbarrier_init_must_be_visible_cluster_wide():
     # TmemAllocator.free's remote arrive on the peer's dealloc mbarrier needs the init
     # published cluster-wide (the kernel's pipeline_init_arrive/wait)
@@ -313,3 +266,30 @@ def test_two_cta_allocator_needs_a_pair():
                                      "is_two_cta=True)")
     with pytest.raises(ConfigError, match="pair"):
         check(src)
+
+
+#: one-parameter misuses of the protocol, each tmem-misuse: (kernel, parameters, id)
+MISUSES = [
+    # rule 1: the MMA writes the accumulator before tcgen05.alloc
+    (ONE, {"mma_early": 1}, "mma_before_the_allocation"),
+    # no tcgen05.alloc at all (free would also find nothing to free)
+    (ONE, {"alloc": 0}, "accumulator_without_any_allocation"),
+    # rule 3: every allocation is freed before the CTA exits; and only once
+    (ONE, {"frees": 0}, "exit_with_tmem_allocated"),
+    (ONE, {"frees": 2}, "double_dealloc"),
+    # rule 4 (PTX ISA: no tcgen05.alloc after relinquish_alloc_permit; relinquishing
+    # after the allocation, the default, is fine)
+    (ONE, {"relinquish_first": 1}, "alloc_after_relinquish"),
+    # rule 5: the peer's allocator never issues tcgen05.alloc/dealloc.cta_group::2 (the
+    # leader waits for it until the peer exits), or it relinquished first
+    (PAIR, {"peer_allocs": 0}, "pair_alloc_needs_both_ctas"),
+    (PAIR, {"peer_frees": 0}, "pair_dealloc_needs_both_ctas"),
+    (PAIR, {"peer_relinquish_first": 1}, "pair_alloc_after_the_peer_relinquished"),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("kernel,params", [(k, p) for k, p, _ in MISUSES],
+                         ids=[i for _, _, i in MISUSES])
+def test_protocol_misuse_is_tmem_misuse(engine, kernel, params):
+    assert verdict(kernel, engine, **params) == ("VIOLATED", "tmem-misuse")
