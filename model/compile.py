@@ -182,19 +182,20 @@ class _Flow:
                                   next=head, loc=s.loc))
             after, again = cont, incr
             if not s.constexpr:  # a run-time loop: see _order_through_loop
-                after = self.add(FNode("order", stmt=("exit", head), next=cont, loc=s.loc))
-                again = self.add(FNode("order", stmt=("end", head), next=incr, loc=s.loc))
+                after = self.add(FNode("order", stmt=("exit", head, ()), next=cont, loc=s.loc))
+                again = self.add(FNode("order", stmt=("end", head, ()), next=incr, loc=s.loc))
             self.loop_depth += 1
             body = self.block(s.body, again, after, again, in_elect)
             self.loop_depth -= 1
             if not s.constexpr:
-                body = self.add(FNode("order", stmt=("begin", head), next=body, loc=s.loc))
+                body = self.add(FNode("order", stmt=("begin", head, ()), next=body, loc=s.loc))
             n = self.nodes[head]
             n.cond = ("for", s)
             n.then, n.orelse = body, after
             entry = head
             if not s.constexpr:
-                entry = self.add(FNode("order", stmt=("enter", head), next=head, loc=s.loc))
+                entry = self.add(FNode("order", stmt=("enter", head, _names_in(s.body)),
+                                       next=head, loc=s.loc))
             return self.add(FNode("stmt", stmt=ir.Assign((s.var,), s.start, False, s.loc),
                                   next=entry, loc=s.loc))
         if isinstance(s, ir.While):
@@ -228,7 +229,22 @@ class _Flow:
         raise ConfigError(f"unsupported statement {type(s).__name__}", getattr(s, "loc", None))
 
 
-def _order_through_loop(env: dict, action: str, loop: int) -> None:
+def _names_in(node: Any) -> frozenset:
+    """Every variable name an IR subtree mentions."""
+    if isinstance(node, ir.Name):
+        return frozenset((node.id,))
+    if isinstance(node, (tuple, list)):
+        return frozenset().union(*[_names_in(x) for x in node]) if node else frozenset()
+    if hasattr(node, "__dataclass_fields__"):
+        out = frozenset()
+        for f in node.__dataclass_fields__:
+            if f != "loc":
+                out |= _names_in(getattr(node, f))
+        return out
+    return frozenset()
+
+
+def _order_through_loop(env: dict, action: str, loop: int, used: frozenset) -> None:
     """A ``PipelineOrder`` object through a run-time ``for`` loop, as CuTe DSL compiles it.
 
     The DSL traces the body of a ``range``/``cutlass.range`` loop once, into an
@@ -241,13 +257,15 @@ def _order_through_loop(env: dict, action: str, loop: int) -> None:
     twin).  ``action``: ``enter`` (keep the entry state), ``begin`` (an iteration starts
     from it), ``end`` (after the first iteration, keep the state it left), ``exit``
     (the object holds that state).  A loop that runs no iteration leaves the entry state
-    (the DSL would leave the traced pass's): documented in spec/pipelines.md."""
+    (the DSL would leave the traced pass's, which the model cannot know without running
+    the body): that is UNKNOWN, never a guess.  Only objects the body names (``used``)
+    are followed."""
     from .pipelines.pipeline_order import PipelineOrder
 
     entry, after = f"__order_entry_{loop}__", f"__order_after_{loop}__"
     if action == "enter":
         orders = tuple((k, v) for k, v in sorted(env.items(), key=lambda kv: kv[0])
-                       if isinstance(v, PipelineOrder))
+                       if isinstance(v, PipelineOrder) and k in used)
         if orders:
             env[entry] = orders
     elif action == "begin":
@@ -256,6 +274,11 @@ def _order_through_loop(env: dict, action: str, loop: int) -> None:
         if entry in env and after not in env:
             env[after] = tuple((k, env[k]) for k, _ in env[entry] if k in env)
     else:
+        if entry in env and after not in env:
+            raise Unsupported("unsupported: a run-time loop over a PipelineOrder object "
+                              "that runs no full iteration (CuTe DSL leaves the object with "
+                              "the state of one traced pass of the body; use "
+                              "cutlass.range_constexpr or the explicit state)")
         env.update(dict(env.pop(after, ())))
         env.pop(entry, None)
 

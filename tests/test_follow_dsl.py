@@ -86,3 +86,11 @@ def k(n: int = 3):
     waits = [(w.bar.stage, w.parity) for w in ck.program(0, 0).code if isinstance(w, Wait)]
     # group 0: stage 0 parity 1 in each of the 3 iterations, then stage 1 after the loop
     assert waits == [(0, 1), (0, 1), (0, 1), (2, 1)]
+
+
+def test_a_run_time_loop_without_an_iteration_over_pipeline_order_is_unknown():
+    from pipeproof.model.errors import Unsupported
+
+    zero = ORDER.replace(UNROLLED, "        for i in range(iterations - 2):\n")
+    with pytest.raises(Unsupported, match="runs no full iteration"):
+        check(zero)
