@@ -1615,3 +1615,12 @@ def _params_in(x: Any) -> set[str]:
     if hasattr(x, "__dataclass_fields__"):
         return set().union(*[_params_in(getattr(x, f)) for f in x.__dataclass_fields__])
     return set()
+
+
+def compile_agent(kernel: ir.Kernel, cta: int, warp: int) -> AgentProgram:
+    """The program of one warp of ``kernel`` (no symbolic parameters): what
+    ``compile_kernel`` produces for it, without compiling the others (the CuTe DSL
+    front end's cross-check compiles one pipeline call at a time,
+    ``frontend/cute/crosscheck.py``)."""
+    info = _static_eval_launch(kernel, {})
+    return _Compiler(kernel, info).compile_agent(cta, warp)

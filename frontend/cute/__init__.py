@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from ...model.compile import CompiledKernel
 from .capture import Capture, series
+from .crosscheck import CrossCheck, cross_check
 from .entry import call_entry, effective_params, parse_spec, run_entry
 from .interp import LiftError, Lifter
 from .lower import to_compiled
@@ -30,6 +31,8 @@ class Lifted:
     capture: Capture
     params: dict
     notes: tuple[str, ...]
+    #: the cross-check with ``model/pipelines/`` (``crosscheck.py``), when asked for
+    crosscheck: Optional[CrossCheck] = None
 
 
 def library_roots() -> tuple[str, ...]:
@@ -58,12 +61,15 @@ def lift_text(text: str, name: str, params: dict, source: str, dsl_version: str 
 
 
 def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
-               arch: str = "sm_90a", data_races: bool = True) -> Lifted:
+               arch: str = "sm_90a", data_races: bool = True,
+               crosscheck: bool = False) -> Lifted:
+    """``crosscheck``: also compare every pipeline call with ``model/pipelines/``."""
     spec = parse_spec(spec_text)
     cap, shown, fn = run_entry(spec, dict(params or {}), arch)
     compiled, lf = lift_text(cap.text, fn.__name__, shown, spec.path, cap.dsl_version,
                              data_races=data_races)
-    return Lifted(compiled, cap, shown, tuple(lf.notes))
+    cc = cross_check(compiled, lf, cap.creates, cap.method_args) if crosscheck else None
+    return Lifted(compiled, cap, shown, tuple(lf.notes), cc)
 
 
 def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = None,

@@ -38,6 +38,11 @@ class Capture:
     dsl_version: str
     arch: str
     function: str
+    #: every pipeline ``create(...)`` the trace called (``creates.py``): the
+    #: configurations the cross-check rebuilds in ``model/pipelines/``
+    creates: tuple = ()
+    #: the extra arguments of every pipeline method call (``creates.MethodArgs``)
+    method_args: tuple = ()
 
 
 def dsl_version() -> str:
@@ -136,7 +141,8 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
         dsl.compiler_provider.compile(clone, "builtin.module(canonicalize,cse)")
         cap = Capture(clone.operation.get_asm(enable_debug_info=True,
                                               print_generic_op_form=True),
-                      version, arch, str(function_name))
+                      version, arch, str(function_name), tuple(rec.calls),
+                      rec.method_args())
         got.append(cap)
         if instrument is not None:  # second call: the captured text, before lowering
             with module.context:
@@ -170,8 +176,16 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
 
     setattr(BaseDSL, name, hook)
     result = None
+    import cutlass
+
+    from .creates import CreateRecorder
+
+    roots = (os.path.dirname(os.path.abspath(__file__)),
+             os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__))))
+    rec = CreateRecorder(roots)
     try:
-        result = compile_fn()
+        with rec:
+            result = compile_fn()
     except _Captured:
         pass
     except Exception as e:  # the DSL may wrap the hook's exception in its own

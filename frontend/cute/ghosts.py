@@ -193,6 +193,7 @@ class Ghosts:
             at = f" (line {loc.line})" if loc.line else ""
             code[-1] = replace(last, post=last.post + effects,
                                label=f"{last.label}; then {what}{at}" if what else last.label)
+            self.lf.replaced(last, code[-1])
         elif isinstance(last, Nop):
             code[-1] = replace(last, pre=last.pre + effects)
         else:

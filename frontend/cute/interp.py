@@ -196,6 +196,16 @@ class Lifter:
         self.ghosts = Ghosts(self, data_races)
         self.phase = 1
         self.discovering = False
+        #: the lane mask the op being interpreted runs under, and the masks in force
+        #: before each lane-dependent ``scf.if`` being interpreted (outermost first):
+        #: the lanes that called a library method (``call_lanes``)
+        self.cur_mask: Any = None
+        self.mask_stack: list[tuple[Op, Any]] = []
+        #: per emitted instruction (by identity; the instruction is kept alive here):
+        #: the library method on its stack and the lanes that called it
+        #: (``crosscheck.py`` rebuilds the same call in ``model/pipelines/``)
+        self.call_info: dict[int, tuple[Instr, str, tuple[int, ...]]] = {}
+        self._made: Optional[tuple[str, tuple[int, ...]]] = None
         self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
         self.programs: dict[tuple[int, int], WarpRun] = {}
 
@@ -425,6 +435,7 @@ class Lifter:
         if is_trace_record(op):
             return None  # pipeproof's own trace record (a conformance compile)
         fn = self.table.get(name)
+        self.cur_mask = mask
         w.sites_given.clear()
         if self.phase == 2 and SITE_ATTR in op.attrs:  # the lanes that run a traced op
             k = op_site(op)
@@ -479,6 +490,9 @@ class Lifter:
                 instr = replace(instr, pre=tuple(w.pending_clean) + instr.pre)
                 w.pending_clean.clear()
             w.code.append(instr)
+            if self._made is not None and instr is not None:
+                self.call_info[id(instr)] = (instr,) + self._made
+            self._made = None
         return len(self.w.code) - 1
 
     def make(self, cls: type, op: Op, what: str, **kw: Any) -> Instr:
@@ -486,6 +500,8 @@ class Lifter:
         api = self.api_call(op)
         method = api.rsplit(".", 1)[-1] if api else ""
         label = f"{method} {what}" if method and not what.startswith(method) else what
+        if self.phase == 2:
+            self._made = (api, self.call_lanes(op, api))
         site = NO_SITE
         k = op_site(op)
         if k != NO_SITE and cls not in LOCAL_STEPS:
@@ -494,6 +510,23 @@ class Lifter:
                 self.w.sites_given.add(rec)
                 site = rec
         return cls(loc=self.loc(op), label=label, site=site, **kw)
+
+    def replaced(self, old: Instr, new: Instr) -> None:
+        """``new`` stands where ``old`` was emitted (ghost effects added to it)."""
+        info = self.call_info.pop(id(old), None)
+        if info is not None:
+            self.call_info[id(new)] = (new,) + info[1:]
+
+    def call_lanes(self, op: Op, api: str) -> tuple[int, ...]:
+        """The lanes that called the library method ``api`` the op belongs to: the mask
+        before the first lane-dependent branch taken inside the same call (the library's
+        own elections and lane predicates narrow the op's mask, not the caller's)."""
+        if api:
+            uf = self.user_frame(op)
+            for o, m in self.mask_stack:
+                if self.api_call(o) == api and self.user_frame(o) == uf:
+                    return tuple(self.active(m))
+        return tuple(self.active(self.cur_mask))
 
     def new_local(self, prefix: str) -> str:
         name = f"{prefix}{len(self.w.locals)}"

@@ -265,8 +265,12 @@ def _if(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     if isinstance(c, Lanes):
         tm = Lanes(int(bool(c[i]) and bool(lane(mask, i))) for i in range(WARP))
         em = Lanes(int((not c[i]) and bool(lane(mask, i))) for i in range(WARP))
-        rt = lf.exec_block(then_blk, env, [], tm) if any(tm) else None
-        re_ = lf.exec_block(else_blk, env, [], em) if else_blk and any(em) else None
+        lf.mask_stack.append((o, mask))  # the lanes before it (Lifter.call_lanes)
+        try:
+            rt = lf.exec_block(then_blk, env, [], tm) if any(tm) else None
+            re_ = lf.exec_block(else_blk, env, [], em) if else_blk and any(em) else None
+        finally:
+            lf.mask_stack.pop()
         if not n:
             return None
         rt = rt or [None] * n
