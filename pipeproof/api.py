@@ -122,6 +122,14 @@ class CheckResult:
                          "the shared-memory accesses: far fewer states)")
         for note in st.extra.get("lift_notes", ()):
             lines.append(f"  note: {note}")
+        cc = st.extra.get("cross_check")
+        if cc is not None:  # --cross-check (frontend/cute/crosscheck.py)
+            lines.append(f"  cross-check with model/pipelines: {cc['compared']} pipeline "
+                         f"call(s) compared, {len(cc['findings'])} finding(s)")
+            for f in cc["findings"]:
+                lines.append(f"  finding: {f}")
+            for s in cc["not_compared"]:
+                lines.append(f"  not compared: {s}")
         if self.engine == "bmc" and v.status == "UNKNOWN":
             # the user chose the unrolling; say where an unbounded answer may come from
             lines.append("  (--engine explicit, or the default --engine auto, may decide "
@@ -682,14 +690,18 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
 
 
 def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
-               arch: str = "sm_90a", data_races: bool = True, **kw: Any) -> CheckResult:
+               arch: str = "sm_90a", data_races: bool = True, cross_check: bool = False,
+               **kw: Any) -> CheckResult:
     """Check a real CuTe DSL kernel (``frontend/cute``).  ``entry`` is
     ``"path/to/kernel.py::fn"`` or the function itself; it calls ``cute.compile`` with
     fake tensors, and ``params`` are its keyword arguments.  A ``range`` value is
     checked value by value (each value is compiled and lifted on its own); the first
     violating value is reported.  ``data_races=False`` checks the barrier protocol
-    alone (no ghost buffer effects: far fewer states on large kernels).  ``kw``: the
-    options of ``check_kernel``."""
+    alone (no ghost buffer effects: far fewer states on large kernels).
+    ``cross_check``: also compare every lifted pipeline call with what
+    ``model/pipelines/`` makes for it (``frontend/cute/crosscheck.py``); the findings
+    are reported with the verdict (``stats.extra["cross_check"]``) and do not change
+    it.  ``kw``: the options of ``check_kernel``."""
     from .frontend.cute import lift_entry, lift_function
 
     params = dict(params or {})
@@ -698,9 +710,15 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
                   kw.get("max_states", 3_000_000), kw.get("confirm_timeout"))
 
     def one(values: dict[str, Any]) -> CheckResult:
-        lifted = (lift_entry(entry, values, arch, data_races) if isinstance(entry, str)
-                  else lift_function(entry, values, arch, data_races))
+        lifted = (lift_entry(entry, values, arch, data_races, cross_check)
+                  if isinstance(entry, str)
+                  else lift_function(entry, values, arch, data_races, cross_check))
         r = check_compiled(lifted.compiled, **kw)
+        if lifted.crosscheck is not None:
+            cc = lifted.crosscheck
+            r.verdict.stats.extra["cross_check"] = {
+                "compared": cc.compared, "findings": [str(f) for f in cc.findings],
+                "not_compared": list(cc.skipped)}
         if lifted.notes:
             r.verdict.stats.extra["lift_notes"] = list(lifted.notes)
         r.verdict.stats.extra["dsl_version"] = lifted.capture.dsl_version

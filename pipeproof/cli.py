@@ -92,12 +92,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _usage_error(args, "--data-races applies to CuTe DSL kernels "
                                   "(FILE.py::ENTRY); a .pipe file says what it reads and "
                                   "writes")
+    if args.cross_check and not cute:
+        return _usage_error(args, "--cross-check applies to CuTe DSL kernels "
+                                  "(FILE.py::ENTRY): a .pipe file's calls are the model's")
     checker = check_file
     if cute:
         from .api import check_cute
 
         checker = functools.partial(check_cute, arch=args.arch or "sm_90a",
-                                    data_races=args.data_races == "on")
+                                    data_races=args.data_races == "on",
+                                    cross_check=args.cross_check)
     try:
         result = checker(args.file, params, engine=args.engine, depth=args.depth,
                             timeout=args.timeout, max_states=args.max_states,
@@ -225,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "load, store, TMA copy and MMA touches (read-before-full, "
                         "overwrite-before-release, missing-proxy-fence); off: the barrier "
                         "protocol alone (far fewer states on large kernels)")
+    what.add_argument("--cross-check", action="store_true",
+                   help="CuTe DSL kernels: also compare every pipeline call the kernel "
+                        "makes (as CUTLASS lowers it) with what pipeproof's reference "
+                        "semantics (model/pipelines) makes for the same call, and print "
+                        "each difference with your file:line; the verdict is unchanged")
     what.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="override a kernel parameter (repeatable); NAME=LO..HI checks "
                         "every value: symbolically (one transition system for the whole "

@@ -73,7 +73,8 @@ def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
 
 
 def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = None,
-                  arch: str = "sm_90a", data_races: bool = True) -> Lifted:
+                  arch: str = "sm_90a", data_races: bool = True,
+                  crosscheck: bool = False) -> Lifted:
     import inspect
 
     from .capture import prepare_environment
@@ -84,4 +85,5 @@ def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = Non
     shown = effective_params(fn, dict(params or {}))
     compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
                              data_races=data_races)
-    return Lifted(compiled, cap, shown, tuple(lf.notes))
+    cc = cross_check(compiled, lf, cap.creates, cap.method_args) if crosscheck else None
+    return Lifted(compiled, cap, shown, tuple(lf.notes), cc)

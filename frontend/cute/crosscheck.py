@@ -312,7 +312,7 @@ def _compare_call(prog: Any, api: str, lanes: tuple, loc: Any, instrs: list, inf
     (0: not compared, the rest of the run is dropped)."""
     cls, method = method_of(api)
     if cls in STATELESS:
-        skipped[f"{cls}.{method} at {loc}: not compared (its state is internal to the "
+        skipped[f"{cls}.{method} at {loc} (its state is internal to the "
                 "object)"] = None
         return 0
     var = _var_of(instrs[0])
@@ -321,10 +321,10 @@ def _compare_call(prog: Any, api: str, lanes: tuple, loc: Any, instrs: list, inf
         var = cands[0] if len(cands) == 1 else ""
     create = by_var.get(var)
     if create is None:
-        skipped[f"{api} at {loc}: not compared (no create() call found for it)"] = None
+        skipped[f"{api} at {loc} (no create() call found for it)"] = None
         return 0
     if create.unrendered:
-        skipped[f"{var} = {create.cls}.create at {create.file}:{create.line}: not compared "
+        skipped[f"{var} = {create.cls}.create at {create.file}:{create.line} "
                 f"({'; '.join(create.unrendered)})"] = None
         return 0
     is_create = method == "create"
@@ -336,7 +336,7 @@ def _compare_call(prog: Any, api: str, lanes: tuple, loc: Any, instrs: list, inf
         warp = 0
     else:
         if len(lanes) not in (1, 32):
-            skipped[f"{var}.{method} at {loc}: not compared (called by {len(lanes)} "
+            skipped[f"{var}.{method} at {loc} (called by {len(lanes)} "
                     "lanes; the probe calls with a whole warp or one elected lane)"] = None
             return 0
         side = "Producer" if method.startswith("producer_") else "Consumer"
@@ -354,7 +354,7 @@ def _compare_call(prog: Any, api: str, lanes: tuple, loc: Any, instrs: list, inf
     if not is_create:
         extra = margs.get((os.path.abspath(loc.file), loc.line, method), ())
         if extra is None:
-            skipped[f"{var}.{method} at {loc}: not compared (arguments known only at run "
+            skipped[f"{var}.{method} at {loc} (arguments known only at run "
                     "time, or different ones on one line)"] = None
             return 0
     probe = Probe(create, var, info.block_threads, tuple(info.cluster_shape), prog.cta, warp,
