@@ -315,6 +315,9 @@ def _compare_call(prog: Any, api: str, lanes: tuple, loc: Any, instrs: list, inf
         skipped[f"{cls}.{method} at {loc} (its state is internal to the "
                 "object)"] = None
         return 0
+    if not (cls.startswith("Pipeline") or "Handle" in api):
+        skipped[f"{api} at {loc} (a cutlass.utils helper, not a pipeline method)"] = None
+        return 0
     var = _var_of(instrs[0])
     if not var:
         cands = by_cls.get(cls, [])
