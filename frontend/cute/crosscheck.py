@@ -268,8 +268,17 @@ def cross_check(compiled: CompiledKernel, lifter: Any, creates: tuple[CreateCall
     margs = {(m.file, m.line, m.method): m.args for m in method_args}
     by_var: dict[str, CreateCall] = {}
     by_cls: dict[str, list[str]] = {}
+    # the lifter names a pipeline's barriers after the variable its create line assigns,
+    # else after the storage field: the create whose line made the inits is the match
+    at_line = {(os.path.abspath(c.file), c.line): c for c in creates}
+    for prog in compiled.programs:
+        for ins in prog.code:
+            if isinstance(ins, MbarInit):
+                c = at_line.get((os.path.abspath(ins.loc.file), ins.loc.line))
+                if c is not None:
+                    by_var.setdefault(_var_of(ins), c)
     for c in creates:
-        v = assigned_name(c)
+        v = next((k for k, x in by_var.items() if x is c), "") or assigned_name(c)
         if v:
             by_var.setdefault(v, c)
             by_cls.setdefault(c.cls, []).append(v)
@@ -299,7 +308,9 @@ def cross_check(compiled: CompiledKernel, lifter: Any, creates: tuple[CreateCall
                 if n <= 0:
                     break
                 compared += 1
-                key = f"{_var_of(instrs[0]) or '?'}.{method_of(api)[1]}"
+                cls, name = method_of(api)
+                var = _var_of(instrs[0]) or "/".join(by_cls.get(cls, ["?"]))
+                key = f"{var}.{name}"
                 per[key] = per.get(key, 0) + 1
                 instrs = instrs[n:]
     return CrossCheck(tuple(findings), compared, tuple(skipped), tuple(sorted(per.items())))
