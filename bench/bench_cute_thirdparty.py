@@ -261,21 +261,21 @@ def main() -> int:
 NOTES = """
 Notes.
 
-- The kernel compiles and the lift runs through the pipeline set-up (quack's
-  `PipelineTmaAsync.create`, `mbarrier.init`, the fence), the prefetch of stage 0
-  (`producer_acquire`, `expect_tx`, two TMA loads) and into the row loop. It stops at
-  `if row < M or tiler_mn[0] == 1:` (rmsnorm.py:1038): `row` is a coordinate read from
-  an identity tensor (`cute.make_identity_tensor`) that the tiled copy partitions per
-  thread (`cute.tiled.copy.partition_S` on a `!cute.coord_tensor`, then `cute.slice`,
-  `cute.deref_arith_tuple_iter`). The lifter does not evaluate coordinate tensors yet,
-  so the branch on `row` cannot be decided and the check ends UNKNOWN at that line
-  (exit 3 from `pipeproof check`), as the strict front end should: it does not guess.
-- One row per tile (`tiler_mn[0] == 1`) does not help: the DSL keeps the `or` as a
-  branch on `row < M`.
-- The cp.async path (quack's default on Hopper, no mbarrier pipeline) stops earlier on
-  the same kind of coordinate (`if init_row < M:`, rmsnorm.py:959); past it, its
-  `cp.async.commit_group`/`wait_group` would be refused (docs/cute-frontend.md).
-- Nothing was checked, so the 0.0 s check times say only that no model was built.
+- The row predication (`if row < M or tiler_mn[0] == 1:`, rmsnorm.py:1038; `if
+  init_row < M:`, rmsnorm.py:959 on the cp.async path) reads a coordinate from an
+  identity tensor (`cute.make_identity_tensor`) that the tiled copy partitions per
+  thread (`cute.local_tile`, `cute.tiled.copy.partition_S` on a `!cute.coord_tensor`,
+  `cute.slice`, `cute.deref_arith_tuple_iter`). The lifter evaluates it lane by lane
+  (`frontend/cute/coords.py`): before, these rows ended UNKNOWN at that line.
+- With N = 1024 the TMA box is 256 elements and one `cute.copy` moves a row of four
+  boxes (source partition `((256,4),(1))`): the lifter counts the boxes
+  (`sync_ops._tma_boxes`); the PTX of the same compile has 16 `cp.async.bulk.tensor`
+  for the IR's 4 TMA `cute.copy` ops (4 and 4 with N = 256). Counting one box per copy
+  had given a false `VIOLATED deadlock` (1 KiB of the 4 KiB `tx_count` delivered).
+- The cp.async path (quack's default on Hopper) has no mbarrier pipeline; its
+  `cp.async.commit_group`/`wait_group` groups are followed (docs/cute-frontend.md).
+- One CTA in the grid and small M: the row loop runs M / (rows per tile) times per CTA;
+  larger problems give the same per-iteration protocol with more unrolling.
 """
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ...model.program import Branch, DynExpr, Jump
 from .mlir_text import Op
+from . import coords
 from .optable import TABLE, Handler, op
 from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
@@ -439,6 +440,8 @@ def _dyn_smem(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("cute.get_iter")
 def _get_iter(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     (v,) = lf.operands(o, env)
+    if coords.is_coord(v):
+        return v  # an arithmetic-tuple iterator: the first element's coordinate
     if isinstance(v, View) and isinstance(v.ptr, Ptr):
         return v.ptr
     return OPAQUE
@@ -521,6 +524,8 @@ def _make_view(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("cute.slice")
 def _slice(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     v, c = lf.operands(o, env)[:2]
+    if coords.is_coord(v):
+        return coords.slice_(lf, o, env)
     t = o.result_types[0]
     if not isinstance(v, View) or not isinstance(v.ptr, Ptr):
         return OPAQUE
@@ -676,6 +681,8 @@ def _partition(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """A per-thread partition of a tensor: the pointer stands for lane 0's part; the
     warp as a whole covers the tensor (``span``), which later slices narrow down."""
     vals = lf.operands(o, env)
+    if o.name.startswith("cute.tiled.copy.") and len(vals) > 1 and coords.is_coord(vals[1]):
+        return coords.partition(lf, o, env)
     src = next((v for v in vals if isinstance(v, View)), None)
     t = o.result_types[0]
     if src is None or not isinstance(src.ptr, Ptr):
@@ -697,6 +704,8 @@ def _partition(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     "cute.tiled.mma.partition_shape", "cute.flat_product", "cute.logical_product")
 def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
+    if o.name == "cute.local_tile" and vals and coords.is_coord(vals[0]):
+        return coords.local_tile(lf, o, env)
     src = next((v for v in vals if isinstance(v, View)), None)
     n = len(o.results)
     if src is None:

@@ -344,7 +344,7 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return None
     i = _first_lane(lf, mask)  # one elected issue per warp (see the module docstring)
     if atom.kind == "tma_load":
-        nbytes = atom.bits // 8 // max(1, atom.split)
+        nbytes = atom.bits // 8 // max(1, atom.split) * _tma_boxes(o)
         dst = lf.val(env, o.operands[2], o) if len(o.operands) > 2 else None
         dp = dst.ptr if isinstance(dst, View) else None
         iv = (dp.alloc, dp.off, dp.off + nbytes) \
@@ -403,6 +403,30 @@ def _copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         lf.emit(lf.make(TmaStore, o, f"TMA store from {b.buffer}[{b.stage}]", buf=b,
                         pre=own + (GhostEffect("async_read", b),)))
     return None
+
+
+def _tma_boxes(o: Op) -> int:
+    """How many boxes one ``cute.copy`` of a TMA atom moves: the source partition's
+    first mode may hold several of the atom's boxes (quack's RMSNorm: a 1024-element
+    row, ``((256,4),(1))``, for a 256-element box), and CuTe's copy issues the atom
+    once per box, each completing its bytes on the same barrier.  1 where the types
+    do not tell (the atom's box is then the whole source)."""
+    from .values import layout_of, size
+
+    m = re.search(r"tma_load<\s*[a-zA-Z]*(\d+)", o.operand_types[0] if o.operand_types else "")
+    bits = re.search(r"copy_bits = (\d+)", o.operand_types[0] if o.operand_types else "")
+    lay = layout_of(o.operand_types[1]) if len(o.operand_types) > 1 else None
+    if not m or not bits or lay is None:
+        return 1
+    try:
+        elems = size(lay[0])
+    except (TypeError, ValueError):
+        return 1
+    if not isinstance(elems, int) or elems <= 0:
+        return 1
+    total = elems * int(m.group(1))
+    box = int(bits.group(1))
+    return total // box if box and total % box == 0 and total > box else 1
 
 
 def _cp_async_copy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
