@@ -2,11 +2,10 @@
 
 quack is not a dependency: the test is skipped unless it is importable (put the
 unpacked ``quack-kernels`` wheel and ``apache-tvm-ffi`` on PYTHONPATH; torch and triton
-are stubbed while quack is imported where they are missing). The kernel compiles and
-lifts up to its row loop, where a branch on a coordinate read from an identity tensor
-ends the check UNKNOWN at quack's line: this documents the front end's current limit
-(``bench/results/cute_thirdparty.md``). When the lifter learns coordinate tensors, this
-test fails and should then assert the verdict instead.
+are stubbed while quack is imported where they are missing). The kernel's row
+predication reads coordinates from an identity tensor partitioned per thread; the
+lifter follows it (``frontend/cute/coords.py``) and the kernel is PROVEN in the three
+configurations of ``bench/results/cute_thirdparty.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +26,12 @@ def _bench():
     return mod
 
 
-def test_quack_rmsnorm_bwd_tma_lift_stops_at_coordinate_branch():
+@pytest.mark.parametrize("kw", [
+    dict(M=8, N=256, use_tma=True),    # 32 threads per row, one box per row
+    dict(M=4, N=1024, tpr=128, use_tma=True),  # one row per tile, four boxes per row
+    dict(M=8, N=256, use_tma=False),   # the cp.async path
+], ids=["tma-N256", "tma-N1024", "cp_async-N256"])
+def test_quack_rmsnorm_bwd(kw):
     pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
     why = ("quack-kernels is not importable (not a dependency; put it and "
            "apache-tvm-ffi on PYTHONPATH)")
@@ -41,21 +45,12 @@ def test_quack_rmsnorm_bwd_tma_lift_stops_at_coordinate_branch():
     pytest.importorskip("quack", reason=why)  # imported now, under the stubs
 
     from pipeproof.api import check_compiled
-    from pipeproof.frontend.cute import LiftError, lift_function
+    from pipeproof.frontend.cute import lift_function
 
     def entry():
-        return bench.rmsnorm_bwd(M=8, N=256, sm_count=1, stages=2, use_tma=True)
+        return bench.rmsnorm_bwd(sm_count=1, stages=2, **kw)
 
-    try:
-        lifted = lift_function(entry, {}, "sm_90a")
-    except LiftError as e:
-        msg = str(e)
-        assert "a branch on a value pipeproof cannot evaluate" in msg, msg
-        assert "quack/rmsnorm.py:1038" in msg, msg
-        assert "if row < M" in msg, msg
-        return
-    # The lift went through: the limit is gone. Check it (bounded by states) and fail
-    # so that this test is updated to assert the verdict.
+    # the row predication on identity-tensor coordinates is followed (coords.py)
+    lifted = lift_function(entry, {}, "sm_90a")
     r = check_compiled(lifted.compiled, engine="explicit", max_states=200_000, jobs=1)
-    pytest.fail(f"quack's RMSNorm backward now lifts; verdict {r.verdict.headline()}: "
-                "update this test and bench/results/cute_thirdparty.md")
+    assert r.verdict.status == "PROVEN", r.render_text()
