@@ -36,10 +36,17 @@ class ProgressLine:
         self.stream = stream
         self.width = 0
 
-    def __call__(self, states: int, depth: int, elapsed: float) -> None:
+    def __call__(self, states: int, depth: int, elapsed: float,
+                 confirm: Optional[int] = None) -> None:
+        """``confirm``: the search proving that no counterexample is shorter than
+        ``confirm`` steps (the counterexample is already on the screen)."""
         rate = states / elapsed if elapsed > 0 else 0.0
-        text = (f"  checking: depth {depth}, {states:,} states explored "
-                f"({rate:,.0f}/s), {elapsed:.0f} s elapsed")
+        done = f"{states:,} states explored ({rate:,.0f}/s), " if states else ""
+        if confirm is not None:
+            text = (f"  proving that no counterexample is shorter: depth {depth} of "
+                    f"{confirm}, {done}{elapsed:.0f} s (--no-confirm skips this)")
+        else:
+            text = f"  checking: depth {depth}, {done}{elapsed:.0f} s elapsed"
         pad = max(0, self.width - len(text))
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
@@ -92,6 +99,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _usage_error(args, "--data-races applies to CuTe DSL kernels "
                                   "(FILE.py::ENTRY); a .pipe file says what it reads and "
                                   "writes")
+    if args.no_confirm:
+        if args.confirm_timeout is not None:
+            return _usage_error(args, "--no-confirm and --confirm-timeout exclude each "
+                                      "other")
+        args.confirm_timeout = 0.0
+    first = FirstAnswer(args, progress)
     checker = check_file
     if cute:
         from .api import check_cute
@@ -108,6 +121,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             bmc_steps=args.bmc_steps,
                             bmc_certificate=args.bmc_certificate == "on",
                             jobs=args.jobs, symbolic_params=not args.param_values,
+                            on_found=None if args.json else first,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -115,12 +129,61 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(result.render_text(explain=args.explain, fmt=args.format, width=args.width))
+        first.finish(result)
     _write_outputs(args, result)
     if args.smt2 and not result.verdict.stats.extra.get("smt2"):
         print(f"pipeproof: --smt2 {args.smt2}: no query written (the search ended before "
               "it had one)", file=sys.stderr)
     return result.exit_code
+
+
+class FirstAnswer:
+    """The counterexample printed as soon as an engine finds it (``on_found``), while
+    a search still proves it shortest; ``finish`` then prints how that ended -- one line
+    when the counterexample shown stands, the whole answer again when another replaced
+    it (a shorter one, or one of a property first in the catalogue)."""
+
+    def __init__(self, args: argparse.Namespace, progress: Optional[ProgressLine]):
+        self.args = args
+        self.progress = progress
+        self.shown: Optional[str] = None
+
+    def render(self, result: Any) -> str:
+        a = self.args
+        return result.render_text(explain=a.explain, fmt=a.format, width=a.width)
+
+    def __call__(self, result: Any) -> None:
+        if self.progress is not None:
+            self.progress.close()
+        print(self.render(result), flush=True)
+        self.shown = _trace_key(result.verdict)
+
+    def finish(self, result: Any) -> None:
+        from .api import shortest_note
+
+        v = result.verdict
+        if self.shown is None:
+            print(self.render(result))
+        elif v.status == "VIOLATED" and _trace_key(v) == self.shown:
+            note = shortest_note(v)
+            secs = v.stats.extra.get("confirm_seconds")
+            took = f" ({secs:.1f} s)" if isinstance(secs, (int, float)) else ""
+            print(f"\n({note})" if note else
+                  f"\nConfirmed{took}: no counterexample is shorter than these "
+                  f"{len(v.trace)} steps.")
+        else:
+            print("\nWhile proving it shortest, another counterexample came first "
+                  "(shorter, or of a property first in the catalogue); it replaces the "
+                  "one above:\n")
+            print(self.render(result))
+
+
+def _trace_key(v: Any) -> Optional[str]:
+    """A counterexample's identity (its property and events), to tell whether the final
+    answer is the one already shown."""
+    if v.trace is None:
+        return None
+    return json.dumps([v.prop, v.trace.to_json()], sort_keys=True, default=str)
 
 
 def _is_cute_entry(path: str) -> bool:
@@ -276,6 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "insufficient-scope -- data visible only inside one CTA (stores or "
                         "forwarded TMA bytes released at .cta scope) read by another CTA "
                         "(PTX memory model)")
+    lim.add_argument("--no-confirm", action="store_true",
+                   help="report a counterexample found with a reduction without proving "
+                        "that none is shorter (the output says it is not confirmed).  By "
+                        "default such a counterexample is printed at once and the proof "
+                        "follows, with a progress line on a terminal")
     adv.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="seconds to confirm that a counterexample found with a "
                         "reduction (explicit: partial-order reduction; bmc: chained steps) "
