@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional
 from .checker.trace import render_text
 from .checker.verdict import SAFE, UNKNOWN, Verdict
 from .model.compile import CompiledKernel, compile_kernel
-from .model.errors import ConfigError, Unsupported
+from .model.errors import ConfigError, Unsupported, option
 from .model.ir import Kernel
 from .model.lang.parser import parse, parse_file
 from .model.system import System
@@ -247,8 +247,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
     if smt2 and engine == "explicit":
-        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
-                          "(use --engine bmc)")
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+                          f"none (use {option('engine', 'bmc')})")
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
@@ -317,13 +317,15 @@ def _check_limits(params: dict[str, Any], depth: Optional[int], timeout: float,
     """Limits no search can run under, and empty parameter ranges: ConfigError (exit
     code 2), not a verdict."""
     if depth is not None and depth < 0:
-        raise ConfigError(f"--depth must be at least 0, not {depth}")
+        raise ConfigError(f"{option('depth')} must be at least 0, not {depth}")
     if not timeout > 0:
-        raise ConfigError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+        raise ConfigError(f"{option('timeout')} must be a positive number of seconds, not "
+                          f"{timeout:g}")
     if max_states < 1:
-        raise ConfigError(f"--max-states must be at least 1, not {max_states}")
+        raise ConfigError(f"{option('max_states')} must be at least 1, not {max_states}")
     if confirm_timeout is not None and not confirm_timeout >= 0:
-        raise ConfigError(f"--confirm-timeout must be at least 0, not {confirm_timeout:g}")
+        raise ConfigError(f"{option('confirm_timeout')} must be at least 0, not "
+                          f"{confirm_timeout:g}")
     for k, v in params.items():
         if isinstance(v, range) and not v:
             raise ConfigError(f"parameter {k}: the range {v.start}..{v.stop - 1} is empty")
@@ -415,7 +417,8 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
                     f"{k}={one[k]}" for k in names) + " was checked")
                 last = results[-1] if results else None
                 if last is None:
-                    raise ConfigError("--timeout too small for a parameter range")
+                    raise ConfigError(f"{option('timeout')} too small for a parameter "
+                                      "range")
                 return CheckResult(v, last.kernel, last.file, one, last.cluster,
                                    last.warps, last.engine, memory_model=last.memory_model)
             results.append(r)
@@ -708,8 +711,8 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
     info = compiled.info
     _check_limits({}, depth, timeout, max_states, confirm_timeout)
     if smt2 and engine == "explicit":
-        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
-                          "(use --engine bmc)")
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+                          f"none (use {option('engine', 'bmc')})")
     before = _mtime(smt2)
     source = file or compiled.source_file
     verdict = _run_engine(System(compiled, memory_model), engine=engine, depth=depth,

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from .model.errors import ConfigError, Unsupported
+from .model.errors import ConfigError, Unsupported, command_line_wording
 from .params import parse_params
 from .version import __version__
 
@@ -263,12 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="pipeproof",
         description="Model-check CUTLASS CuTe DSL pipeline configurations and kernel "
-                    "skeletons (.pipe files).")
+                    "skeletons (.pipe files).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  pipeproof check examples/bugs/p1-bug.pipe          # a counterexample, step by step
+  pipeproof check kernel.py::entry -p k_tiles=8      # your CuTe DSL kernel
+  pipeproof properties                               # what is checked
+  pipeproof COMMAND --help                           # each command's options
+
+Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
     ap.add_argument("--version", action="version", version=f"pipeproof {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    c = sub.add_parser("check", help="check a CuTe DSL kernel (kernel.py::entry) or a .pipe "
-                                     "skeleton for safety and deadlock",
+    c_help = ("check a CuTe DSL kernel (kernel.py::entry) or a .pipe skeleton for safety "
+              "and deadlock")
+    c = sub.add_parser("check", help=c_help, description=c_help[0].upper() + c_help[1:] + ".",
+                       usage="pipeproof check KERNEL [--param NAME=VALUE ...] [options]",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=CHECK_EXAMPLES)
     what = c.add_argument_group("what to check")
@@ -371,20 +381,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write a self-contained HTML report with an SVG timeline")
     c.set_defaults(fn=cmd_check)
 
-    rc = sub.add_parser("recheck", help="solve the SMT-LIB files of check --smt2 again "
-                                        "and compare with the verdicts they were made for",
+    r_help = ("solve the SMT-LIB files of check --smt2 again and compare with the verdicts "
+              "they were made for")
+    rc = sub.add_parser("recheck", help=r_help, description=r_help[0].upper() + r_help[1:] + ".",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="""examples:
-  pipeproof check K.pipe --engine bmc --smt2 q.smt2 && pipeproof recheck q.smt2
+  pipeproof check K.pipe --engine bmc --smt2 q.smt2
+  pipeproof recheck q.smt2                   # 0: the same answer as the check's
+  pipeproof recheck *.smt2 --timeout 60      # several files: the worst exit code
 
 Each file records the verdict it was written for; recheck solves it again (z3) and
 says whether the answer is the same (an independent check of the encoding's result).""")
-    rc.add_argument("files", nargs="+", metavar="FILE.smt2")
+    rc.add_argument("files", nargs="+", metavar="FILE.smt2",
+                    help="files written by pipeproof check --smt2")
     rc.add_argument("--timeout", type=float, default=600.0,
                     help="seconds for z3 per file (default 600)")
     rc.set_defaults(fn=cmd_recheck)
 
-    pr = sub.add_parser("properties", help="list the properties pipeproof checks")
+    pr = sub.add_parser("properties", help="list the properties pipeproof checks",
+                        description="List the properties pipeproof checks (each is "
+                                    "explained in spec/properties.md).")
     pr.set_defaults(fn=cmd_properties)
 
     from .impl.cli import add_commands  # emit, conform (impl/)
@@ -418,6 +434,9 @@ CHECK_EXAMPLES = """examples:
   pipeproof check kernel.py::entry --param k_tiles=8          # your CuTe DSL kernel
   pipeproof check kernel.py::entry --param k_tiles=1..16      # every value of a range
   pipeproof check FILE --json | --html report.html | --perfetto trace.json
+  pipeproof check FILE --no-confirm          # the first counterexample, not proven shortest
+
+Exit codes: 0 SAFE or PROVEN, 1 VIOLATED, 2 bad input or usage, 3 UNKNOWN.
 """
 
 
@@ -437,7 +456,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_help()
         return 2
     try:
-        return args.fn(args)
+        with command_line_wording():  # errors name flags, not keyword arguments
+            return args.fn(args)
     except ConfigError as e:
         _print_json_error(args, e.message, e.loc)
         print(e.render(), file=sys.stderr)
