@@ -229,6 +229,76 @@ def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
     return out
 
 
+def _arrivals(trace: Trace, barrier: str, start: int, end: int) -> list[tuple[Event, int]]:
+    """The warps' arrivals on ``barrier`` in ``trace.events[start:end]``, with how many
+    each brought (a completing arrival: what was still pending)."""
+    out = []
+    for ev in trace.events[start:end]:
+        for c in ev.changes:
+            if c.barrier != barrier or ev.kind != "agent" or "arrive" not in ev.op:
+                continue
+            n = c.pending[0] if c.phase[0] != c.phase[1] else c.pending[0] - c.pending[1]
+            if n > 0:
+                out.append((ev, n))
+    return out
+
+
+def surplus_arrival(trace: Trace) -> Optional[str]:
+    """For an over-arrival (the last step arrives on a barrier whose phase already has
+    all its arrivals -- completed, or waiting for bytes only): who that phase's arrivals
+    came from and whose arrival is the surplus (the same warp twice, or several warps of
+    one role where the count expects fewer), from the barrier changes the model
+    recorded (``Event.changes``).  None when the trace does not show that phase."""
+    if not trace.events:
+        return None
+    last = trace.events[-1]
+    bars = [c.barrier for c in last.changes] or [b for b in last.barrier.split(", ") if b]
+    for b in bars:
+        seen = [c for ev in trace.events[:-1] for c in ev.changes if c.barrier == b]
+        if not seen:
+            continue
+        expected = seen[-1].expected
+        done = [i for i, ev in enumerate(trace.events[:-1])
+                for c in ev.changes if c.barrier == b and c.phase[0] != c.phase[1]]
+        # the phase the arrival was meant for: the current one when its arrivals are all
+        # in (it waits for bytes only), else the one that completed last
+        cur = _arrivals(trace, b, (done[-1] + 1) if done else 0, len(trace.events) - 1)
+        if sum(n for _, n in cur) >= expected > 0:
+            arrivals, phase, state = cur, seen[-1].phase[1], "has had"
+            why = ("lands in that phase as well, which has all its arrivals and waits only "
+                   "for its bytes, and is the surplus")
+        elif done:
+            end = done[-1]
+            arrivals = _arrivals(trace, b, done[-2] + 1 if len(done) > 1 else 0, end + 1)
+            phase = next(c for c in trace.events[end].changes if c.barrier == b).phase[0]
+            state = "got"
+            why = "was meant for that phase too and is the surplus"
+        else:
+            continue
+        if not arrivals:
+            continue
+        got = ", ".join(f"{_who(ev)}" + (f" x{n}" if n > 1 else "") + f" at step {ev.step}"
+                        + (f" (line {_line(ev.loc)})" if _line(ev.loc) else "")
+                        for ev, n in arrivals)
+        text = (f"{b} counts {expected} arrival{'s' if expected != 1 else ''} per phase, and "
+                f"phase {phase} {state} {'them' if expected != 1 else 'it'} from {got}; the "
+                f"arrive of {_who(last)} at step {last.step}"
+                + (f" (line {_line(last.loc)})" if _line(last.loc) else "")
+                + f" {why}")
+        mine = [ev for ev, _ in arrivals if ev.actor == last.actor]
+        peers = sorted({ev.actor for ev, _ in arrivals if ev.role == last.role}
+                       | {last.actor}, key=_agent_order)
+        if mine:
+            text += (f": {last.actor} had arrived in that phase already (step "
+                     f"{mine[-1].step}), so it arrived twice for one phase")
+        elif len(peers) > 1:
+            text += (f": {len(peers)} warps of role {last.role} ({_names(peers)}) each "
+                     f"arrive where the count expects {expected} -- count every "
+                     "arriving warp (the CooperativeGroup's size), or let one of them arrive")
+        return text
+    return None
+
+
 def explain(v: Verdict) -> str:
     """A paragraph for a VIOLATED verdict ("" for other verdicts)."""
     info = BY_NAME.get(v.prop or "")
@@ -269,6 +339,9 @@ def explain(v: Verdict) -> str:
             text += (f" CTA {ex.cta} had exited at step {ex.step}, when its last warp "
                      f"{_who(ex)} left" + (f" (at {ex.loc})" if ex.loc else "")
                      + ", while that work was still in flight.")
+        surplus = surplus_arrival(tr) if v.prop == "arrival-overflow" else None
+        if surplus:
+            text += f" Whose arrival is too many: {surplus}."
         elif rel is not None:
             text += (f" The last step of another agent on the same "
                      f"{'barrier' if last.barrier and rel.barrier == last.barrier else 'stage'}"

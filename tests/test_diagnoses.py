@@ -123,3 +123,34 @@ def test_init_steps_collapse_into_one_row() -> None:
     assert any(ln.split("|")[0].strip() == "29" for ln in rows)
     steps = render_text(r.verdict.trace)
     assert " 1. cta0.w1" in steps and "28. cta3.w1" in steps
+
+
+# --------------------------------------------------------------- over-arrival
+
+
+def test_over_arrival_names_the_surplus_warp_and_the_phase_it_was_meant_for() -> None:
+    """X4: a consumer group counted once (count 1) whose two warps each release: the
+    first completes the phase, the second is the surplus."""
+    r = check_file(ROOT / "examples/bugs/x4-bug.pipe", jobs=1)  # one engine decides
+    assert r.verdict.prop == "arrival-overflow"
+    text = explain(r.verdict)
+    last = r.verdict.trace.events[-1]
+    first = next(e for e in r.verdict.trace.events
+                 if e.op == last.op and e.actor != last.actor and e.barrier == last.barrier)
+    assert (f"{last.barrier} counts 1 arrival per phase, and phase 0 got it from "
+            f"{first.actor} (consumer) at step {first.step} (line 50); the arrive of "
+            f"{last.actor} (consumer) at step {last.step} (line 50) was meant for that "
+            "phase too and is the surplus: 2 warps of role consumer") in text, text
+    assert "count every arriving warp" in text
+
+
+def test_over_arrival_by_the_same_warp_twice() -> None:
+    """O1: a run-time loop re-uses the entry state, so a warp arrives twice for one
+    phase of PipelineOrder's barrier."""
+    r = check_file(ROOT / "examples/bugs/o1-bug.pipe", jobs=1)
+    assert r.verdict.prop == "arrival-overflow"
+    text = explain(r.verdict)
+    last = r.verdict.trace.events[-1]
+    assert f"{last.barrier} counts 128 arrivals per phase" in text, text
+    assert f"{last.actor} had arrived in that phase already" in text
+    assert "arrived twice for one phase" in text
