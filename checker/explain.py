@@ -152,12 +152,14 @@ def tx_mismatch(trace: Trace, barrier: str) -> Optional[dict]:
     the barrier after its expect.  Computed from the barrier changes the model recorded
     (``Event.changes``): nothing is re-derived.  None when there is no such mismatch."""
     seg: list[tuple[Event, Any]] = []
-    for ev in trace.events:
+    start = 0                     # index of the first event of the current phase
+    for i, ev in enumerate(trace.events):
         for c in ev.changes:
             if c.barrier != barrier:
                 continue
             if c.phase[0] != c.phase[1]:
                 seg = []          # a phase completed: the current phase starts after it
+                start = i + 1
             else:
                 seg.append((ev, c))
     if not seg or seg[-1][1].pending[1] != 0:
@@ -190,11 +192,55 @@ def tx_mismatch(trace: Trace, barrier: str) -> Optional[dict]:
                 return None
     sizes = [b for _, b in lands]
     return {"barrier": barrier, "expected": n, "landed": m,
+            # lines whose copies of one size could make up the missing bytes
+            "left_out": [x for x in (_left_out(trace, barrier, start, loads) if m < n else [])
+                         if len(x["bytes"]) == 1 and isinstance(x["bytes"][0], int)
+                         and x["bytes"][0] > 0 and (n - m) % x["bytes"][0] == 0],
             "expect_loc": _lines([ev.loc for ev, _ in expects]),
             "expect_by": sorted({ev.actor for ev, _ in expects}, key=_agent_order),
             "load_loc": _lines([e.loc for e in loads]),
             "load_by": sorted({e.actor for e in loads}, key=_agent_order),
             "sizes": sizes}
+
+
+def _left_out(trace: Trace, barrier: str, start: int, loads: list[Event]) -> list[dict]:
+    """The source lines of TMA loads issued in ``barrier``'s current phase (from event
+    ``start`` on) that bring bytes to the same barrier of other CTAs but none to this
+    one -- a multicast mask (or a peer's load) that leaves this CTA out.  One entry per
+    line: the line, and each issuing warp with the CTAs its copy reaches."""
+    base, _, me = barrier.rpartition("@")
+    here = {_line(e.loc) for e in loads}
+    by_line: dict[str, list[tuple[str, list[str]]]] = {}
+    size: dict[str, set] = {}
+    for e in trace.events[start:]:
+        if e.kind != "agent" or e.op != "tma_load" or not _line(e.loc):
+            continue
+        dests = [d for d in e.barrier.split(", ") if d.rpartition("@")[0] == base]
+        if not dests or barrier in dests:
+            continue
+        by_line.setdefault(_line(e.loc), []).append(
+            (e.actor, [d.rpartition("@")[2] for d in dests]))
+        size.setdefault(_line(e.loc), set()).add(e.tx)
+    return [{"line": ln, "issuers": iss, "bytes": sorted(size[ln], key=str)}
+            for ln, iss in sorted(by_line.items(), key=lambda x: int(x[0]))
+            if ln not in here]
+
+
+def multicast_diagnosis(d: dict) -> str:
+    """A sentence for ``tx_mismatch``'s ``left_out``: the loads whose copies reach the
+    barrier's twins in other CTAs but not this one ('' when there are none)."""
+    if not d.get("left_out"):
+        return ""
+    cta = d["barrier"].rpartition("@")[2]
+    parts = []
+    for x in d["left_out"]:
+        iss = "; ".join(f"{a} to {', '.join(t)}" for a, t in x["issuers"])
+        parts.append(f"the tma_load at line {x['line']} ({iss})")
+    return (f"{d['barrier']} gets no bytes from {_names(parts)}, although "
+            f"{'it brings' if len(parts) == 1 else 'they bring'} the same stage to the "
+            f"other CTAs' {d['barrier'].rpartition('@')[0]}: {cta} is missing from "
+            f"{'its' if len(parts) == 1 else 'their'} multicast masks, or the peer that "
+            f"should send {cta} these bytes does not")
 
 
 def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
@@ -318,6 +364,15 @@ def explain(v: Verdict) -> str:
             m = _WAITS.match(b)
             if m and m.group(3) not in bars:
                 bars.append(m.group(3))
+        mc = [multicast_diagnosis(d) for d in (tx_mismatch(tr, b) for b in bars) if d]
+        mc = [x for x in mc if x]
+        if mc:
+            text += (" The cause is a multicast that leaves a CTA out: " + "; ".join(mc)
+                     + ". Usual fix: build each load's multicast mask from the cluster "
+                     "layout (create_tma_multicast_mask with the load's mcast_mode), so "
+                     "that every CTA whose tx_count counts the bytes receives them."
+                     + f" Rule: {info.source}.")
+            return text
         tx = tx_diagnoses(tr, bars)
         if tx:
             text += " The cause is a byte count mismatch: " + "; ".join(tx) + "."

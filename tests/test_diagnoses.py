@@ -154,3 +154,28 @@ def test_over_arrival_by_the_same_warp_twice() -> None:
     assert f"{last.barrier} counts 128 arrivals per phase" in text, text
     assert f"{last.actor} had arrived in that phase already" in text
     assert "arrived twice for one phase" in text
+
+
+# --------------------------------------------------------------- multicast left out
+
+
+def test_multicast_mask_that_leaves_a_cta_out_blames_the_mask(tmp_path: Path) -> None:
+    """The 2x2 multicast mainloop with the B loads' mask cut to CTAs 1-3: CTA 0's full
+    barrier waits for 4096 B that no load sends it.  The diagnosis names the load whose
+    copies reach the other CTAs but not CTA 0 -- not tx_count, not the local DMA warp."""
+    src = (ROOT / "examples/textbook/pipeline_tma_async_multicast.pipe").read_text()
+    old = "b_mask = cpasync.create_tma_multicast_mask(cta_layout, coord, mcast_mode=1)"
+    assert old in src
+    f = tmp_path / "mcast.pipe"
+    f.write_text(src.replace(old, old + " & 0xE", 1))
+    line = next(n for n, t in enumerate(src.splitlines(), 1) if "bytes=b_bytes" in t)
+    r = check_file(f, {"k_tiles": 1}, engine="explicit", confirm_timeout=0)
+    assert r.verdict.prop == "deadlock"
+    text = explain(r.verdict)
+    assert "The cause is a multicast that leaves a CTA out" in text, text
+    assert f"ab.full[0]@cta0 gets no bytes from the tma_load at line {line} (" in text
+    assert "cta0 is missing from its multicast masks" in text
+    assert "byte count mismatch" not in text
+    d = tx_mismatch(r.verdict.trace, "ab.full[0]@cta0")
+    assert d is not None and d["expected"] - d["landed"] == 4096
+    assert [x["line"] for x in d["left_out"]] == [str(line)]
