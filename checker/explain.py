@@ -275,6 +275,32 @@ def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
     return out
 
 
+_BUFFER = re.compile(r"\b(?:reads|stores to|writes|starts writing) (\S+?)\[(\d+)\]@cta(\d+) "
+                     r"while (?:an asynchronous write|thread stores|a TMA/cp.async write)")
+
+
+def in_flight_write(trace: Trace) -> Optional[Event]:
+    """For a violation that meets a write still in flight (read-before-full with an
+    asynchronous write not landed or thread stores not released; an overwrite while a
+    TMA/cp.async write is in flight): the step that issued that write -- the latest
+    earlier write of the same buffer stage, named as the model's message names the
+    buffer.  None when the message names no such write or no step matches."""
+    m = _BUFFER.search(trace.detail or "")
+    if m is None or not trace.events:
+        return None
+    name, stage = m.group(1), int(m.group(2))
+    base = name[:-4] if name.endswith(".buf") else name
+    last = trace.events[-1]
+    for ev in reversed(trace.events[:-1]):
+        if ev.kind != "agent" or ev.stage != stage:
+            continue
+        if ev.pipeline != base and f"{base} stage {stage}" not in ev.what:
+            continue
+        if ev.op in ("tma_load", "cp.async") or (ev.op == "ghost" and "write" in ev.what):
+            return ev if ev.step != last.step else None
+    return None
+
+
 def _arrivals(trace: Trace, barrier: str, start: int, end: int) -> list[tuple[Event, int]]:
     """The warps' arrivals on ``barrier`` in ``trace.events[start:end]``, with how many
     each brought (a completing arrival: what was still pending)."""

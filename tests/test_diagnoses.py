@@ -179,3 +179,34 @@ def test_multicast_mask_that_leaves_a_cta_out_blames_the_mask(tmp_path: Path) ->
     d = tx_mismatch(r.verdict.trace, "ab.full[0]@cta0")
     assert d is not None and d["expected"] - d["landed"] == 4096
     assert [x["line"] for x in d["left_out"]] == [str(line)]
+
+
+# --------------------------------------------------------------- the write in flight
+
+
+def test_html_report_draws_an_arrow_from_the_write_in_flight(tmp_path: Path) -> None:
+    """X2: the wait for the second stage passes at once (fresh barrier, parity 1) and the
+    read meets the multicast TMA load still in flight: the report's blocks are labelled
+    and an arrow goes from that load to the violating step."""
+    from pipeproof.checker.explain import in_flight_write
+    from pipeproof.checker.render.html import Report, write_html
+
+    r = check_file(ROOT / "examples/bugs/x2-bug.pipe", jobs=1)
+    assert r.verdict.prop == "read-before-full"
+    w = in_flight_write(r.verdict.trace)
+    assert w is not None and w.op == "tma_load" and w.stage == 1 and w.pipeline == "dst"
+    last = r.verdict.trace.events[-1]
+    out = tmp_path / "r.html"
+    write_html(Report.from_result(r, explain(r.verdict)), str(out))
+    html = out.read_text()
+    assert html.count('<g class="in-flight">') == 1
+    assert (f"the write issued at step {w.step} is still in flight at step {last.step}"
+            in html)
+    assert '<text class="ev-label"' in html and ">tma</text>" in html
+
+
+def test_no_arrow_without_a_write_in_flight() -> None:
+    """P1 deadlocks: there is no write in flight to point at."""
+    from pipeproof.checker.explain import in_flight_write
+
+    assert in_flight_write(_check("examples/bugs/p1-bug.pipe").verdict.trace) is None
