@@ -88,7 +88,7 @@ class _Forked:
     ``notify(verdict)``: sends a counterexample found before the final answer (the
     explicit engine's ``on_found``); the parent keeps the latest in ``found``."""
 
-    def __init__(self, fn: Callable[[Any], Any], name: str):
+    def __init__(self, fn: Callable[[Any, Any], Any], name: str):
         import multiprocessing
 
         ctx = multiprocessing.get_context("fork")
