@@ -101,8 +101,10 @@ def main() -> int:
     ap.add_argument("--label", required=True, help="name of this run (before, after, ...)")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("files", nargs="*")
-    args, extra = ap.parse_known_args()
-    extra = [x for x in extra if x != "--"]
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    extra = argv[cut + 1:]  # passed to pipeproof check
     files = [Path(f).resolve() for f in args.files] or sorted(BUGS.glob("*-bug.pipe"))
     rows = []
     for f in files:
