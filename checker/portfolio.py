@@ -164,6 +164,18 @@ class _Forked:
             on_found(self.found)
 
 
+def keep_found(answer: Verdict, found: Optional[Verdict]) -> Verdict:
+    """The explicit engine's answer -- or, where its process sent a counterexample (a
+    replayed run) and then ended without a VIOLATED answer (killed, out of memory), that
+    counterexample, marked not confirmed shortest: a real run is never dropped."""
+    if answer.status == VIOLATED or found is None:
+        return answer
+    found.stats.extra.pop("confirming", None)
+    found.stats.extra["shortest"] = False
+    found.stats.extra["confirm_stopped"] = answer.reason
+    return found
+
+
 def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any], Verdict]:
     def run(gate: Any, notify: Any) -> Verdict:
         from .explicit import check_explicit
@@ -280,6 +292,7 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
                 expl.gate.set()
                 e = expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found) or Verdict(
                     UNKNOWN, reason="timeout: the explicit engine did not answer in time")
+            e = keep_found(e, expl.found)
         finally:
             expl.cancel()
     else:

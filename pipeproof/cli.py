@@ -171,10 +171,13 @@ class FirstAnswer:
             print(f"\n({note})" if note else
                   f"\nConfirmed{took}: no counterexample is shorter than these "
                   f"{len(v.trace)} steps.")
-        else:
+        elif v.status == "VIOLATED":
             print("\nWhile proving it shortest, another counterexample came first "
                   "(shorter, or of a property first in the catalogue); it replaces the "
                   "one above:\n")
+            print(self.render(result))
+        else:  # not expected: the counterexample above stands whatever the search says
+            print(f"\nThe search proving it shortest ended without confirming it:\n")
             print(self.render(result))
 
 

@@ -162,3 +162,21 @@ def test_no_confirm_is_a_user_option(flag: str) -> None:
     text = build_parser()._subparsers._group_actions[0].choices["check"].format_help()
     assert flag in text
     assert text.index(flag) < text.index("advanced engine tuning")
+
+
+def test_a_counterexample_sent_before_a_lost_answer_stands() -> None:
+    """The forked explicit engine sent a counterexample, then its process ended without
+    an answer: the verdict is that counterexample (not confirmed shortest), never the
+    UNKNOWN or a later stage's bounded SAFE."""
+    from pipeproof.checker.portfolio import keep_found
+
+    found = Verdict(VIOLATED, "deadlock", "first", depth=9)
+    found.stats.extra["confirming"] = 20.0
+    lost = Verdict(UNKNOWN, reason="the explicit engine's process ended without an answer")
+    v = keep_found(lost, found)
+    assert v.status == VIOLATED and v.stats.extra["shortest"] is False
+    assert "confirming" not in v.stats.extra
+    assert "ended without an answer" in v.stats.extra["confirm_stopped"]
+    final = Verdict(VIOLATED, "deadlock", "final", depth=7)
+    assert keep_found(final, found) is final
+    assert keep_found(lost, None) is lost
