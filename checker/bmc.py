@@ -162,7 +162,8 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               max_cap: int = 64, steps: str = "auto",
               confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True,
               certificate_only: bool = False,
-              max_states: Optional[int] = None, phase_budgets: bool = True) -> Verdict:
+              max_states: Optional[int] = None, phase_budgets: bool = True,
+              on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
 
@@ -188,7 +189,11 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     the reduced certificate by the overall deadline only -- so a slower machine changes
     when the answer comes, not which one (tests; ``timeout`` still ends the run, with
     UNKNOWN).  The default shares suit the command line: a slow phase leaves time to
-    the next.  Either way running out of time only ever gives UNKNOWN."""
+    the next.  Either way running out of time only ever gives UNKNOWN.
+
+    ``on_found``: called with a chain counterexample (shortened) before the single-step
+    search confirms it is shortest (``explicit.check_explicit`` says how);
+    ``confirm_timeout=0`` skips that search."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
     if steps == "auto":
@@ -226,7 +231,7 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
         written = "unrolling"
     if (steps == "chain" and v.status == VIOLATED and v.prop != "starvation"
             and run.extra.get("counterexample_from") != "certificate"):
-        v = _confirm(system, runner, sample, opts, run, v, confirm_timeout)
+        v = _confirm(system, runner, sample, opts, run, v, confirm_timeout, on_found)
     if written:
         run.extra["smt2_expect"] = _smt2_expect(written, v)
     return _finish(v, run, enc)
@@ -277,7 +282,8 @@ def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions
 
 
 def _confirm(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions,
-             run: _Run, v: Verdict, confirm_timeout: float) -> Verdict:
+             run: _Run, v: Verdict, confirm_timeout: float,
+             on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
     """A chain counterexample of ``n`` steps is a real run but maybe not a shortest one.
     Drop the steps it does not need (``checker.shorten.shorten``), then search single
     steps to its length: the first level with a problem gives the shortest
@@ -293,20 +299,33 @@ def _confirm(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptio
         if w is not None:
             w.stats.extra["steps"] = w.trace.steps if w.trace is not None else None
             v = w
+    run.extra["chain_length"] = chain_len
+    if confirm_timeout <= 0:
+        run.extra["shortest"] = False
+        run.extra["confirm_skipped"] = True
+        return v
     budget = min(max(run.deadline - time.perf_counter(), 1.0), confirm_timeout)
+    if on_found is not None:
+        shown = _finish(Verdict(v.status, v.prop, v.reason, v.trace,
+                                Stats(extra=dict(v.stats.extra)), depth=v.depth), run, None)
+        shown.stats.extra["confirming"] = round(budget, 1)
+        on_found(shown)
     sub = _Run(time.perf_counter(), time.perf_counter() + budget)
-    single = BmcOptions(v.depth, budget, opts.max_cap, False, None, None, "single")
+    shown_len = v.depth
+    progress = (None if opts.progress is None else
+                lambda L, D, t, _p=opts.progress: _p(L, shown_len, t, confirm=shown_len))
+    single = BmcOptions(v.depth, budget, opts.max_cap, False, None, progress, "single")
     w, _, _, _ = _solve(system, runner, sample, single, sub)
     run.checks += sub.checks
     run.restarts += sub.restarts
-    run.extra["chain_length"] = chain_len
     run.extra["confirm_seconds"] = round(time.perf_counter() - t_conf, 2)
     if w.status == VIOLATED:
         if w.depth > v.depth:
             raise InternalError(f"the single-step search found {w.depth} steps, more than "
                                 f"the chain counterexample's {v.depth}")
         run.extra["shortest"] = True
-        return w
+        # one of the same length and property: the one found (perhaps shown) stays
+        return v if (w.depth, w.prop) == (v.depth, v.prop) else w
     if w.status in (SAFE, PROVEN):
         raise InternalError(f"the single-step search says {w.status} to depth {w.depth}, "
                             f"but a chain counterexample of {v.depth} steps replays")

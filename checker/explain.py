@@ -152,12 +152,14 @@ def tx_mismatch(trace: Trace, barrier: str) -> Optional[dict]:
     the barrier after its expect.  Computed from the barrier changes the model recorded
     (``Event.changes``): nothing is re-derived.  None when there is no such mismatch."""
     seg: list[tuple[Event, Any]] = []
-    for ev in trace.events:
+    start = 0                     # index of the first event of the current phase
+    for i, ev in enumerate(trace.events):
         for c in ev.changes:
             if c.barrier != barrier:
                 continue
             if c.phase[0] != c.phase[1]:
                 seg = []          # a phase completed: the current phase starts after it
+                start = i + 1
             else:
                 seg.append((ev, c))
     if not seg or seg[-1][1].pending[1] != 0:
@@ -190,11 +192,55 @@ def tx_mismatch(trace: Trace, barrier: str) -> Optional[dict]:
                 return None
     sizes = [b for _, b in lands]
     return {"barrier": barrier, "expected": n, "landed": m,
+            # lines whose copies of one size could make up the missing bytes
+            "left_out": [x for x in (_left_out(trace, barrier, start, loads) if m < n else [])
+                         if len(x["bytes"]) == 1 and isinstance(x["bytes"][0], int)
+                         and x["bytes"][0] > 0 and (n - m) % x["bytes"][0] == 0],
             "expect_loc": _lines([ev.loc for ev, _ in expects]),
             "expect_by": sorted({ev.actor for ev, _ in expects}, key=_agent_order),
             "load_loc": _lines([e.loc for e in loads]),
             "load_by": sorted({e.actor for e in loads}, key=_agent_order),
             "sizes": sizes}
+
+
+def _left_out(trace: Trace, barrier: str, start: int, loads: list[Event]) -> list[dict]:
+    """The source lines of TMA loads issued in ``barrier``'s current phase (from event
+    ``start`` on) that bring bytes to the same barrier of other CTAs but none to this
+    one -- a multicast mask (or a peer's load) that leaves this CTA out.  One entry per
+    line: the line, and each issuing warp with the CTAs its copy reaches."""
+    base, _, me = barrier.rpartition("@")
+    here = {_line(e.loc) for e in loads}
+    by_line: dict[str, list[tuple[str, list[str]]]] = {}
+    size: dict[str, set] = {}
+    for e in trace.events[start:]:
+        if e.kind != "agent" or e.op != "tma_load" or not _line(e.loc):
+            continue
+        dests = [d for d in e.barrier.split(", ") if d.rpartition("@")[0] == base]
+        if not dests or barrier in dests:
+            continue
+        by_line.setdefault(_line(e.loc), []).append(
+            (e.actor, [d.rpartition("@")[2] for d in dests]))
+        size.setdefault(_line(e.loc), set()).add(e.tx)
+    return [{"line": ln, "issuers": iss, "bytes": sorted(size[ln], key=str)}
+            for ln, iss in sorted(by_line.items(), key=lambda x: int(x[0]))
+            if ln not in here]
+
+
+def multicast_diagnosis(d: dict) -> str:
+    """A sentence for ``tx_mismatch``'s ``left_out``: the loads whose copies reach the
+    barrier's twins in other CTAs but not this one ('' when there are none)."""
+    if not d.get("left_out"):
+        return ""
+    cta = d["barrier"].rpartition("@")[2]
+    parts = []
+    for x in d["left_out"]:
+        iss = "; ".join(f"{a} to {', '.join(t)}" for a, t in x["issuers"])
+        parts.append(f"the tma_load at line {x['line']} ({iss})")
+    return (f"{d['barrier']} gets no bytes from {_names(parts)}, although "
+            f"{'it brings' if len(parts) == 1 else 'they bring'} the same stage to the "
+            f"other CTAs' {d['barrier'].rpartition('@')[0]}: {cta} is missing from "
+            f"{'its' if len(parts) == 1 else 'their'} multicast masks, or the peer that "
+            f"should send {cta} these bytes does not")
 
 
 def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
@@ -229,6 +275,102 @@ def tx_diagnoses(trace: Trace, barriers: list[str]) -> list[str]:
     return out
 
 
+_BUFFER = re.compile(r"\b(?:reads|stores to|writes|starts writing) (\S+?)\[(\d+)\]@cta(\d+) "
+                     r"while (?:an asynchronous write|thread stores|a TMA/cp.async write)")
+
+
+def in_flight_write(trace: Trace) -> Optional[Event]:
+    """For a violation that meets a write still in flight (read-before-full with an
+    asynchronous write not landed or thread stores not released; an overwrite while a
+    TMA/cp.async write is in flight): the step that issued that write -- the latest
+    earlier write of the same buffer stage, named as the model's message names the
+    buffer.  None when the message names no such write or no step matches."""
+    m = _BUFFER.search(trace.detail or "")
+    if m is None or not trace.events:
+        return None
+    name, stage = m.group(1), int(m.group(2))
+    base = name[:-4] if name.endswith(".buf") else name
+    last = trace.events[-1]
+    for ev in reversed(trace.events[:-1]):
+        if ev.kind != "agent" or ev.stage != stage:
+            continue
+        if ev.pipeline != base and f"{base} stage {stage}" not in ev.what:
+            continue
+        if ev.op in ("tma_load", "cp.async") or (ev.op == "ghost" and "write" in ev.what):
+            return ev if ev.step != last.step else None
+    return None
+
+
+def _arrivals(trace: Trace, barrier: str, start: int, end: int) -> list[tuple[Event, int]]:
+    """The warps' arrivals on ``barrier`` in ``trace.events[start:end]``, with how many
+    each brought (a completing arrival: what was still pending)."""
+    out = []
+    for ev in trace.events[start:end]:
+        for c in ev.changes:
+            if c.barrier != barrier or ev.kind != "agent" or "arrive" not in ev.op:
+                continue
+            n = c.pending[0] if c.phase[0] != c.phase[1] else c.pending[0] - c.pending[1]
+            if n > 0:
+                out.append((ev, n))
+    return out
+
+
+def surplus_arrival(trace: Trace) -> Optional[str]:
+    """For an over-arrival (the last step arrives on a barrier whose phase already has
+    all its arrivals -- completed, or waiting for bytes only): who that phase's arrivals
+    came from and whose arrival is the surplus (the same warp twice, or several warps of
+    one role where the count expects fewer), from the barrier changes the model
+    recorded (``Event.changes``).  None when the trace does not show that phase."""
+    if not trace.events:
+        return None
+    last = trace.events[-1]
+    bars = [c.barrier for c in last.changes] or [b for b in last.barrier.split(", ") if b]
+    for b in bars:
+        seen = [c for ev in trace.events[:-1] for c in ev.changes if c.barrier == b]
+        if not seen:
+            continue
+        expected = seen[-1].expected
+        done = [i for i, ev in enumerate(trace.events[:-1])
+                for c in ev.changes if c.barrier == b and c.phase[0] != c.phase[1]]
+        # the phase the arrival was meant for: the current one when its arrivals are all
+        # in (it waits for bytes only), else the one that completed last
+        cur = _arrivals(trace, b, (done[-1] + 1) if done else 0, len(trace.events) - 1)
+        if sum(n for _, n in cur) >= expected > 0:
+            arrivals, phase, state = cur, seen[-1].phase[1], "has had"
+            why = ("lands in that phase as well, which has all its arrivals and waits only "
+                   "for its bytes, and is the surplus")
+        elif done:
+            end = done[-1]
+            arrivals = _arrivals(trace, b, done[-2] + 1 if len(done) > 1 else 0, end + 1)
+            phase = next(c for c in trace.events[end].changes if c.barrier == b).phase[0]
+            state = "got"
+            why = "was meant for that phase too and is the surplus"
+        else:
+            continue
+        if not arrivals:
+            continue
+        got = ", ".join(f"{_who(ev)}" + (f" x{n}" if n > 1 else "") + f" at step {ev.step}"
+                        + (f" (line {_line(ev.loc)})" if _line(ev.loc) else "")
+                        for ev, n in arrivals)
+        text = (f"{b} counts {expected} arrival{'s' if expected != 1 else ''} per phase, and "
+                f"phase {phase} {state} {'them' if expected != 1 else 'it'} from {got}; the "
+                f"arrive of {_who(last)} at step {last.step}"
+                + (f" (line {_line(last.loc)})" if _line(last.loc) else "")
+                + f" {why}")
+        mine = [ev for ev, _ in arrivals if ev.actor == last.actor]
+        peers = sorted({ev.actor for ev, _ in arrivals if ev.role == last.role}
+                       | {last.actor}, key=_agent_order)
+        if mine:
+            text += (f": {last.actor} had arrived in that phase already (step "
+                     f"{mine[-1].step}), so it arrived twice for one phase")
+        elif len(peers) > 1:
+            text += (f": {len(peers)} warps of role {last.role} ({_names(peers)}) each "
+                     f"arrive where the count expects {expected} -- count every "
+                     "arriving warp (the CooperativeGroup's size), or let one of them arrive")
+        return text
+    return None
+
+
 def explain(v: Verdict) -> str:
     """A paragraph for a VIOLATED verdict ("" for other verdicts)."""
     info = BY_NAME.get(v.prop or "")
@@ -248,6 +390,15 @@ def explain(v: Verdict) -> str:
             m = _WAITS.match(b)
             if m and m.group(3) not in bars:
                 bars.append(m.group(3))
+        mc = [multicast_diagnosis(d) for d in (tx_mismatch(tr, b) for b in bars) if d]
+        mc = [x for x in mc if x]
+        if mc:
+            text += (" The cause is a multicast that leaves a CTA out: " + "; ".join(mc)
+                     + ". Usual fix: build each load's multicast mask from the cluster "
+                     "layout (create_tma_multicast_mask with the load's mcast_mode), so "
+                     "that every CTA whose tx_count counts the bytes receives them."
+                     + f" Rule: {info.source}.")
+            return text
         tx = tx_diagnoses(tr, bars)
         if tx:
             text += " The cause is a byte count mismatch: " + "; ".join(tx) + "."
@@ -269,6 +420,9 @@ def explain(v: Verdict) -> str:
             text += (f" CTA {ex.cta} had exited at step {ex.step}, when its last warp "
                      f"{_who(ex)} left" + (f" (at {ex.loc})" if ex.loc else "")
                      + ", while that work was still in flight.")
+        surplus = surplus_arrival(tr) if v.prop == "arrival-overflow" else None
+        if surplus:
+            text += f" Whose arrival is too many: {surplus}."
         elif rel is not None:
             text += (f" The last step of another agent on the same "
                      f"{'barrier' if last.barrier and rel.barrier == last.barrier else 'stage'}"

@@ -80,12 +80,15 @@ def die_with_parent() -> None:
 
 
 class _Forked:
-    """``fn(gate)`` in a forked process; its result (or exception) comes back pickled.
+    """``fn(gate, notify)`` in a forked process; its result (or exception) comes back
+    pickled.
 
     ``gate``: an event the child may consult (the explicit engine's progress line stays
-    silent until the parent sets it, so two engines never write it at once)."""
+    silent until the parent sets it, so two engines never write it at once).
+    ``notify(verdict)``: sends a counterexample found before the final answer (the
+    explicit engine's ``on_found``); the parent keeps the latest in ``found``."""
 
-    def __init__(self, fn: Callable[[Any], Any], name: str):
+    def __init__(self, fn: Callable[[Any, Any], Any], name: str):
         import multiprocessing
 
         ctx = multiprocessing.get_context("fork")
@@ -97,11 +100,13 @@ class _Forked:
         self._proc.start()
         send.close()
         self.result: Optional[Verdict] = None
+        self.found: Optional[Verdict] = None
+        self._shown: Optional[Verdict] = None
 
-    def _child(self, send: Any, fn: Callable[[Any], Any]) -> None:
+    def _child(self, send: Any, fn: Callable[[Any, Any], Any]) -> None:
         die_with_parent()
         try:
-            msg: tuple = ("verdict", fn(self.gate))
+            msg: tuple = ("verdict", fn(self.gate, lambda v: send.send(("found", v))))
         except BaseException as e:  # noqa: BLE001 - handed to the parent to raise
             try:
                 pickle.loads(pickle.dumps(e))
@@ -111,10 +116,15 @@ class _Forked:
         send.send(msg)
         send.close()
 
-    def receive(self) -> Verdict:
-        """The answer, once ``conn`` is ready; an exception of the child is raised here."""
+    def receive(self) -> Optional[Verdict]:
+        """The next message, once ``conn`` is ready: the answer (None for a
+        counterexample sent before it, kept in ``found``); an exception of the child is
+        raised here."""
         try:
             msg = self.conn.recv()
+            if msg[0] == "found":
+                self.found = msg[1]
+                return None
         except EOFError:
             self._proc.join(1.0)
             msg = ("verdict", Verdict(UNKNOWN, reason=f"the {self.name}'s process ended "
@@ -133,13 +143,48 @@ class _Forked:
         self.conn.close()
 
 
-def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any], Verdict]:
-    def run(gate: Any) -> Verdict:
+    def wait_result(self, seconds: float, on_found: Optional[Callable[[Verdict], None]]
+                    ) -> Optional[Verdict]:
+        """The answer within ``seconds`` (None if it does not come); a counterexample
+        sent before it goes to ``on_found`` as it comes."""
+        end = time.perf_counter() + seconds
+        while self.result is None:
+            self.deliver(on_found)
+            if not self.conn.poll(max(end - time.perf_counter(), 0.0)):
+                return None
+            self.receive()
+        return self.result
+
+    def deliver(self, on_found: Optional[Callable[[Verdict], None]]) -> None:
+        """Hand the counterexample sent before the answer to ``on_found``, once, while
+        the answer has not come."""
+        if (on_found is not None and self.found is not None and self.found is not self._shown
+                and self.result is None):
+            self._shown = self.found
+            on_found(self.found)
+
+
+def keep_found(answer: Verdict, found: Optional[Verdict]) -> Verdict:
+    """The explicit engine's answer -- or, where its process sent a counterexample (a
+    replayed run) and then ended without a VIOLATED answer (killed, out of memory), that
+    counterexample, marked not confirmed shortest: a real run is never dropped."""
+    if answer.status == VIOLATED or found is None:
+        return answer
+    found.stats.extra.pop("confirming", None)
+    found.stats.extra["shortest"] = False
+    found.stats.extra["confirm_stopped"] = answer.reason
+    return found
+
+
+def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any], Verdict]:
+    def run(gate: Any, notify: Any) -> Verdict:
         from .explicit import check_explicit
 
         progress = kwargs.pop("progress", None)
         if progress is not None:
-            kwargs["progress"] = lambda *a: progress(*a) if gate.is_set() else None
+            kwargs["progress"] = lambda *a, **k: progress(*a, **k) if gate.is_set() else None
+        if kwargs.pop("on_found", None) is not None:
+            kwargs["on_found"] = notify
         try:
             return check_explicit(system, **kwargs)
         finally:
@@ -148,11 +193,14 @@ def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any], Ver
     return run
 
 
-def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float
+def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
+          on_found: Optional[Callable[[Verdict], None]] = None
           ) -> tuple[Verdict, Optional[Verdict]]:
     """Wait for the two racing stages: the certificate's answer, and the explicit
     engine's when it decided first after ``HEAD_START`` (else None: the caller waits for
-    it).  A certificate stopped that way answers UNKNOWN, saying so."""
+    it).  A certificate stopped that way answers UNKNOWN, saying so.  A counterexample
+    the explicit engine sends before its answer goes to ``on_found`` once the head start
+    is over (if the certificate has not answered by then)."""
     from multiprocessing.connection import wait
 
     decided = (VIOLATED, PROVEN)
@@ -161,6 +209,7 @@ def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float
         now = time.perf_counter()
         if now >= head_end:
             expl.gate.set()  # the explicit engine may show its progress from now on
+            expl.deliver(on_found)
         pending = [c.conn for c in (cert, expl) if c.result is None]
         limit = t0 + timeout + RACE_GRACE - now
         if now < head_end:  # wake at its end: the gate, and an explicit verdict waiting
@@ -190,11 +239,14 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
                progress: Optional[Callable[[int, int, float], None]] = None,
                reduce: bool = True, por: Optional[bool] = None,
                bmc_steps: str = "auto", confirm_timeout: Optional[float] = None,
-               jobs: Optional[int] = None) -> Verdict:
+               jobs: Optional[int] = None,
+               on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
     """BMC's certificate, then the explicit engine, then BMC's unrolling, sharing
     ``timeout`` (module docstring).  ``jobs``: 1 runs the stages one after another;
     2 or more races the first two in forked processes, the certificate with a head
-    start of ``HEAD_START`` seconds (None: ``default_jobs()``)."""
+    start of ``HEAD_START`` seconds (None: ``default_jobs()``).  ``on_found``: a
+    counterexample found before the search that confirms it is shortest
+    (``explicit.check_explicit``), as soon as it is this stage's to show."""
     from .bmc import check_bmc
     from .explicit import check_explicit
 
@@ -216,9 +268,9 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
         return v
 
     explicit_kw = dict(max_states=max_states, progress=progress, reduce=reduce, por=por,
-                       **conf)
+                       on_found=on_found, **conf)
 
-    def certificate(gate: Any = None) -> Verdict:
+    def certificate(gate: Any = None, notify: Any = None) -> Verdict:
         return check_bmc(system, depth=depth, timeout=timeout, steps=bmc_steps,
                          certificate_only=True, max_states=max_states, **conf)
 
@@ -230,7 +282,7 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
         try:
             cert = _Forked(certificate, "BMC certificate")
             try:
-                v, e = _race(cert, expl, t0, timeout)
+                v, e = _race(cert, expl, t0, timeout, on_found)
             finally:
                 cert.cancel()
             if v.status in (VIOLATED, PROVEN):
@@ -238,12 +290,9 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
             note("bmc certificate", v)
             if e is None:
                 expl.gate.set()
-                if expl.result is None:
-                    ready = expl.conn.poll(max(left(), 0.0) + RACE_GRACE)
-                    e = expl.receive() if ready else Verdict(
-                        UNKNOWN, reason="timeout: the explicit engine did not answer in time")
-                else:
-                    e = expl.result
+                e = expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found) or Verdict(
+                    UNKNOWN, reason="timeout: the explicit engine did not answer in time")
+            e = keep_found(e, expl.found)
         finally:
             expl.cancel()
     else:
@@ -260,7 +309,7 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     if left() < MIN_UNROLL_SECONDS:
         return done(e)
     u = check_bmc(system, depth=depth, timeout=left(), steps=bmc_steps, certificate=False,
-                  **conf)
+                  on_found=on_found, **conf)
     if u.status == UNKNOWN:
         # both searches stopped: the explicit engine's account of how far it got first
         note("bmc unrolling", u)

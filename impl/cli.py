@@ -129,8 +129,11 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    e = sub.add_parser("emit", help="lower a .pipe kernel to PTX (sm_90a runs on Hopper; "
-                                    "sm_100a uses the Blackwell instructions)",
+    e_help = ("lower a .pipe kernel to PTX (sm_90a runs on Hopper; sm_100a uses the "
+              "Blackwell instructions)")
+    e = sub.add_parser("emit", help=e_help, description=e_help[0].upper() + e_help[1:] + ".",
+                       usage="pipeproof emit FILE.pipe [-o FILE.ptx] [--param NAME=VALUE ...] "
+                             "[options]",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="""examples:
   pipeproof emit examples/textbook/pipeline_tma_async.pipe -o k.ptx --assemble
@@ -138,20 +141,25 @@ def add_commands(sub: Any) -> None:
 
 The PTX is the model's per-warp programs with trace records (docs/gpu.md);
 `pipeproof conform K.pipe` runs it.""")
-    e.add_argument("file", help="a .pipe kernel")
-    e.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
+    e.add_argument("file", metavar="FILE.pipe", help="a .pipe kernel")
+    e.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a",
+                   help="the target (default sm_90a): Hopper's instructions, or "
+                        "Blackwell's (tcgen05)")
     e.add_argument("-o", "--output", default="-", help="PTX file (default: stdout)")
-    e.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
+    e.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+                   help="set a kernel parameter (repeatable), as for check")
     e.add_argument("--no-trace", action="store_true", help="no event recording")
     e.add_argument("--no-jitter", action="store_true", help="no nanosleep jitter")
     e.add_argument("--manifest", default="", help="write the launch manifest (JSON)")
     e.add_argument("--assemble", action="store_true", help="also run ptxas -arch=ARCH")
     e.set_defaults(fn=cmd_emit)
 
-    c = sub.add_parser("conform", help="run a kernel on the GPU (jittered) and replay every "
-                                       "trace through the model: the PTX pipeproof emits "
-                                       "for FILE.pipe, or your real CuTe DSL kernel "
-                                       "(KERNEL.py::entry)",
+    c_help = ("run a kernel on the GPU (jittered) and replay every trace through the model: "
+              "the PTX pipeproof emits for FILE.pipe, or your real CuTe DSL kernel "
+              "(KERNEL.py::entry)")
+    c = sub.add_parser("conform", help=c_help, description=c_help[0].upper() + c_help[1:] + ".",
+                       usage="pipeproof conform FILE.pipe | KERNEL.py::entry [--runs N] "
+                             "[--param NAME=VALUE ...] [options]",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="""examples:
   pipeproof conform examples/textbook/pipeline_tma_async.pipe --runs 200
@@ -167,14 +175,16 @@ possible here, 2 bad input.  More: docs/gpu.md.""")
     c.add_argument("--runs", type=int, default=200, help="launches (default 200)")
     c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4; "
                                                              ".pipe only)")
-    c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
+    c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+                   help="set a kernel parameter (repeatable), as for check")
     c.add_argument("--mutant", default="", help="inject a fault (impl/mutants.py; .pipe only)")
     c.add_argument("--timeout-ms", type=float, default=None,
                    help="watchdog: per wait for .pipe (default 20), per launch for a CuTe "
                         "DSL kernel (default 5000)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="machine-readable report")
     g = c.add_argument_group("real CuTe DSL kernels (KERNEL.py::entry)")
-    g.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
+    g.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a",
+                   help="what cute.compile compiles for (default sm_90a)")
     g.add_argument("--no-jitter", action="store_true", help="no nanosleep before signals")
     g.add_argument("--workdir", default="", help="the job folder (default: a new temporary "
                                                  "folder)")

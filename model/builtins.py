@@ -100,7 +100,7 @@ def _args(cx: Any, args: tuple, kw: dict, names: tuple[str, ...], what: str,
     for k in list(kw):
         if k in names:
             out[names.index(k)] = kw.pop(k)
-    cx.no_more_kwargs(kw, what)
+    cx.no_more_kwargs(kw, what, names)
     for i in range(required):
         if out[i] is None:
             cx.error(f"{what} needs argument {names[i]!r}")

@@ -19,13 +19,14 @@ import contextlib
 import itertools
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from . import ir
 from .builtins import (MODULE_ROOTS, Builtin, ElectOne, Module, Namespace, PipelineClassRef,
                        builtins_table)
 from .cluster import Layout, MAX_CLUSTER_SIZE
-from .errors import CompileTimeout, ConfigError, Unsupported, did_you_mean
+from .errors import (CompileTimeout, ConfigError, Unsupported, did_you_mean,
+                     misspelt_keyword, param_named, param_setting)
 from .groups import WARP_SIZE
 from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, release_point_effects
@@ -301,7 +302,7 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
     names = [p.name for p in kernel.params]
     for k in overrides:
         if k not in names:
-            raise ConfigError(f"--param {k}: the kernel has no parameter {k!r} "
+            raise ConfigError(f"{param_named(k)}: the kernel has no parameter {k!r} "
                               f"(parameters: {', '.join(names) or 'none'})", kernel.loc,
                               did_you_mean(k, names))
     ev = _Evaluator(None)
@@ -311,8 +312,8 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
         elif p.default is not None:
             params[p.name] = ev.eval_static(p.default, params)
         else:
-            raise ConfigError(f"parameter {p.name!r} has no default; pass --param "
-                              f"{p.name}=VALUE", p.loc)
+            raise ConfigError(f"parameter {p.name!r} has no default; pass "
+                              f"{param_setting(p.name)}", p.loc)
     env = dict(params)
     block, cluster, grid = None, None, None
     _check_launch_calls(kernel)
@@ -322,7 +323,8 @@ def _static_eval_launch(kernel: ir.Kernel, overrides: dict[str, Any]) -> KernelI
             for k in kw:
                 if k not in ("block", "cluster", "grid"):
                     raise ConfigError(f"launch() has no argument {k!r}; expected block=..., "
-                                      "cluster=...", s.loc)
+                                      "cluster=...", s.loc,
+                                      did_you_mean(k, ("block", "cluster", "grid")))
             if s.expr.args:
                 raise ConfigError("launch() takes keyword arguments: launch(block=N, "
                                   "cluster=(x, y, z))", s.loc)
@@ -645,7 +647,8 @@ class _Evaluator:
             try:
                 return obj.get(name)
             except KeyError:
-                raise ConfigError(f"{obj.name} has no member {name!r}", loc) from None
+                raise ConfigError(f"{obj.name} has no member {name!r}", loc,
+                                  did_you_mean(name, [k for k, _ in obj.members])) from None
         if isinstance(obj, PipelineClassRef):
             if name == "create" and not hasattr(obj.cls, "create"):
                 raise ConfigError(f"{obj.name} has no create(); construct it directly: "
@@ -703,9 +706,10 @@ class _StaticCx:
     def unsupported(self, msg: str) -> None:
         raise Unsupported(f"unsupported: {msg}", self.loc)
 
-    def no_more_kwargs(self, kw: dict, what: str) -> None:
+    def no_more_kwargs(self, kw: dict, what: str, known: Iterable[str] = ()) -> None:
         if kw:
-            self.error(f"{what}: unexpected keyword argument(s) {', '.join(kw)}")
+            self.error(f"{what}: unexpected keyword argument(s) {', '.join(kw)}",
+                       _kwarg_hint(kw, known))
 
 
 # --------------------------------------------------------------------------- one warp
@@ -825,7 +829,7 @@ class _Agent:
 
     def need(self, kw: dict, key: str) -> Any:
         if key not in kw:
-            self.error(f"missing argument {key}=")
+            self.error(f"missing argument {key}=", misspelt_keyword(key, kw))
         return kw.pop(key)
 
     def need_int(self, kw: dict, key: str, minimum: Optional[int] = None) -> int:
@@ -861,9 +865,10 @@ class _Agent:
                        prop=Prop.MASK_OUTSIDE_CLUSTER)
         return r
 
-    def no_more_kwargs(self, kw: dict, what: str) -> None:
+    def no_more_kwargs(self, kw: dict, what: str, known: Iterable[str] = ()) -> None:
         if kw:
-            self.error(f"{what}: unexpected keyword argument(s) {', '.join(sorted(kw))}")
+            self.error(f"{what}: unexpected keyword argument(s) {', '.join(sorted(kw))}",
+                       _kwarg_hint(kw, known))
 
     def register(self, decl: PipelineDecl) -> PipelineDecl:
         return self.compiler.register(decl, self.loc, self.compiler.points(self.env))
@@ -1050,7 +1055,7 @@ class _Agent:
         if args:
             self.error(f"{clsref.name}.create takes keyword arguments only")
         var = self.compiler.current_target or f"pipeline_{self.loc.line}"
-        return clsref.cls.create(self, var, dict(kw))
+        return clsref.cls.create(self, var, AskedKwargs(kw))
 
     def method(self, obj: Any, name: str, args: tuple, kw: dict, e: ir.Call) -> Any:
         if isinstance(obj, PipelineStateVal):
@@ -1061,14 +1066,53 @@ class _Agent:
                 return None
             if name == "clone":
                 return obj
-            self.error(f"PipelineState has no method {name}()")
+            self.error(f"PipelineState has no method {name}()",
+                       did_you_mean(name, ("advance", "reverse", "reset_count", "clone")))
         if isinstance(obj, Layout):
             if name in ("get_flat_coord", "get_hier_coord"):
                 from .builtins import b_get_coord
 
                 return b_get_coord(self, obj, args, kw, hier=name == "get_hier_coord")
-            self.error(f"a layout has no method {name}()")
+            self.error(f"a layout has no method {name}()",
+                       did_you_mean(name, ("get_flat_coord", "get_hier_coord")))
         return obj.call(self, name, args, kw)
+
+
+class AskedKwargs(dict):
+    """Keyword arguments that remember the names a constructor looked for (``pop``,
+    ``get``, ``in``), so that an unexpected one can get a did-you-mean."""
+
+    def __init__(self, *a: Any, **k: Any):
+        super().__init__(*a, **k)
+        self.asked: set[str] = set()
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.asked.add(key)
+        return super().pop(key, *default)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return super().__contains__(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+
+def _kwarg_hint(kw: dict, known: Iterable[str]) -> str:
+    """did you mean X? for the first unexpected keyword, among ``known`` and the names
+    the callee looked for (``AskedKwargs``)."""
+    names = set(known) | getattr(kw, "asked", set())
+    for k in kw:
+        hint = did_you_mean(k, names)
+        if hint:
+            return hint
+    return ""
 
 
 def _render_expr(e: Any) -> str:
@@ -1463,8 +1507,8 @@ class _Compiler:
                         f"this loop runs {left:,} more times; pipeproof unrolls loops and "
                         f"checks at most {MAX_TRIP_COUNT:,} iterations of one loop",
                         f.loc, hint="check the kernel with a smaller trip count (e.g. "
-                                    "--param k_tiles=8): a pipeline's iterations repeat "
-                                    "with period 2 * num_stages")
+                                    f"{param_setting('k_tiles', 8)}): a pipeline's "
+                                    "iterations repeat with period 2 * num_stages")
             # a symbolic trip count gives a parameter split per iteration
             cond = a.ev.compare("<" if step > 0 else ">", env[f.var], stop, f.loc)
         else:

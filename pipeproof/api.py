@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional
 from .checker.trace import render_text
 from .checker.verdict import SAFE, UNKNOWN, Verdict
 from .model.compile import CompiledKernel, compile_kernel
-from .model.errors import ConfigError, Unsupported
+from .model.errors import ConfigError, Unsupported, option
 from .model.ir import Kernel
 from .model.lang.parser import parse, parse_file
 from .model.system import System
@@ -137,18 +137,9 @@ class CheckResult:
                          "end of runs that the unrolling does not)")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
-            if st.extra.get("shortest") is False and st.engine == "bmc":
-                lines.append(f"  (found with chained steps; a shorter counterexample may "
-                             f"exist: the single-step search for one stopped after "
-                             f"{st.extra.get('confirm_seconds', 0):.0f} s, with none of up "
-                             f"to {st.extra.get('confirm_depth', 0)} steps; raise "
-                             "--confirm-timeout to finish it)")
-            elif st.extra.get("shortest") is False:
-                lines.append(f"  (found with partial-order reduction; a shorter counterexample "
-                             f"may exist: the unreduced search for one stopped after "
-                             f"{st.extra.get('confirm_seconds', 0):.0f} s, "
-                             f"{st.extra.get('confirm_states', 0):,} states; raise "
-                             "--confirm-timeout to finish it)")
+            note = shortest_note(v)
+            if note:
+                lines.append(f"  ({note})")
             lines.append("")
             lines.append(f"Counterexample ({len(v.trace)} steps):")
             if fmt == "timeline":
@@ -171,6 +162,33 @@ class CheckResult:
         elif v.status == UNKNOWN and v.reason:
             pass
         return "\n".join(lines)
+
+
+def shortest_note(v: Verdict) -> str:
+    """What is known of a counterexample's length when it may not be a shortest one
+    ("" when it is: breadth-first, certified, or confirmed by the search without the
+    reduction that found it)."""
+    st = v.stats
+    how = ("found with chained steps" if st.engine == "bmc"
+           else "found with partial-order reduction")
+    search = "single-step search" if st.engine == "bmc" else "unreduced search"
+    if "confirming" in st.extra:
+        return (f"{how}; now proving that no counterexample is shorter, for up to "
+                f"{st.extra['confirming']:.0f} s (--no-confirm skips this)")
+    if st.extra.get("confirm_skipped"):
+        return (f"{how} and not confirmed shortest (--no-confirm, or --confirm-timeout 0): "
+                "a shorter counterexample may exist")
+    if st.extra.get("shortest") is not False:
+        return ""
+    if st.engine == "bmc":
+        return (f"{how}; a shorter counterexample may exist: the {search} for one stopped "
+                f"after {st.extra.get('confirm_seconds', 0):.0f} s, with none of up to "
+                f"{st.extra.get('confirm_depth', 0)} steps; raise --confirm-timeout to "
+                "finish it")
+    return (f"{how}; a shorter counterexample may exist: the {search} for one stopped "
+            f"after {st.extra.get('confirm_seconds', 0):.0f} s, "
+            f"{st.extra.get('confirm_states', 0):,} states; raise --confirm-timeout to "
+            "finish it")
 
 
 def _parameter_lines(extra: dict[str, Any]) -> list[str]:
@@ -214,7 +232,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  confirm_timeout: Optional[float] = None,
                  memory_model: str = "cutlass", bmc_steps: str = "auto",
                  bmc_certificate: bool = True, jobs: Optional[int] = None,
-                 symbolic_params: bool = True) -> CheckResult:
+                 symbolic_params: bool = True,
+                 on_found: Optional[Callable[["CheckResult"], None]] = None) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc`` or ``explicit``.  ``confirm_timeout``: seconds for the search that confirms a counterexample found
@@ -230,19 +249,21 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     the verdict is the same either way, ``checker/portfolio.py``).
     ``symbolic_params``: a parameter given as a range (``--param K=LO..HI``) is left
     symbolic unless the launch depends on it (``_check_symbolic``); False checks every
-    value on its own."""
+    value on its own.  ``on_found``: called with a first counterexample as soon as it is
+    found, while a search still confirms that it is a shortest one (the result says
+    whether it was, or gives a shorter one); not for parameter ranges."""
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
     if smt2 and engine == "explicit":
-        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
-                          "(use --engine bmc)")
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+                          f"none (use {option('engine', 'bmc')})")
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
               bmc_steps=bmc_steps, bmc_certificate=bmc_certificate, jobs=jobs,
               symbolic_params=symbolic_params)
     if any(isinstance(v, range) for v in params.values()):
-        result = _check_param_ranges(kernel, params, **kw)
+        result = _check_param_ranges(kernel, params, **kw)  # no first answer: several runs
     else:
         start = time.monotonic()
         compiled = compile_kernel(kernel, params, timeout=timeout)
@@ -251,13 +272,29 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
         # the search gets what compiling left of --timeout (at least a moment, so that
         # it can say how far it got)
         kw["timeout"] = max(timeout - (time.monotonic() - start), 0.01)
-        verdict = _run_engine(System(compiled, memory_model), **kw)
+        verdict = _run_engine(System(compiled, memory_model),
+                              on_found=_first_answer(on_found, compiled, file or kernel.loc.file,
+                                                     engine, memory_model), **kw)
         _stamp_smt2(smt2, before, info.name, dict(info.params), file or kernel.loc.file,
                     verdict)
         result = CheckResult(verdict, info.name, file or kernel.loc.file,
                              dict(info.params), info.cluster_shape, info.num_warps, engine,
                              compiled, memory_model)
     return result
+
+
+def _first_answer(on_found: Optional[Callable[[CheckResult], None]],
+                  compiled: CompiledKernel, source: str, engine: str, memory_model: str
+                  ) -> Optional[Callable[[Verdict], None]]:
+    """The engines' ``on_found`` (a verdict) as the caller's (a ``CheckResult``)."""
+    if on_found is None:
+        return None
+    info = compiled.info
+
+    def found(v: Verdict) -> None:
+        on_found(CheckResult(v, info.name, source, dict(info.params), info.cluster_shape,
+                             info.num_warps, engine, compiled, memory_model))
+    return found
 
 
 def _stamp_smt2(smt2: Optional[str], before: Optional[int], kernel: str,
@@ -288,13 +325,15 @@ def _check_limits(params: dict[str, Any], depth: Optional[int], timeout: float,
     """Limits no search can run under, and empty parameter ranges: ConfigError (exit
     code 2), not a verdict."""
     if depth is not None and depth < 0:
-        raise ConfigError(f"--depth must be at least 0, not {depth}")
+        raise ConfigError(f"{option('depth')} must be at least 0, not {depth}")
     if not timeout > 0:
-        raise ConfigError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+        raise ConfigError(f"{option('timeout')} must be a positive number of seconds, not "
+                          f"{timeout:g}")
     if max_states < 1:
-        raise ConfigError(f"--max-states must be at least 1, not {max_states}")
+        raise ConfigError(f"{option('max_states')} must be at least 1, not {max_states}")
     if confirm_timeout is not None and not confirm_timeout >= 0:
-        raise ConfigError(f"--confirm-timeout must be at least 0, not {confirm_timeout:g}")
+        raise ConfigError(f"{option('confirm_timeout')} must be at least 0, not "
+                          f"{confirm_timeout:g}")
     for k, v in params.items():
         if isinstance(v, range) and not v:
             raise ConfigError(f"parameter {k}: the range {v.start}..{v.stop - 1} is empty")
@@ -304,7 +343,8 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                 max_states: int, progress: Optional[Callable[[int, int, float], None]],
                 reduce: bool, por: Optional[bool], smt2: Optional[str],
                 confirm_timeout: Optional[float], bmc_steps: str, bmc_certificate: bool,
-                jobs: Optional[int], **_: Any) -> Verdict:
+                jobs: Optional[int], on_found: Optional[Callable[[Verdict], None]] = None,
+                **_: Any) -> Verdict:
     """The verdict of ``engine`` on ``system`` (``check_kernel``'s options)."""
     if engine == "auto" and smt2 is None and bmc_certificate:
         from .checker.bmc import DEFAULT_DEPTH
@@ -313,12 +353,12 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
         verdict = check_auto(system, DEFAULT_DEPTH if depth is None else depth,
                              timeout=timeout, max_states=max_states, progress=progress,
                              reduce=reduce, por=por, bmc_steps=bmc_steps,
-                             confirm_timeout=confirm_timeout, jobs=jobs)
+                             confirm_timeout=confirm_timeout, jobs=jobs, on_found=on_found)
     elif engine == "explicit":
         from .checker.explicit import check_explicit
 
         verdict = check_explicit(system, max_states=max_states, timeout=timeout,
-                                 progress=progress, reduce=reduce, por=por,
+                                 progress=progress, reduce=reduce, por=por, on_found=on_found,
                                  **({} if confirm_timeout is None
                                     else {"confirm_timeout": confirm_timeout}))
     elif engine in ("bmc", "auto"):  # auto with --smt2 or without the certificate: BMC
@@ -326,10 +366,11 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
 
         verdict = check_bmc(system, depth=DEFAULT_DEPTH if depth is None else depth,
                             timeout=timeout, smt2=smt2, steps=bmc_steps,
-                            certificate=bmc_certificate,
+                            certificate=bmc_certificate, on_found=on_found,
                             **({} if confirm_timeout is None
                                else {"confirm_timeout": confirm_timeout}),
-                            progress=(lambda d, n, t: progress(0, d, t)) if progress else None)
+                            progress=((lambda d, n, t, **k: progress(0, d, t, **k))
+                                      if progress else None))
     else:
         raise ConfigError(f"unknown engine {engine!r}")
     if not verdict.stats.peak_mb:
@@ -384,7 +425,8 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
                     f"{k}={one[k]}" for k in names) + " was checked")
                 last = results[-1] if results else None
                 if last is None:
-                    raise ConfigError("--timeout too small for a parameter range")
+                    raise ConfigError(f"{option('timeout')} too small for a parameter "
+                                      "range")
                 return CheckResult(v, last.kernel, last.file, one, last.cluster,
                                    last.warps, last.engine, memory_model=last.memory_model)
             results.append(r)
@@ -670,20 +712,24 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                    smt2: Optional[str] = None, confirm_timeout: Optional[float] = None,
                    memory_model: str = "cutlass", bmc_steps: str = "auto",
                    bmc_certificate: bool = True, jobs: Optional[int] = None,
+                   on_found: Optional[Callable[[CheckResult], None]] = None,
                    **_: Any) -> CheckResult:
-    """Check per-warp programs that a front end other than ``.pipe`` produced."""
+    """Check per-warp programs that a front end other than ``.pipe`` produced
+    (``on_found``: as ``check_kernel``'s)."""
     info = compiled.info
     _check_limits({}, depth, timeout, max_states, confirm_timeout)
     if smt2 and engine == "explicit":
-        raise ConfigError("--smt2 writes BMC's query; the explicit engine has none "
-                          "(use --engine bmc)")
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+                          f"none (use {option('engine', 'bmc')})")
     before = _mtime(smt2)
+    source = file or compiled.source_file
     verdict = _run_engine(System(compiled, memory_model), engine=engine, depth=depth,
                           timeout=timeout, max_states=max_states, progress=progress,
                           reduce=reduce, por=por, smt2=smt2,
                           confirm_timeout=confirm_timeout, bmc_steps=bmc_steps,
-                          bmc_certificate=bmc_certificate, jobs=jobs)
-    source = file or compiled.source_file
+                          bmc_certificate=bmc_certificate, jobs=jobs,
+                          on_found=_first_answer(on_found, compiled, source, engine,
+                                                 memory_model))
     _stamp_smt2(smt2, before, info.name, dict(info.params), source, verdict)
     return CheckResult(verdict, info.name, source, dict(info.params), info.cluster_shape,
                        info.num_warps, engine, compiled, memory_model)
@@ -728,6 +774,7 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
     names = [k for k, v in params.items() if isinstance(v, range)]
     if not names:
         return one(params)
+    kw.pop("on_found", None)  # several runs: no first answer before the last
     import itertools
 
     from .checker.verdict import VIOLATED

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from .model.errors import ConfigError, Unsupported
+from .model.errors import ConfigError, Unsupported, command_line_wording
 from .params import parse_params
 from .version import __version__
 
@@ -36,10 +36,17 @@ class ProgressLine:
         self.stream = stream
         self.width = 0
 
-    def __call__(self, states: int, depth: int, elapsed: float) -> None:
+    def __call__(self, states: int, depth: int, elapsed: float,
+                 confirm: Optional[int] = None) -> None:
+        """``confirm``: the search proving that no counterexample is shorter than
+        ``confirm`` steps (the counterexample is already on the screen)."""
         rate = states / elapsed if elapsed > 0 else 0.0
-        text = (f"  checking: depth {depth}, {states:,} states explored "
-                f"({rate:,.0f}/s), {elapsed:.0f} s elapsed")
+        done = f"{states:,} states explored ({rate:,.0f}/s), " if states else ""
+        if confirm is not None:
+            text = (f"  proving that no counterexample is shorter: depth {depth} of "
+                    f"{confirm}, {done}{elapsed:.0f} s (--no-confirm skips this)")
+        else:
+            text = f"  checking: depth {depth}, {done}{elapsed:.0f} s elapsed"
         pad = max(0, self.width - len(text))
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
@@ -95,6 +102,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.cross_check and not cute:
         return _usage_error(args, "--cross-check applies to CuTe DSL kernels "
                                   "(FILE.py::ENTRY): a .pipe file's calls are the model's")
+    if args.no_confirm:
+        if args.confirm_timeout is not None:
+            return _usage_error(args, "--no-confirm and --confirm-timeout exclude each "
+                                      "other")
+        args.confirm_timeout = 0.0
+    first = FirstAnswer(args, progress)
     checker = check_file
     if cute:
         from .api import check_cute
@@ -112,6 +125,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             bmc_steps=args.bmc_steps,
                             bmc_certificate=args.bmc_certificate == "on",
                             jobs=args.jobs, symbolic_params=not args.param_values,
+                            on_found=None if args.json else first,
                             **({"smt2": args.smt2} if args.smt2 else {}))
     finally:
         if progress is not None:
@@ -119,12 +133,64 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(result.render_text(explain=args.explain, fmt=args.format, width=args.width))
+        first.finish(result)
     _write_outputs(args, result)
     if args.smt2 and not result.verdict.stats.extra.get("smt2"):
         print(f"pipeproof: --smt2 {args.smt2}: no query written (the search ended before "
               "it had one)", file=sys.stderr)
     return result.exit_code
+
+
+class FirstAnswer:
+    """The counterexample printed as soon as an engine finds it (``on_found``), while
+    a search still proves it shortest; ``finish`` then prints how that ended -- one line
+    when the counterexample shown stands, the whole answer again when another replaced
+    it (a shorter one, or one of a property first in the catalogue)."""
+
+    def __init__(self, args: argparse.Namespace, progress: Optional[ProgressLine]):
+        self.args = args
+        self.progress = progress
+        self.shown: Optional[str] = None
+
+    def render(self, result: Any) -> str:
+        a = self.args
+        return result.render_text(explain=a.explain, fmt=a.format, width=a.width)
+
+    def __call__(self, result: Any) -> None:
+        if self.progress is not None:
+            self.progress.close()
+        print(self.render(result), flush=True)
+        self.shown = _trace_key(result.verdict)
+
+    def finish(self, result: Any) -> None:
+        from .api import shortest_note
+
+        v = result.verdict
+        if self.shown is None:
+            print(self.render(result))
+        elif v.status == "VIOLATED" and _trace_key(v) == self.shown:
+            note = shortest_note(v)
+            secs = v.stats.extra.get("confirm_seconds")
+            took = f" ({secs:.1f} s)" if isinstance(secs, (int, float)) else ""
+            print(f"\n({note})" if note else
+                  f"\nConfirmed{took}: no counterexample is shorter than these "
+                  f"{len(v.trace)} steps.")
+        elif v.status == "VIOLATED":
+            print("\nWhile proving it shortest, another counterexample came first "
+                  "(shorter, or of a property first in the catalogue); it replaces the "
+                  "one above:\n")
+            print(self.render(result))
+        else:  # not expected: the counterexample above stands whatever the search says
+            print(f"\nThe search proving it shortest ended without confirming it:\n")
+            print(self.render(result))
+
+
+def _trace_key(v: Any) -> Optional[str]:
+    """A counterexample's identity (its property and events), to tell whether the final
+    answer is the one already shown."""
+    if v.trace is None:
+        return None
+    return json.dumps([v.prop, v.trace.to_json()], sort_keys=True, default=str)
 
 
 def _is_cute_entry(path: str) -> bool:
@@ -204,12 +270,22 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="pipeproof",
         description="Model-check CUTLASS CuTe DSL pipeline configurations and kernel "
-                    "skeletons (.pipe files).")
+                    "skeletons (.pipe files).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  pipeproof check examples/bugs/p1-bug.pipe          # a counterexample, step by step
+  pipeproof check kernel.py::entry -p k_tiles=8      # your CuTe DSL kernel
+  pipeproof properties                               # what is checked
+  pipeproof COMMAND --help                           # each command's options
+
+Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
     ap.add_argument("--version", action="version", version=f"pipeproof {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    c = sub.add_parser("check", help="check a CuTe DSL kernel (kernel.py::entry) or a .pipe "
-                                     "skeleton for safety and deadlock",
+    c_help = ("check a CuTe DSL kernel (kernel.py::entry) or a .pipe skeleton for safety "
+              "and deadlock")
+    c = sub.add_parser("check", help=c_help, description=c_help[0].upper() + c_help[1:] + ".",
+                       usage="pipeproof check KERNEL [--param NAME=VALUE ...] [options]",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=CHECK_EXAMPLES)
     what = c.add_argument_group("what to check")
@@ -285,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "insufficient-scope -- data visible only inside one CTA (stores or "
                         "forwarded TMA bytes released at .cta scope) read by another CTA "
                         "(PTX memory model)")
+    lim.add_argument("--no-confirm", action="store_true",
+                   help="report a counterexample found with a reduction without proving "
+                        "that none is shorter (the output says it is not confirmed).  By "
+                        "default such a counterexample is printed at once and the proof "
+                        "follows, with a progress line on a terminal")
     adv.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="seconds to confirm that a counterexample found with a "
                         "reduction (explicit: partial-order reduction; bmc: chained steps) "
@@ -312,20 +393,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write a self-contained HTML report with an SVG timeline")
     c.set_defaults(fn=cmd_check)
 
-    rc = sub.add_parser("recheck", help="solve the SMT-LIB files of check --smt2 again "
-                                        "and compare with the verdicts they were made for",
+    r_help = ("solve the SMT-LIB files of check --smt2 again and compare with the verdicts "
+              "they were made for")
+    rc = sub.add_parser("recheck", help=r_help, description=r_help[0].upper() + r_help[1:] + ".",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="""examples:
-  pipeproof check K.pipe --engine bmc --smt2 q.smt2 && pipeproof recheck q.smt2
+  pipeproof check K.pipe --engine bmc --smt2 q.smt2
+  pipeproof recheck q.smt2                   # 0: the same answer as the check's
+  pipeproof recheck *.smt2 --timeout 60      # several files: the worst exit code
 
 Each file records the verdict it was written for; recheck solves it again (z3) and
 says whether the answer is the same (an independent check of the encoding's result).""")
-    rc.add_argument("files", nargs="+", metavar="FILE.smt2")
+    rc.add_argument("files", nargs="+", metavar="FILE.smt2",
+                    help="files written by pipeproof check --smt2")
     rc.add_argument("--timeout", type=float, default=600.0,
                     help="seconds for z3 per file (default 600)")
     rc.set_defaults(fn=cmd_recheck)
 
-    pr = sub.add_parser("properties", help="list the properties pipeproof checks")
+    pr = sub.add_parser("properties", help="list the properties pipeproof checks",
+                        description="List the properties pipeproof checks (each is "
+                                    "explained in spec/properties.md).")
     pr.set_defaults(fn=cmd_properties)
 
     from .impl.cli import add_commands  # emit, conform (impl/)
@@ -359,6 +446,9 @@ CHECK_EXAMPLES = """examples:
   pipeproof check kernel.py::entry --param k_tiles=8          # your CuTe DSL kernel
   pipeproof check kernel.py::entry --param k_tiles=1..16      # every value of a range
   pipeproof check FILE --json | --html report.html | --perfetto trace.json
+  pipeproof check FILE --no-confirm          # the first counterexample, not proven shortest
+
+Exit codes: 0 SAFE or PROVEN, 1 VIOLATED, 2 bad input or usage, 3 UNKNOWN.
 """
 
 
@@ -378,7 +468,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_help()
         return 2
     try:
-        return args.fn(args)
+        with command_line_wording():  # errors name flags, not keyword arguments
+            return args.fn(args)
     except ConfigError as e:
         _print_json_error(args, e.message, e.loc)
         print(e.render(), file=sys.stderr)

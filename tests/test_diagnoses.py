@@ -123,3 +123,90 @@ def test_init_steps_collapse_into_one_row() -> None:
     assert any(ln.split("|")[0].strip() == "29" for ln in rows)
     steps = render_text(r.verdict.trace)
     assert " 1. cta0.w1" in steps and "28. cta3.w1" in steps
+
+
+# --------------------------------------------------------------- over-arrival
+
+
+def test_over_arrival_names_the_surplus_warp_and_the_phase_it_was_meant_for() -> None:
+    """X4: a consumer group counted once (count 1) whose two warps each release: the
+    first completes the phase, the second is the surplus."""
+    r = check_file(ROOT / "examples/bugs/x4-bug.pipe", jobs=1)  # one engine decides
+    assert r.verdict.prop == "arrival-overflow"
+    text = explain(r.verdict)
+    last = r.verdict.trace.events[-1]
+    first = next(e for e in r.verdict.trace.events
+                 if e.op == last.op and e.actor != last.actor and e.barrier == last.barrier)
+    assert (f"{last.barrier} counts 1 arrival per phase, and phase 0 got it from "
+            f"{first.actor} (consumer) at step {first.step} (line 50); the arrive of "
+            f"{last.actor} (consumer) at step {last.step} (line 50) was meant for that "
+            "phase too and is the surplus: 2 warps of role consumer") in text, text
+    assert "count every arriving warp" in text
+
+
+def test_over_arrival_by_the_same_warp_twice() -> None:
+    """O1: a run-time loop re-uses the entry state, so a warp arrives twice for one
+    phase of PipelineOrder's barrier."""
+    r = check_file(ROOT / "examples/bugs/o1-bug.pipe", jobs=1)
+    assert r.verdict.prop == "arrival-overflow"
+    text = explain(r.verdict)
+    last = r.verdict.trace.events[-1]
+    assert f"{last.barrier} counts 128 arrivals per phase" in text, text
+    assert f"{last.actor} had arrived in that phase already" in text
+    assert "arrived twice for one phase" in text
+
+
+# --------------------------------------------------------------- multicast left out
+
+
+def test_multicast_mask_that_leaves_a_cta_out_blames_the_mask(tmp_path: Path) -> None:
+    """The 2x2 multicast mainloop with the B loads' mask cut to CTAs 1-3: CTA 0's full
+    barrier waits for 4096 B that no load sends it.  The diagnosis names the load whose
+    copies reach the other CTAs but not CTA 0 -- not tx_count, not the local DMA warp."""
+    src = (ROOT / "examples/textbook/pipeline_tma_async_multicast.pipe").read_text()
+    old = "b_mask = cpasync.create_tma_multicast_mask(cta_layout, coord, mcast_mode=1)"
+    assert old in src
+    f = tmp_path / "mcast.pipe"
+    f.write_text(src.replace(old, old + " & 0xE", 1))
+    line = next(n for n, t in enumerate(src.splitlines(), 1) if "bytes=b_bytes" in t)
+    r = check_file(f, {"k_tiles": 1}, engine="explicit", confirm_timeout=0)
+    assert r.verdict.prop == "deadlock"
+    text = explain(r.verdict)
+    assert "The cause is a multicast that leaves a CTA out" in text, text
+    assert f"ab.full[0]@cta0 gets no bytes from the tma_load at line {line} (" in text
+    assert "cta0 is missing from its multicast masks" in text
+    assert "byte count mismatch" not in text
+    d = tx_mismatch(r.verdict.trace, "ab.full[0]@cta0")
+    assert d is not None and d["expected"] - d["landed"] == 4096
+    assert [x["line"] for x in d["left_out"]] == [str(line)]
+
+
+# --------------------------------------------------------------- the write in flight
+
+
+def test_html_report_draws_an_arrow_from_the_write_in_flight(tmp_path: Path) -> None:
+    """X2: the wait for the second stage passes at once (fresh barrier, parity 1) and the
+    read meets the multicast TMA load still in flight: the report's blocks are labelled
+    and an arrow goes from that load to the violating step."""
+    from pipeproof.checker.explain import in_flight_write
+    from pipeproof.checker.render.html import Report, write_html
+
+    r = check_file(ROOT / "examples/bugs/x2-bug.pipe", jobs=1)
+    assert r.verdict.prop == "read-before-full"
+    w = in_flight_write(r.verdict.trace)
+    assert w is not None and w.op == "tma_load" and w.stage == 1 and w.pipeline == "dst"
+    last = r.verdict.trace.events[-1]
+    out = tmp_path / "r.html"
+    write_html(Report.from_result(r, explain(r.verdict)), str(out))
+    html = out.read_text()
+    assert html.count('<g class="in-flight">') == 1
+    assert (f"the write issued at step {w.step} is still in flight at step {last.step}"
+            in html)
+    assert '<text class="ev-label"' in html and ">tma</text>" in html
+
+
+def test_no_arrow_without_a_write_in_flight() -> None:
+    """P1 deadlocks: there is no write in flight to point at."""
+    from pipeproof.checker.explain import in_flight_write
+
+    assert in_flight_write(_check("examples/bugs/p1-bug.pipe").verdict.trace) is None

@@ -110,7 +110,10 @@ def svg_timeline(tl: Timeline) -> str:
            f'aria-label="timeline, one lane per agent">',
            '<defs><pattern id="stuck" width="8" height="8" patternUnits="userSpaceOnUse" '
            f'patternTransform="rotate(45)"><rect width="8" height="8" fill="#fbe3e3"/>'
-           f'<rect width="3" height="8" fill="{RED}" opacity="0.45"/></pattern></defs>']
+           f'<rect width="3" height="8" fill="{RED}" opacity="0.45"/></pattern>'
+           '<marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+           f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+           f'fill="{RED}"/></marker></defs>']
     # axis
     tick = 1 if dx >= 30 else (5 if dx >= 12 else 10)
     out.append('<g class="axis">')
@@ -149,6 +152,11 @@ def svg_timeline(tl: Timeline) -> str:
                        f'y="{y + 5}" width="{dx - 2:.1f}" height="{LANE_H - 10}" rx="3" '
                        f'fill="{COLORS[cat]}"{stroke}><title>{_e(chr(10).join(tip))}</title>'
                        '</rect>')
+            label = _block_label(ev, dx)
+            if label:  # the operation written on its block where it fits
+                out.append(f'<text class="ev-label" x="{x_of(r.step) + dx / 2:.1f}" '
+                           f'y="{y + LANE_H / 2 + 3.5:.1f}" text-anchor="middle">'
+                           f'{_e(label)}</text>')
             if any(c.phase[0] != c.phase[1] for c in ev.changes):
                 cx = x_of(r.step) + dx - 4
                 out.append(f'<circle class="phase-done" cx="{cx:.1f}" cy="{y + 7}" r="3.5" '
@@ -165,6 +173,7 @@ def svg_timeline(tl: Timeline) -> str:
             out.append(f'<text class="stuck-label" x="{x0 + 4:.1f}" '
                        f'y="{y + LANE_H / 2 + 4:.1f}">STUCK: {_e(b.cell)}</text>')
         out.append("</g>")
+    out.extend(_in_flight_arrow(tl, x_of, dx))
     vstep = tl.violation_step
     if vstep is not None:
         x = x_of(vstep) + dx / 2
@@ -194,6 +203,53 @@ def svg_timeline(tl: Timeline) -> str:
                    f'step {steps}</text></g>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+#: short names of operations for the blocks' labels (first match wins)
+_SHORT = (("init", "init"), ("fence", "fence"), ("complete_tx", "tx"), ("tma_load", "tma"),
+          ("tma_store", "store"), ("cp.async", "cp"), ("arrive.expect_tx", "arr+tx"),
+          ("expect_tx", "tx+"), ("wait", "wait"), ("arrive", "arrive"), ("bar", "sync"),
+          ("commit", "commit"))
+
+
+def _block_label(ev: Any, dx: float) -> str:
+    """A short name of the step's operation, cut to its block's width (about 6 px a
+    character at the label's size); '' where fewer than three characters fit."""
+    fit = int((dx - 4) // 6)
+    op = ev.op or ""
+    if op == "ghost":
+        word = "read" if "read" in ev.what else "write"
+    else:
+        word = next((short for key, short in _SHORT if key in op), op.split(" ")[0])
+    if fit < 3 or not word:
+        return ""
+    return word[:fit]
+
+
+def _in_flight_arrow(tl: Timeline, x_of: Any, dx: float) -> list[str]:
+    """An arrow from the step that issued a write still in flight to the violating step
+    that meets it (``explain.in_flight_write``)."""
+    from ..explain import in_flight_write
+    from ..trace import Trace
+
+    if tl.violation_step is None:
+        return []
+    w = in_flight_write(Trace(events=[r.event for r in tl.rows if r.step <= tl.violation_step],
+                              detail=tl.detail))
+    rows = {r.step: r for r in tl.rows}
+    if w is None or w.step not in rows or tl.violation_step not in rows:
+        return []
+    a, b = rows[w.step], rows[tl.violation_step]
+    x1, x2 = x_of(a.step) + dx / 2, x_of(b.step) + dx / 2
+    y1 = TOP + a.lane * LANE_H + 5
+    y2 = TOP + b.lane * LANE_H + (5 if b.lane == a.lane else LANE_H / 2)
+    lift = min(LANE_H * 0.9, TOP - 8) if b.lane == a.lane else 0
+    mid = (x1 + x2) / 2
+    tip = f"the write issued at step {a.step} is still in flight at step {b.step}"
+    return [f'<g class="in-flight"><path d="M{x1:.1f},{y1:.1f} Q{mid:.1f},'
+            f'{min(y1, y2) - lift:.1f} {x2:.1f},{y2:.1f}" fill="none" stroke="{RED}" '
+            'stroke-width="1.6" stroke-dasharray="4,2" marker-end="url(#arrowhead)">'
+            f'<title>{_e(tip)}</title></path></g>']
 
 
 def _legend() -> str:
@@ -226,6 +282,7 @@ svg.timeline text{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace
 svg.timeline .lane-label{font-weight:600}
 svg.timeline .axis text{fill:#666;font-size:10px}
 svg.timeline .stuck-label{fill:#8b1111;font-weight:600}
+svg.timeline text.ev-label{font:10px monospace;fill:#fff;pointer-events:none}
 svg.timeline rect.ev{cursor:pointer}svg.timeline rect.ev:hover{opacity:.75}
 .legend{margin:8px 0;color:#444}.key{margin-right:16px;white-space:nowrap}
 .sw{display:inline-block;width:14px;height:12px;border-radius:3px;margin-right:5px;

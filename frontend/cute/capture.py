@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ...model.errors import ConfigError
+from ...model.errors import ConfigError, option
 
 #: DSL releases whose IR this front end has been written and tested against; the op
 #: tables (``ops.py``) are keyed by these
@@ -76,7 +76,7 @@ def check_version(version: str) -> str:
 def prepare_environment(arch: str) -> None:
     """Settings the DSL reads when it is first imported: the target and call stacks."""
     if arch not in ARCHS:
-        raise ConfigError(f"--arch {arch}: expected one of {', '.join(ARCHS)}")
+        raise ConfigError(f"{option('arch', arch)}: expected one of {', '.join(ARCHS)}")
     os.environ["CUTE_DSL_ARCH"] = arch
     os.environ.setdefault("CUTE_DSL_LOC_TRACEBACKS", str(TRACEBACK_DEPTH))
     # the DSL (imported after the settings) before the user's file, which imports it:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ...model.errors import ConfigError, did_you_mean
+from ...model.errors import ConfigError, did_you_mean, param_setting
 from ...model.ir import Loc
 from .capture import Capture, capture, prepare_environment
 
@@ -102,7 +102,7 @@ def bind_params(fn: Callable[..., Any], params: dict[str, Any], where: str) -> d
         if p.default is p.empty and n not in params and \
                 p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             raise ConfigError(loc=Loc(where), message=f"the entry {fn.__name__}() needs a value for {n!r}",
-                              hint=f"--param {n}=VALUE")
+                              hint=param_setting(n))
     return dict(params)
 
 

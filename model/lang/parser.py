@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.indenter import DedentError, Indenter
 
 from .. import ir
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean, misspelt_keyword
 
 #: nesting limits (spec/language.md "Limits"): blocks inside blocks, brackets inside
 #: brackets, and the depth of one expression's tree (a chain ``a + b + c ...`` counts one
@@ -459,12 +459,14 @@ def _role_block(call: ir.Call, body: tuple, loc: ir.Loc) -> ir.RoleBlock:
         raise ConfigError('a role needs a name: with role("producer", warps=[0]):', loc)
     warps = kw.pop("warps", None) or (args.pop(0) if args else None)
     if warps is None:
-        raise ConfigError(f"role {name!r} needs warps=[...]", loc)
+        raise ConfigError(f"role {name!r} needs warps=[...]", loc,
+                          misspelt_keyword("warps", kw))
     ctas = kw.pop("ctas", None)
     if args or kw:
         extra = ", ".join(list(kw) + [f"positional #{i}" for i in range(len(args))])
         raise ConfigError(f"role {name!r}: unexpected argument(s) {extra}; "
-                          "expected role(name, warps=..., ctas=...)", loc)
+                          "expected role(name, warps=..., ctas=...)", loc,
+                          did_you_mean(next(iter(kw), ""), ("warps", "ctas", "name")))
     return ir.RoleBlock(name, warps, ctas, body, loc)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import NamedBarrierOp, NamedWait
+from ..errors import did_you_mean, methods_of
 from .dispatch import call_method
 
 
@@ -43,7 +44,8 @@ class NamedBarrier:
     def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
-            cx.error(f"NamedBarrier has no method {name}()")
+            cx.error(f"NamedBarrier has no method {name}()",
+                     did_you_mean(name, methods_of(self)))
         return call_method(cx, "NamedBarrier", name, fn, args, kwargs)
 
     def attribute(self, cx: Any, name: str) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..pipeline_state import PipelineStateVal
+from ..errors import did_you_mean, methods_of
 from .dispatch import call_method
 
 
@@ -23,7 +24,8 @@ class _Dispatch:
     def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
-            cx.error(f"{type(self).__name__} has no method {name}()")
+            cx.error(f"{type(self).__name__} has no method {name}()",
+                     did_you_mean(name, methods_of(self)))
         while args and args[-1] is None:
             args = args[:-1]
         return call_method(cx, type(self).__name__, name, fn, args, kwargs)

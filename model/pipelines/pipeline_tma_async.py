@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..cluster import ClusterVMNK, Layout, MaskRangeError
+from ..errors import misspelt_keyword
 from ..properties import Prop
 from ..groups import WARP_SIZE
 from ..mbarrier import MAXC
@@ -84,7 +85,7 @@ def mcast_mode_of(cx: Any, kw: dict) -> tuple[int, int]:
 def tx_count_of(cx: Any, kw: dict, key: str = "tx_count", default: Optional[int] = None) -> int:
     tx = kw.pop(key, default)
     if tx is None:
-        cx.error(f"missing argument {key}=")
+        cx.error(f"missing argument {key}=", misspelt_keyword(key, kw))
     if not isinstance(tx, int) or isinstance(tx, bool):
         cx.error(f"{key} must be an int number of bytes, got {_show(tx)}")
     if tx < 0 or tx > MAXC:

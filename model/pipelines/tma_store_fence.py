@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program import BulkCommit, BulkWaitRead
+from ..errors import did_you_mean, methods_of
 from .dispatch import call_method
 
 
@@ -30,7 +31,8 @@ class TmaStoreFence:
     def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
-            cx.error(f"TmaStoreFence has no method {name}()")
+            cx.error(f"TmaStoreFence has no method {name}()",
+                     did_you_mean(name, methods_of(self)))
         return call_method(cx, "TmaStoreFence", name, fn, args, kwargs)
 
     def attribute(self, cx: Any, name: str) -> Any:

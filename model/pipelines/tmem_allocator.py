@@ -42,6 +42,7 @@ from ..program import (NO_DATA, Arrival, Arrive, BarRef, BufRef, FenceMbarInit, 
                        MbarInit, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait, Wait)
 from ..properties import Prop
 from .base import ArrayDecl, PipelineDecl, release_point_effects, write_begin_effects
+from ..errors import did_you_mean, methods_of
 from .dispatch import call_method
 from .named_barrier import NamedBarrier
 
@@ -143,7 +144,8 @@ class TmemAllocator:
     def call(self, cx: Any, name: str, args: tuple, kwargs: dict) -> Any:
         fn = getattr(self, "m_" + name, None)
         if fn is None:
-            cx.error(f"TmemAllocator has no method {name}()")
+            cx.error(f"TmemAllocator has no method {name}()",
+                     did_you_mean(name, methods_of(self)))
         return call_method(cx, "TmemAllocator", name, fn, args, kwargs)
 
     def attribute(self, cx: Any, name: str) -> Any:
