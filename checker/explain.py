@@ -68,6 +68,12 @@ FIXES: dict[str, str] = {
                    "released its accumulator, free it exactly once before the CTA exits, "
                    "allocate before relinquish_alloc_permit, and in a 2-CTA pair run the "
                    "allocator warp's alloc and free in both CTAs",
+    "gmem-race": "order the CTAs' global-memory accesses through a flag: the writer stores "
+                 "its partial, then updates the flag with a release at gpu scope "
+                 "(arrive_inc/store with sem='release': red.release.gpu / st.release.gpu, "
+                 "after a CTA barrier when other warps stored); the reader spins on the flag "
+                 "with an acquire (wait_eq/wait_ge, ld.acquire.gpu) before it reads or "
+                 "overwrites the data",
     "missing-proxy-fence": "issue fence_proxy_async (fence.proxy.async.shared::cta) after "
                            "writing shared memory with ordinary stores and before the TMA "
                            "store or MMA reads it",
