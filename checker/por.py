@@ -391,6 +391,10 @@ class Footprints:
                 fp |= {(("buf", b), "W") for b in sysm.gbufs}
         elif t in (Fail, Nop, Jump, Branch):
             pass
+        if t in (NamedBarrierOp, Exit) and sysm.gbufs:
+            # completing a CTA barrier orders its warps after the CTA's global fills
+            # (System._gmem_barrier writes their ordered-after bits)
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
         if t is Exit and sysm.tmem:
             # the exit checks the CTA's allocations and its peer's collective wait
             fp |= {(("tmem", c), "R") for c in sysm.tmem_pair_of(cta)}

@@ -351,9 +351,12 @@ class System:
         """Global memory (only for kernels that declare it; spec/model.md "global
         memory"): one word per flag; per global data region stage the usual buffer
         ghost plus ``owner`` (the CTA whose stores made the current fill, -1: none),
-        ``wcta`` (the CTA whose stores are in flight), one ``pub`` bit per flag (the fill
-        was released at gpu scope by an update of that flag) and one ``acq`` bit per warp
-        (the warp acquired the fill at gpu scope)."""
+        ``wcta`` (the CTA whose stores are in flight), ``wend`` (the warp whose stores
+        completed the fill, -1: none yet, -2: several warps), one ``pub`` bit per flag
+        (the fill was released at gpu scope by an update of that flag) and one ``acq``
+        bit per warp (the warp is ordered after the fill: it wrote it, passed a CTA
+        barrier with its writer, or acquired it at gpu scope -- so its own gpu-scope
+        release publishes it again, PTX's cumulativity)."""
         self.gflag: dict[FlagRef, int] = {}
         self.gbufs: tuple[BufRef, ...] = ()
         self.gmeta: dict[BufRef, int] = {}
@@ -380,6 +383,7 @@ class System:
                                           for c in range(self.info.num_ctas)]
                 self.gmeta[ref] = L.alloc(f"{ref}.owner", -1)
                 L.alloc(f"{ref}.wcta", -1)
+                L.alloc(f"{ref}.wend", -1)
                 for f in self.gflag:
                     self.gpub[(ref, f)] = L.alloc(f"{ref}.released_by.{f}", 0)
                 for ag in self.agents:
@@ -393,11 +397,19 @@ class System:
         buffer ghost's own checks, which report ``gmem-race`` there too): a read, or a
         store, of a fill another CTA made needs this warp's acquire of a flag the fill
         was released through; stores of two CTAs in flight at once race."""
-        if cta is None or agent is None or e.kind not in ("read", "write_begin"):
+        if cta is None or agent is None or e.kind not in ("read", "write_begin", "write_end"):
             return
         b = self.buf[e.buf]
-        owner, wcta = self.gmeta[e.buf], self.gmeta[e.buf] + 1
+        owner, wcta, wend = self.gmeta[e.buf], self.gmeta[e.buf] + 1, self.gmeta[e.buf] + 2
         acq = self.gacq[(e.buf, agent)]
+        if e.kind == "write_end":
+            # the warp's stores of the fill are done (at its release): it alone is ordered
+            # after them, if it alone wrote the fill
+            w = S.get(wend)
+            single = V.or_(V.eq(w, -1), V.eq(w, agent))
+            S.set(wend, V.ite(single, agent, -2))
+            S.set(acq, V.ite(single, 1, S.get(acq)))
+            return
         foreign = V.and_(V.ne(S.get(owner), -1), V.ne(S.get(owner), cta),
                          V.ne(S.get(b + 1), NO_DATA))
         what = "reads" if e.kind == "read" else "stores to"
@@ -412,13 +424,18 @@ class System:
                       lambda: f"{name()} stores to {e.buf} while another CTA's stores to it "
                               "are in flight (unordered writes: the result depends on the "
                               "schedule)")
-            # a new fill: its writer's CTA owns it, nobody has it released or acquired
+            # a new fill (no stores in flight): its writer's CTA owns it, nobody has it
+            # released, acquired or ordered after it
+            new = V.eq(S.get(b), 0)
             S.set(owner, cta)
             S.set(wcta, cta)
+            S.set(wend, V.ite(new, -1, S.get(wend)))
             for f in self.gflag:
-                S.set(self.gpub[(e.buf, f)], 0)
+                slot = self.gpub[(e.buf, f)]
+                S.set(slot, V.ite(new, 0, S.get(slot)))
             for a in range(len(self.agents)):
-                S.set(self.gacq[(e.buf, a)], 0)
+                slot = self.gacq[(e.buf, a)]
+                S.set(slot, V.ite(new, 0, S.get(slot)))
 
     def _gmem_exec(self, V: Any, S: Any, a: int, ins: Instr) -> Any:
         """A flag update (release or relaxed) or a spin on a flag (acquire or relaxed);
@@ -442,15 +459,32 @@ class System:
         else:
             S.set(slot, ins.value)
         if ins.sem == "release":
+            # the release publishes every complete fill this warp is ordered after (its
+            # own stores, its CTA's ordered before it by a CTA barrier, fills it acquired)
             for ref in self.gbufs:
                 b = self.buf[ref]
-                own = V.and_(V.eq(S.get(self.gmeta[ref]), ag.cta), V.eq(S.get(b), 0),
-                             V.ne(S.get(b + 1), NO_DATA))
-                # cumulativity: a fill this warp acquired is released again through it
-                mine = V.eq(S.get(self.gacq[(ref, a)]), 1)
+                ok = V.and_(V.eq(S.get(b), 0), V.ne(S.get(b + 1), NO_DATA),
+                            V.eq(S.get(self.gacq[(ref, a)]), 1))
                 pub = self.gpub[(ref, ins.flag)]
-                S.set(pub, V.ite(V.or_(own, mine), 1, S.get(pub)))
+                S.set(pub, V.ite(ok, 1, S.get(pub)))
         return True
+
+    def _gmem_barrier(self, V: Any, S: Any, cta: int, complete: Any, part: dict[int, Any],
+                      full: Any) -> None:
+        """A CTA barrier generation completes: its warps (``part``: agent -> arrived) are
+        ordered after every complete fill of a global region whose writer took part, or
+        -- for a fill several warps wrote -- after every fill of the CTA when the barrier
+        counts every thread of the CTA (``full``)."""
+        for ref in self.gbufs:
+            b = self.buf[ref]
+            wend = S.get(self.gmeta[ref] + 2)
+            writer_in = V.or_(*[V.and_(V.eq(wend, j), p) for j, p in part.items()])
+            cond = V.and_(complete, V.eq(S.get(self.gmeta[ref]), cta), V.eq(S.get(b), 0),
+                          V.ne(S.get(b + 1), NO_DATA),
+                          V.or_(writer_in, V.and_(V.eq(wend, -2), full)))
+            for i, p in part.items():
+                slot = self.gacq[(ref, i)]
+                S.set(slot, V.ite(V.and_(cond, p), 1, S.get(slot)))
 
     def tmem_pair_of(self, cta: int) -> tuple[int, ...]:
         """The CTAs whose tensor memory a cta_group::2 collective of ``cta`` covers."""
@@ -1252,6 +1286,11 @@ class System:
         complete = V.and_(V.ne(expected, 0), V.le(need, arrived))
         if complete is False:  # concretely incomplete: nothing changes
             return
+        if self.gbufs:
+            part = {i: V.eq(S.get(self.nbflag[(cta, bid, self.agents[i].warp)]), 1)
+                    for i in self.agents_of_cta[cta]}
+            full = V.or_(V.eq(expected, -1), V.le(self.info.block_threads, expected))
+            self._gmem_barrier(V, S, cta, complete, part, full)
         S.set(base, V.ite(complete, 0, arrived))
         S.set(base + 1, V.ite(complete, 0, expected))
         S.set(base + 2, V.ite(complete, 1 - S.get(base + 2), S.get(base + 2)))
