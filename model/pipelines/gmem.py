@@ -104,8 +104,8 @@ class GmemFlags(PipelineBase):
     def attribute(self, cx: Any, name: str) -> Any:
         if name == "count":
             return self.decl.stages
-        cx.error(f"gmem_flags {self.decl.var} has no attribute {name!r} (one attribute: "
-                 "count)")
+        cx.error(f"gmem_flags {self.decl.var} has no attribute {name!r} (methods: "
+                 "arrive_inc, store, wait_eq, wait_ge; attribute: count)")
 
     def _update(self, cx: Any, op: str, index: Any, value: Any, sem: Any) -> None:
         what = "arrive_inc" if op == "add" else "store"
