@@ -45,7 +45,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
                              TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait,
-                             GmemAtomic, GmemWait, GMEM_CTA,
+                             GmemAtomic, GmemFence, GmemWait, GMEM_CTA,
                              TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
@@ -380,15 +380,16 @@ class Footprints:
         elif t is TmemWait:
             fp.add((("tmem", cta), "R"))
         elif t is GmemAtomic:
-            # the flag word; a release also publishes fills of global data regions
+            # the flag word; the update also publishes fills of global data regions
             # (System._gmem_exec reads their ghost and writes their release bits)
             fp.add((("gflag", ins.flag), "W"))
-            if ins.sem == "release":
-                fp |= {(("buf", b), "W") for b in sysm.gbufs}
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
         elif t is GmemWait:
+            # sets the warp's acquired (or observed) bits from the release bits
             fp.add((("gflag", ins.flag), "R"))
-            if ins.sem == "acquire":  # sets the warp's acquired bits from the release bits
-                fp |= {(("buf", b), "W") for b in sysm.gbufs}
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
+        elif t is GmemFence:
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
         elif t in (Fail, Nop, Jump, Branch):
             pass
         if t in (NamedBarrierOp, Exit) and sysm.gbufs:

@@ -221,6 +221,8 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
     if t is P.GmemWait:
         return {"op": f"ld.{ins.sem}.gpu.global spin ({ins.cmp} {ins.value})",
                 "barrier": str(ins.flag)}
+    if t is P.GmemFence:
+        return {"op": "fence.acq_rel.gpu"}
     if t is P.TmemWait:
         return {"op": "tcgen05 cta_group::2 alloc/dealloc (wait for the peer CTA)"}
     return {"op": t.__name__}

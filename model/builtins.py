@@ -25,7 +25,7 @@ from .pipelines.base import (PipelineBase, elected, release_effects, release_poi
 from .pipelines.gmem import GmemBuffer, GmemFlags
 from .pipelines.smem_buffer import SmemBuffer
 from .pipelines.pipeline_async import BarrierPtr
-from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWait,
+from .program import (Arrive, Arrival, GmemFence, BarRef, BufRef, ClusterArrive, ClusterWait,
                       CompleteTx, CpAsync, CpAsyncCommit, CpAsyncWaitGroup, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
                       Nop, TmaLoad, TmaStore, Wait, DynExpr, dyn_locals)
 from .properties import Prop
@@ -376,6 +376,14 @@ def b_gmem_buffer(cx: Any, args: tuple, kw: dict) -> GmemBuffer:
         cx.error(f"gmem_buffer(stages={n}): at least one stage")
     var = cx.compiler.current_target or f"gmem_{cx.loc.line}"
     return GmemBuffer.declare_global(cx, var, n)
+
+
+def b_fence_acq_rel_gpu(cx: Any, args: tuple, kw: dict) -> None:
+    """``fence.acq_rel.gpu`` (CuTe DSL ``cute.arch.fence_acq_rel_gpu()``): with relaxed
+    flag loads before it an acquire, with relaxed flag updates after it a release
+    (``model/pipelines/gmem.py``).  A release point of the warp."""
+    _args(cx, args, kw, (), "fence_acq_rel_gpu")
+    cx.emit(GmemFence(loc=cx.loc, label="fence.acq_rel.gpu", pre=release_point_effects(cx)))
 
 
 def b_cluster_size(cx: Any, args: tuple, kw: dict) -> int:
@@ -989,6 +997,7 @@ def builtins_table() -> dict[str, Any]:
         "num_clusters": b_num_clusters,
         "gmem_flags": b_gmem_flags,
         "gmem_buffer": b_gmem_buffer,
+        "fence_acq_rel_gpu": b_fence_acq_rel_gpu,
         "elect_one": b_elect_one,
         "launch": b_launch,
         "sync_threads": b_sync_threads,

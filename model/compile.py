@@ -44,7 +44,7 @@ from .roles import RoleUse, method_side, misuse_message
 #: instructions that release what the warp did before them (PTX ISA 8.8: arrive has
 #: release semantics); ``Compiler.attach`` never puts later effects on them
 RELEASES = (_program.Arrive, _program.ClusterArrive, _program.CpAsyncArrive,
-            _program.UmmaCommit, NamedBarrierOp, _program.GmemAtomic)
+            _program.UmmaCommit, NamedBarrierOp, _program.GmemAtomic, _program.GmemFence)
 
 MAX_BLOCK_THREADS = 1024
 

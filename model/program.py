@@ -463,6 +463,16 @@ class GmemWait(Instr):
     sem: str = "acquire"
 
 
+@dataclass(frozen=True)
+class GmemFence(Instr):
+    """``fence.acq_rel.gpu`` by the warp: a lightweight fence that, with the warp's
+    relaxed flag loads before it, forms an acquire pattern, and with its relaxed flag
+    updates after it a release pattern (PTX ISA "Memory Consistency Model": fence-SC
+    and fence.acq_rel, release and acquire patterns; "membar/fence").  CUTLASS
+    ``cutlass/barrier.h`` ``red_release``: ``fence.acq_rel.gpu`` then
+    ``red.relaxed.gpu.global.add``."""
+
+
 # --------------------------------------------------------------------------- control
 
 
@@ -642,7 +652,7 @@ SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpA
                   CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit, ParamSplit, TmemAlloc, TmemDealloc,
-                  TmemRelinquish, TmemWait, GmemAtomic, GmemWait]
+                  TmemRelinquish, TmemWait, GmemAtomic, GmemWait, GmemFence]
 
 
 def control_successors(code: tuple[Instr, ...] | list, pc: int) -> list[int]:

@@ -33,7 +33,7 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish,
                       TmemWait, TryWait, UmmaCommit, Wait, eval_dyn, GMEM_CTA, FlagRef,
-                      GmemAtomic, GmemWait)
+                      GmemAtomic, GmemFence, GmemWait)
 from .pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
@@ -353,15 +353,20 @@ class System:
         ghost plus ``owner`` (the CTA whose stores made the current fill, -1: none),
         ``wcta`` (the CTA whose stores are in flight), ``wend`` (the warp whose stores
         completed the fill, -1: none yet, -2: several warps), one ``pub`` bit per flag
-        (the fill was released at gpu scope by an update of that flag) and one ``acq``
-        bit per warp (the warp is ordered after the fill: it wrote it, passed a CTA
-        barrier with its writer, or acquired it at gpu scope -- so its own gpu-scope
-        release publishes it again, PTX's cumulativity)."""
+        (the fill was released at gpu scope by an update of that flag) and three bits
+        per warp: ``acq`` (the warp is ordered after the fill: it wrote it, passed a CTA
+        barrier with a warp ordered after it, or acquired it at gpu scope -- so its own
+        gpu-scope release publishes it again, PTX's cumulativity), ``fen`` (it was
+        ordered after the fill at its last ``fence.acq_rel.gpu``: a later relaxed flag
+        update publishes it) and ``obs`` (a relaxed load of a flag the fill was released
+        through: its next ``fence.acq_rel.gpu`` acquires it)."""
         self.gflag: dict[FlagRef, int] = {}
         self.gbufs: tuple[BufRef, ...] = ()
         self.gmeta: dict[BufRef, int] = {}
         self.gpub: dict[tuple[BufRef, FlagRef], int] = {}
         self.gacq: dict[tuple[BufRef, int], int] = {}
+        self.gfen: dict[tuple[BufRef, int], int] = {}
+        self.gobs: dict[tuple[BufRef, int], int] = {}
         for d in self.compiled.pipelines:
             if d.cls == GMEM_FLAGS:
                 for i in range(d.stages):
@@ -388,6 +393,8 @@ class System:
                     self.gpub[(ref, f)] = L.alloc(f"{ref}.released_by.{f}", 0)
                 for ag in self.agents:
                     self.gacq[(ref, ag.index)] = L.alloc(f"{ref}.acquired_by.{ag.name}", 0)
+                    self.gfen[(ref, ag.index)] = L.alloc(f"{ref}.fenced_by.{ag.name}", 0)
+                    self.gobs[(ref, ag.index)] = L.alloc(f"{ref}.observed_by.{ag.name}", 0)
                 bufs.append(ref)
         self.gbufs = tuple(bufs)
 
@@ -434,54 +441,68 @@ class System:
                 slot = self.gpub[(e.buf, f)]
                 S.set(slot, V.ite(new, 0, S.get(slot)))
             for a in range(len(self.agents)):
-                slot = self.gacq[(e.buf, a)]
-                S.set(slot, V.ite(new, 0, S.get(slot)))
+                for bits in (self.gacq, self.gfen, self.gobs):
+                    slot = bits[(e.buf, a)]
+                    S.set(slot, V.ite(new, 0, S.get(slot)))
 
     def _gmem_exec(self, V: Any, S: Any, a: int, ins: Instr) -> Any:
-        """A flag update (release or relaxed) or a spin on a flag (acquire or relaxed);
-        returns the step's enabledness."""
-        ag = self.agents[a]
+        """A flag update (release or relaxed), a spin on a flag (acquire or relaxed) or
+        ``fence.acq_rel.gpu``; returns the step's enabledness."""
+        if isinstance(ins, GmemFence):
+            # acquire side: what the warp's earlier relaxed loads observed; release side:
+            # what it is ordered after now, for its later relaxed updates (PTX ISA memory
+            # consistency model, "fence-SC and fence.acq_rel" release/acquire patterns)
+            for ref in self.gbufs:
+                acq, fen = self.gacq[(ref, a)], self.gfen[(ref, a)]
+                known = V.or_(V.eq(S.get(acq), 1), V.eq(S.get(self.gobs[(ref, a)]), 1))
+                S.set(acq, V.ite(known, 1, 0))
+                S.set(fen, V.ite(known, 1, 0))
+            return True
         slot = self.gflag[ins.flag]
         val = S.get(slot)
         if isinstance(ins, GmemWait):
             ok = V.eq(val, ins.value) if ins.cmp == "eq" else V.le(ins.value, val)
-            if ins.sem == "acquire":
-                # synchronizes with every release of this flag already in its
-                # modification order (the value read is that release's or a later one of
-                # its release sequence: the flag's updates are atomic)
-                for ref in self.gbufs:
-                    acq = self.gacq[(ref, a)]
-                    S.set(acq, V.ite(V.eq(S.get(self.gpub[(ref, ins.flag)]), 1), 1,
-                                     S.get(acq)))
+            # an acquire synchronizes with every release of this flag already in its
+            # modification order (the value read is that release's or a later one of
+            # its release sequence: the flag's updates are atomic); a relaxed load only
+            # observes it (a later fence.acq_rel.gpu makes that an acquire)
+            bits = self.gacq if ins.sem == "acquire" else self.gobs
+            for ref in self.gbufs:
+                x = bits[(ref, a)]
+                S.set(x, V.ite(V.eq(S.get(self.gpub[(ref, ins.flag)]), 1), 1, S.get(x)))
             return ok
         if ins.op == "add":
             S.set(slot, val + ins.value * ins.lanes)
         else:
             S.set(slot, ins.value)
-        if ins.sem == "release":
-            # the release publishes every complete fill this warp is ordered after (its
-            # own stores, its CTA's ordered before it by a CTA barrier, fills it acquired)
-            for ref in self.gbufs:
-                b = self.buf[ref]
-                ok = V.and_(V.eq(S.get(b), 0), V.ne(S.get(b + 1), NO_DATA),
-                            V.eq(S.get(self.gacq[(ref, a)]), 1))
-                pub = self.gpub[(ref, ins.flag)]
-                S.set(pub, V.ite(ok, 1, S.get(pub)))
+        # a release publishes every complete fill this warp is ordered after (its own
+        # stores, its CTA's ordered before it by a CTA barrier, fills it acquired); a
+        # relaxed update those it was ordered after at its last fence.acq_rel.gpu
+        bits = self.gacq if ins.sem == "release" else self.gfen
+        for ref in self.gbufs:
+            b = self.buf[ref]
+            ok = V.and_(V.eq(S.get(b), 0), V.ne(S.get(b + 1), NO_DATA),
+                        V.eq(S.get(bits[(ref, a)]), 1))
+            pub = self.gpub[(ref, ins.flag)]
+            S.set(pub, V.ite(ok, 1, S.get(pub)))
         return True
 
     def _gmem_barrier(self, V: Any, S: Any, cta: int, complete: Any, part: dict[int, Any],
                       full: Any) -> None:
         """A CTA barrier generation completes: its warps (``part``: agent -> arrived) are
-        ordered after every complete fill of a global region whose writer took part, or
-        -- for a fill several warps wrote -- after every fill of the CTA when the barrier
-        counts every thread of the CTA (``full``)."""
+        ordered after every fill of a global region some warp of theirs was ordered
+        after (its writer, a warp that acquired it), and after every complete fill of
+        the CTA when the barrier counts every thread of the CTA (``full``: a fill several
+        warps wrote).  PTX: bar.sync is a release/acquire among its threads, and
+        causality order is transitive."""
         for ref in self.gbufs:
             b = self.buf[ref]
             wend = S.get(self.gmeta[ref] + 2)
-            writer_in = V.or_(*[V.and_(V.eq(wend, j), p) for j, p in part.items()])
-            cond = V.and_(complete, V.eq(S.get(self.gmeta[ref]), cta), V.eq(S.get(b), 0),
-                          V.ne(S.get(b + 1), NO_DATA),
-                          V.or_(writer_in, V.and_(V.eq(wend, -2), full)))
+            known = V.or_(*[V.and_(p, V.eq(S.get(self.gacq[(ref, j)]), 1))
+                            for j, p in part.items()])
+            cond = V.and_(complete, V.or_(known, V.and_(
+                V.eq(S.get(self.gmeta[ref]), cta), V.eq(S.get(b), 0),
+                V.ne(S.get(b + 1), NO_DATA), V.eq(wend, -2), full)))
             for i, p in part.items():
                 slot = self.gacq[(ref, i)]
                 S.set(slot, V.ite(V.and_(cond, p), 1, S.get(slot)))
@@ -1037,7 +1058,7 @@ class System:
                 S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
         elif t in (TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait):
             enabled = self._tmem_exec(V, S, a, ins, checks, who)
-        elif t in (GmemAtomic, GmemWait):
+        elif t in (GmemAtomic, GmemWait, GmemFence):
             enabled = self._gmem_exec(V, S, a, ins)
         elif t is Fail:
             checks.append(Check(True, ins.prop, f"{who}: {ins.message}"))

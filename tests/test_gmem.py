@@ -280,3 +280,44 @@ def test_num_clusters_needs_a_grid():
                                                              "x = num_clusters()")
     with pytest.raises(ConfigError, match="no grid="):
         check(src)
+
+
+CUTLASS_PATTERN = """
+@cute.kernel
+def cp(splits: int = 2, fence: int = 1, rel_fence: int = 1):
+    launch(block=64, grid=(splits, 1, 1), cluster=(1, 1, 1))
+    workspace = gmem_buffer(stages=2)
+    lock = gmem_flags(count=1)
+    sync = NamedBarrier(barrier_id=1, num_threads=64)
+    k = cute.arch.cluster_idx()
+    w = cute.arch.warp_idx()
+    with role("epilogue", warps=[0, 1]):
+        if w == 0:
+            with elect_one():
+                lock.wait_ge(0, k, sem="relaxed")
+                if fence == 1:
+                    fence_acq_rel_gpu()
+        sync.arrive_and_wait()
+        if k > 0:
+            read(workspace, w)
+        write(workspace, w)
+        sync.arrive_and_wait()
+        if w == 0:
+            with elect_one():
+                if rel_fence == 1:
+                    fence_acq_rel_gpu()
+                lock.arrive_inc(0, sem="relaxed")
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("params,expect", [
+    ({}, ("PROVEN", "")),
+    ({"fence": 0}, ("VIOLATED", "gmem-race")),
+    ({"rel_fence": 0}, ("VIOLATED", "gmem-race")),
+], ids=["fences", "no-acquire-fence", "no-release-fence"])
+def test_cutlass_barrier_pattern(engine, params, expect):
+    """cutlass/barrier.h as written: thread 0 spins (here relaxed, then
+    fence.acq_rel.gpu), a CTA barrier hands the acquire to every warp; the release is
+    a CTA barrier, then fence.acq_rel.gpu and red.relaxed.gpu.add by thread 0."""
+    assert verdict(CUTLASS_PATTERN, engine, params=params) == expect
