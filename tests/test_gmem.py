@@ -321,3 +321,39 @@ def test_cutlass_barrier_pattern(engine, params, expect):
     fence.acq_rel.gpu), a CTA barrier hands the acquire to every warp; the release is
     a CTA barrier, then fence.acq_rel.gpu and red.relaxed.gpu.add by thread 0."""
     assert verdict(CUTLASS_PATTERN, engine, params=params) == expect
+
+
+TWO_WARPS = """
+@cute.kernel
+def two(peers: int = 2, sync: int = 1, per_peer: int = 2):
+    launch(block=64, grid=(peers + 1, 1, 1), cluster=(1, 1, 1))
+    partials = gmem_buffer(stages=peers)
+    flag = gmem_flags(count=peers)
+    done = NamedBarrier(barrier_id=1, num_threads=64)
+    k = cute.arch.cluster_idx()
+    with role("epilogue", warps=[0, 1]):
+        if k < peers:
+            write(partials, k)
+            if sync == 1:
+                done.arrive_and_wait()
+            with elect_one():
+                flag.arrive_inc(k)
+        else:
+            for i in range(peers):
+                flag.wait_ge(i, per_peer)
+                read(partials, i)
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_identical_warps_of_a_cta(engine):
+    """Two warps of one CTA with one program store one stage (a fill several warps
+    stored to: published after a barrier that counts every thread of the CTA); the
+    warps are not renamed by the symmetry reduction (their per-warp bits live with the
+    region)."""
+    assert verdict(TWO_WARPS, engine, params={"peers": 1}) == ("PROVEN", "")
+    # after the barrier either warp's release covers both warps' stores
+    assert verdict(TWO_WARPS, engine, params={"peers": 1, "per_peer": 1}) == ("PROVEN", "")
+    # without it, one warp's release does not cover the other's stores
+    assert verdict(TWO_WARPS, engine, params={"peers": 1, "sync": 0, "per_peer": 1}) == \
+        ("VIOLATED", "gmem-race")
