@@ -389,6 +389,7 @@ class System:
                 self.gmeta[ref] = L.alloc(f"{ref}.owner", -1)
                 L.alloc(f"{ref}.wcta", -1)
                 L.alloc(f"{ref}.wend", -1)
+                L.alloc(f"{ref}.foreign_reader", -1)
                 for f in self.gflag:
                     self.gpub[(ref, f)] = L.alloc(f"{ref}.released_by.{f}", 0)
                 for ag in self.agents:
@@ -408,6 +409,7 @@ class System:
             return
         b = self.buf[e.buf]
         owner, wcta, wend = self.gmeta[e.buf], self.gmeta[e.buf] + 1, self.gmeta[e.buf] + 2
+        xread = self.gmeta[e.buf] + 3
         acq = self.gacq[(e.buf, agent)]
         if e.kind == "write_end":
             # the warp's stores of the fill are done (at its release): it alone is ordered
@@ -420,6 +422,11 @@ class System:
         foreign = V.and_(V.ne(S.get(owner), -1), V.ne(S.get(owner), cta),
                          V.ne(S.get(b + 1), NO_DATA))
         what = "reads" if e.kind == "read" else "stores to"
+        if e.kind == "read":
+            # which other CTA read this fill (-2: several): a later overwrite by the
+            # owner is not ordered after that read by anything the model tracks
+            x = S.get(xread)
+            S.set(xread, V.ite(foreign, V.ite(V.or_(V.eq(x, -1), V.eq(x, cta)), cta, -2), x))
         add_check(checks, V.and_(foreign, V.eq(S.get(acq), 0)), Prop.GMEM_RACE,
                   lambda: f"{name()} {what} {e.buf}, whose data another CTA wrote, without "
                           "acquiring it: no ld.acquire.gpu (wait_eq/wait_ge with "
@@ -431,9 +438,16 @@ class System:
                       lambda: f"{name()} stores to {e.buf} while another CTA's stores to it "
                               "are in flight (unordered writes: the result depends on the "
                               "schedule)")
+            x = S.get(xread)
+            add_check(checks, V.and_(V.ne(x, -1), V.ne(x, cta)), Prop.GMEM_RACE,
+                      lambda: f"{name()} stores to {e.buf} over a fill that a warp of another "
+                              "CTA read: the model does not track what orders that read "
+                              "before these stores (write-after-read between CTAs: "
+                              "reported, conservatively)")
             # a new fill (no stores in flight): its writer's CTA owns it, nobody has it
             # released, acquired or ordered after it
             new = V.eq(S.get(b), 0)
+            S.set(xread, V.ite(new, -1, x))
             S.set(owner, cta)
             S.set(wcta, cta)
             S.set(wend, V.ite(new, -1, S.get(wend)))

@@ -357,3 +357,34 @@ def test_identical_warps_of_a_cta(engine):
     # without it, one warp's release does not cover the other's stores
     assert verdict(TWO_WARPS, engine, params={"peers": 1, "sync": 0, "per_peer": 1}) == \
         ("VIOLATED", "gmem-race")
+
+
+REUSE = """
+@cute.kernel
+def reuse():
+    launch(block=32, grid=(2, 1, 1), cluster=(1, 1, 1))
+    slot = gmem_buffer()
+    flag = gmem_flags(count=2)
+    k = cute.arch.cluster_idx()
+    with role("w", warps=[0]):
+        if k == 0:
+            write(slot)
+            with elect_one():
+                flag.store(0, 1)
+            flag.wait_eq(1, 1)
+            write(slot)
+        else:
+            flag.wait_eq(0, 1)
+            read(slot)
+            with elect_one():
+                flag.store(1, 1)
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_write_after_read_between_ctas_is_reported(engine):
+    """Reusing a slot another CTA read is reported even after a flag hand-off that
+    orders it (spec/primitives.md 13, C-G6: conservative, never silent)."""
+    assert verdict(REUSE, engine) == ("VIOLATED", "gmem-race")
+    r = check(REUSE, engine="explicit")
+    assert "write-after-read between CTAs" in r.verdict.reason
