@@ -383,9 +383,7 @@ class System:
                     k = L.alloc(f"{ref}.{f}", init)
                     b0 = k if b0 is None else b0
                 self.buf[ref] = b0  # type: ignore[assignment]
-                if self.strict_scopes:  # no .cta-only marks: gpu scope is tracked below
-                    self.cta_only[ref] = [L.alloc(f"{ref}.cta_only{c}", 0)
-                                          for c in range(self.info.num_ctas)]
+                # no --memory-model strict marks: gpu scope is tracked below
                 self.gmeta[ref] = L.alloc(f"{ref}.owner", -1)
                 L.alloc(f"{ref}.wcta", -1)
                 L.alloc(f"{ref}.wend", -1)
@@ -681,7 +679,7 @@ class System:
                           lambda: f"{name()} starts writing fill {e.tag} of {e.buf} while the "
                                   "write of the previous fill is still in flight (it was "
                                   "never consumed)")
-                if self.strict_scopes:
+                if self.strict_scopes and not gm:
                     # a new fill: the marks of the old one go, and so does every warp's
                     # acquisition of it (fill tags repeat mod 4, so a later fill could
                     # otherwise pass for the acquired one in ``_publish``)
@@ -695,7 +693,7 @@ class System:
         elif k == "write_end":
             S.set(wip, S.get(wip) - 1)
             S.set(stamp, e.tag)
-            if self.strict_scopes and cta is not None and scope == "cta":
+            if self.strict_scopes and cta is not None and scope == "cta" and not gm:
                 S.set(self.cta_only[e.buf][cta], 1)
         elif k == "dirty":
             S.set(dirty, S.get(dirty) + 1)
@@ -836,8 +834,8 @@ class System:
 
     def _scope_check(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
                      cta: Optional[int]) -> None:
-        if not self.strict_scopes or cta is None:
-            return
+        if not self.strict_scopes or cta is None or e.buf.cta == GMEM_CTA:
+            return  # (global regions: gpu-scope release/acquire, _gmem_ghost)
         flags = [S.get(m) for c, m in enumerate(self.cta_only[e.buf]) if c != cta]
         if not flags:
             return
@@ -860,7 +858,8 @@ class System:
                         if dl.buf is not None:
                             pub.setdefault(dl.bar, set()).add(dl.buf)
                 elif isinstance(ins, Arrive):
-                    ended = {e.buf for e in ins.pre if e.kind == "write_end"}
+                    ended = {e.buf for e in ins.pre if e.kind == "write_end"
+                             and e.buf.cta != GMEM_CTA}
                     for arr in ins.arrivals:
                         pub.setdefault(arr.bar, set()).update(ended)
         self.pub_bufs = {b: tuple(sorted(x, key=str)) for b, x in pub.items()

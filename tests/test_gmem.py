@@ -388,3 +388,14 @@ def test_write_after_read_between_ctas_is_reported(engine):
     assert verdict(REUSE, engine) == ("VIOLATED", "gmem-race")
     r = check(REUSE, engine="explicit")
     assert "write-after-read between CTAs" in r.verdict.reason
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_strict_memory_model_leaves_global_regions_to_gpu_scope(engine):
+    """--memory-model strict's .cta/.cluster marks are for shared memory; a global
+    region's hand-off is judged by its gpu-scope release/acquire alone."""
+    ok = check_file(str(TEXTBOOK / "split_k_serial.pipe"), engine=engine,
+                    memory_model="strict")
+    assert ok.status == "PROVEN", (ok.status, ok.prop)
+    bad = check_file(str(BUGS / "g1-bug.pipe"), engine=engine, memory_model="strict")
+    assert (bad.status, bad.prop) == ("VIOLATED", "gmem-race")
