@@ -45,8 +45,6 @@ from .smem_buffer import SmemBuffer
 #: ``PipelineDecl.cls`` of a flag array and of a global data region
 GMEM_FLAGS = "gmem_flags"
 GMEM_BUFFER = "gmem_buffer"
-#: the memory-ordering semantics the .pipe forms accept
-_SEMS = ("release", "relaxed", "acquire")
 
 
 @dataclass(frozen=True)
