@@ -337,6 +337,7 @@ def b_cluster_idx(cx: Any, args: tuple, kw: dict) -> int:
     """The cluster's linear index in the grid (CuTe DSL ``cute.arch.cluster_idx()`` gives
     (x, y, z); ``.pipe`` gives x + gx * (y + gy * z) for a grid of gx * gy * gz clusters)."""
     _args(cx, args, kw, (), "cluster_idx")
+    cx.compiler.uses_grid = True  # every cluster of the grid runs its own path
     return cx.cluster
 
 
@@ -344,6 +345,7 @@ def b_block_idx(cx: Any, args: tuple, kw: dict) -> int:
     """The CTA's linear index in the grid: ``cluster_idx() * cluster_size() +
     block_idx_in_cluster()`` (CuTe DSL ``cute.arch.block_idx()`` is (x, y, z))."""
     _args(cx, args, kw, (), "block_idx")
+    cx.compiler.uses_grid = True
     return cx.cluster * cx.kernel.cluster_size + cx.cta
 
 

@@ -1135,6 +1135,9 @@ class _Compiler:
         #: the kernel declared global memory (``model/pipelines/gmem.py``): every
         #: cluster of the grid is modelled
         self.uses_gmem = False
+        #: the kernel reads its cluster's place in the grid (``cluster_idx()``,
+        #: ``block_idx()``): the clusters' paths differ, so every one is modelled too
+        self.uses_grid = False
         self.track_count = _reads_count(kernel)
         self.param_names: tuple[str, ...] = ()
         self.param_points: tuple[tuple[int, ...], ...] = ()
@@ -1613,7 +1616,7 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     for cta in range(info.cluster_size):
         for warp in range(info.num_warps):
             progs.append(comp.compile_agent(cta, warp))
-    if comp.uses_gmem:
+    if comp.uses_gmem or comp.uses_grid:
         info = _grid_info(info, kernel.loc)
         for k in range(1, info.clusters):
             comp.cluster = k
@@ -1647,15 +1650,16 @@ def _grid_info(info: KernelInfo, loc: ir.Loc) -> KernelInfo:
     the cluster barrier, remote arrives -- covers one cluster of the system)."""
     n = info.grid_clusters
     if n is None:
-        raise ConfigError("a kernel that uses global memory (gmem_flags/gmem_buffer) needs "
+        raise ConfigError("a kernel that uses global memory (gmem_flags/gmem_buffer) or "
+                          "its place in the grid (cluster_idx(), block_idx()) needs "
                           "launch(grid=...): every cluster of the grid is checked", loc)
     if n > MAX_MODELLED_CLUSTERS:
-        raise Unsupported(f"unsupported: a grid of {n} clusters with global memory (at most "
-                          f"{MAX_MODELLED_CLUSTERS} are modelled)", loc)
+        raise Unsupported(f"unsupported: a grid of {n} clusters with global memory or "
+                          f"cluster_idx() (at most {MAX_MODELLED_CLUSTERS} are modelled)", loc)
     if n > 1 and info.cluster_size > 1:
-        raise Unsupported(f"unsupported: global memory in a grid of {n} clusters of "
-                          f"{info.cluster_size} CTAs (several clusters are modelled only "
-                          "with one CTA per cluster)", loc)
+        raise Unsupported(f"unsupported: global memory or cluster_idx() in a grid of {n} "
+                          f"clusters of {info.cluster_size} CTAs (several clusters are "
+                          "modelled only with one CTA per cluster)", loc)
     return replace(info, clusters=n)
 
 

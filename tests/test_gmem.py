@@ -399,3 +399,25 @@ def test_strict_memory_model_leaves_global_regions_to_gpu_scope(engine):
     assert ok.status == "PROVEN", (ok.status, ok.prop)
     bad = check_file(str(BUGS / "g1-bug.pipe"), engine=engine, memory_model="strict")
     assert (bad.status, bad.prop) == ("VIOLATED", "gmem-race")
+
+
+BRANCH_ON_CLUSTER = """
+@cute.kernel
+def b(hang_in: int = 1):
+    launch(block=64, grid=(2, 1, 1), cluster=(1, 1, 1))
+    bar = NamedBarrier(barrier_id=1, num_threads=64)
+    with role("w", warps=[0]):
+        if cute.arch.cluster_idx() == hang_in:
+            bar.arrive_and_wait()
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_cluster_path_is_checked(engine):
+    """A kernel that branches on cluster_idx() is checked with every cluster of its
+    grid (no global memory needed): a hang in cluster 1 only is found."""
+    assert verdict(BRANCH_ON_CLUSTER, engine, params={"hang_in": 1}) == \
+        ("VIOLATED", "deadlock")
+    assert verdict(BRANCH_ON_CLUSTER, engine, params={"hang_in": 5}) == ("PROVEN", "")
+    with pytest.raises(ConfigError, match="needs launch"):
+        check(BRANCH_ON_CLUSTER.replace("grid=(2, 1, 1), ", ""))
