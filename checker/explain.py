@@ -262,6 +262,14 @@ def explain(v: Verdict) -> str:
                      "counting the copies that peer CTAs send to it (multicast, "
                      "cta_group::2), or fix the loads' bytes." + f" Rule: {info.source}.")
             return text
+        if all(" spins on " in b for b in tr.blocked):
+            # every stuck warp spins on a global flag (System.blocked_reason)
+            text += (" Usual fix: make the value each spin waits for one that the updates "
+                     "of the other CTAs reach: count the arrive_inc of every CTA that "
+                     "signals the flag (one elected thread each, as CUTLASS's arrive_inc), "
+                     "and do not wait for an update of the waiting CTA itself."
+                     + f" Rule: {info.source}; PTX ISA ld.acquire / red (spins).")
+            return text
     elif tr.events:
         last = tr.events[-1]
         text += f" In step {last.step}, {_who(last)} did '{last.what}'"

@@ -421,3 +421,11 @@ def test_every_cluster_path_is_checked(engine):
     assert verdict(BRANCH_ON_CLUSTER, engine, params={"hang_in": 5}) == ("PROVEN", "")
     with pytest.raises(ConfigError, match="needs launch"):
         check(BRANCH_ON_CLUSTER.replace("grid=(2, 1, 1), ", ""))
+
+
+def test_explain_a_spin_deadlock():
+    from pipeproof.checker.explain import explain
+
+    v = check_file(str(BUGS / "g4-bug.pipe"), engine="explicit").verdict
+    text = explain(v)
+    assert "spins on flag[0]@gmem until it is >= 3" in text and "arrive_inc" in text, text
