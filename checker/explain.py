@@ -68,6 +68,12 @@ FIXES: dict[str, str] = {
                    "released its accumulator, free it exactly once before the CTA exits, "
                    "allocate before relinquish_alloc_permit, and in a 2-CTA pair run the "
                    "allocator warp's alloc and free in both CTAs",
+    "gmem-race": "order the CTAs' global-memory accesses through a flag: the writer stores "
+                 "its partial, then updates the flag with a release at gpu scope "
+                 "(arrive_inc/store with sem='release': red.release.gpu / st.release.gpu, "
+                 "after a CTA barrier when other warps stored); the reader spins on the flag "
+                 "with an acquire (wait_eq/wait_ge, ld.acquire.gpu) before it reads or "
+                 "overwrites the data",
     "missing-proxy-fence": "issue fence_proxy_async (fence.proxy.async.shared::cta) after "
                            "writing shared memory with ordinary stores and before the TMA "
                            "store or MMA reads it",
@@ -406,6 +412,14 @@ def explain(v: Verdict) -> str:
                      "of all the TMA loads that complete on the barrier in one phase, "
                      "counting the copies that peer CTAs send to it (multicast, "
                      "cta_group::2), or fix the loads' bytes." + f" Rule: {info.source}.")
+            return text
+        if all(" spins on " in b for b in tr.blocked):
+            # every stuck warp spins on a global flag (System.blocked_reason)
+            text += (" Usual fix: make the value each spin waits for one that the updates "
+                     "of the other CTAs reach: count the arrive_inc of every CTA that "
+                     "signals the flag (one elected thread each, as CUTLASS's arrive_inc), "
+                     "and do not wait for an update of the waiting CTA itself."
+                     + f" Rule: {info.source}; PTX ISA ld.acquire / red (spins).")
             return text
     elif tr.events:
         last = tr.events[-1]

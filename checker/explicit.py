@@ -70,7 +70,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     skips the confirmation (``stats.extra["confirm_skipped"]``)."""
     t0 = time.perf_counter()
     if por is None:
-        por = system.info.cluster_size > 1 or len(system.agents) >= POR_AUTO_WARPS
+        por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
     ex = Explorer(system, symmetry=reduce, reduction=stubborn_sets(full=por) if reduce else None)
     if ex.cyclic and ex.groups:
         # the starvation search follows each warp along cycles: no permuted warps

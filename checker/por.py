@@ -45,6 +45,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              Exit, ExpectTx, Fail, FenceMbarInit, GhostEffect, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
                              TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait,
+                             GmemAtomic, GmemFence, GmemWait, GMEM_CTA,
                              TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
@@ -160,7 +161,7 @@ class Footprints:
         # alone never does: model.system.System._cluster_complete needs an arrival)
         self.has_cluster_arrive = any(isinstance(i, ClusterArrive)
                                       for ag in sysm.agents for i in ag.program.code)
-        self.all_ctas = list(range(sysm.info.cluster_size))
+        self.all_ctas = list(range(sysm.info.num_ctas))
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
         self.step: list[list[Footprint]] = []
@@ -178,7 +179,8 @@ class Footprints:
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
             self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead,
-                                                 CpAsyncWaitGroup, TmemWait)) for i in code])
+                                                 CpAsyncWaitGroup, TmemWait, GmemWait))
+                                  for i in code])
         for a in range(n):
             self.writers_from.append(self._suffix_writes(a))
         self.arrivers_from: list[list[frozenset]] = [self._suffix_arrivals(a) for a in range(n)]
@@ -261,7 +263,11 @@ class Footprints:
         out = set()
         for e in effects:
             mode = _GHOST_MODE[e.kind]
-            if mode in ("WE", "WB", "AE", "AB"):
+            if e.buf.cta == GMEM_CTA and mode in ("WE", "WB"):
+                # a global region's writes also set its owner and clear every warp's
+                # acquisition (System._gmem_ghost): they commute with nothing on it
+                mode = "W"
+            elif mode in ("WE", "WB", "AE", "AB"):
                 mode = f"{mode}{e.tag}"
             out.add((("buf", e.buf), mode))
             if self.sys.tmem and e.buf.buffer in self.sys.tmem_buffers and \
@@ -373,8 +379,23 @@ class Footprints:
                     fp.add((("exit", c), "R"))
         elif t is TmemWait:
             fp.add((("tmem", cta), "R"))
+        elif t is GmemAtomic:
+            # the flag word; the update also publishes fills of global data regions
+            # (System._gmem_exec reads their ghost and writes their release bits)
+            fp.add((("gflag", ins.flag), "W"))
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
+        elif t is GmemWait:
+            # sets the warp's acquired (or observed) bits from the release bits
+            fp.add((("gflag", ins.flag), "R"))
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
+        elif t is GmemFence:
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
         elif t in (Fail, Nop, Jump, Branch):
             pass
+        if t in (NamedBarrierOp, Exit) and sysm.gbufs:
+            # completing a CTA barrier orders its warps after the CTA's global fills
+            # (System._gmem_barrier writes their ordered-after bits)
+            fp |= {(("buf", b), "W") for b in sysm.gbufs}
         if t is Exit and sysm.tmem:
             # the exit checks the CTA's allocations and its peer's collective wait
             fp |= {(("tmem", c), "R") for c in sysm.tmem_pair_of(cta)}
@@ -1367,6 +1388,9 @@ class _Ctx:
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
         if isinstance(ins, CpAsyncWaitGroup):
             return {v for v in self.env_units if v[1][0] == "cp.async" and v[1][1] == a}
+        if isinstance(ins, GmemWait):  # any warp that may still update the flag
+            return {("a", b) for b, p in enumerate(self.pcs)
+                    if p != DONE and b != a and self.sys._may_update(b, p, ins.flag)}
         if isinstance(ins, TmemWait):  # the peer CTA's allocator warp (any of its warps)
             peer = self.sys.agents[a].cta ^ 1
             return {("a", b) for b in self.sys.agents_of_cta.get(peer, [])

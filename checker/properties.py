@@ -98,6 +98,15 @@ CATALOGUE: tuple[PropertyInfo, ...] = (
                  "never takes part in",
                  "PTX ISA tcgen05.alloc/dealloc/relinquish_alloc_permit, Tensor Memory "
                  "Allocation; CuTe DSL TmemAllocator"),
+    PropertyInfo(Prop.GMEM_RACE,
+                 "global memory shared by CTAs of the grid accessed without a gpu-scope "
+                 "release/acquire pair between them: a partial read (or overwritten) before "
+                 "its writer's stores were released through a flag this warp acquired (no "
+                 "wait, a relaxed spin, a relaxed or early flag update), stores of two CTAs "
+                 "in flight at once, or data read before anything was written",
+                 "PTX ISA memory consistency model (gpu scope, release/acquire patterns, "
+                 "release sequences), red/atom/ld.acquire/st.release; CUTLASS "
+                 "cutlass/barrier.h, cutlass/semaphore.h"),
     PropertyInfo(Prop.INSUFFICIENT_SCOPE,
                  "(--memory-model strict) data visible only inside one CTA is read by "
                  "another: ordinary stores released only at .cta scope (the default of "

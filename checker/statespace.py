@@ -26,6 +26,10 @@ def symmetric_groups(system: System) -> list[list[int]]:
     """Warps of one CTA with the same program (and no TMA/CLC loads, whose in-flight
     work is keyed by the issuing pc): renaming them maps runs to runs, keeping every
     property and every length.  Each group lists agent indices in increasing order."""
+    if system.gbufs:
+        # global regions keep per-warp bits and the completing warp's index outside the
+        # warps' own components (System._gmem_layout): no renaming of warps
+        return []
     by_key: dict[tuple, list[int]] = {}
     for ag in system.agents:
         code = ag.program.code

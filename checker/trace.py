@@ -214,6 +214,15 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         return {"op": f"tcgen05.dealloc.cta_group::{ins.cta_group}"}
     if t is P.TmemRelinquish:
         return {"op": f"tcgen05.relinquish_alloc_permit.cta_group::{ins.cta_group}"}
+    if t is P.GmemAtomic:
+        kind = (f"red.{ins.sem}.gpu.global.add" if ins.op == "add"
+                else f"st.{ins.sem}.gpu.global")
+        return {"op": f"{kind} {ins.value}", "barrier": str(ins.flag)}
+    if t is P.GmemWait:
+        return {"op": f"ld.{ins.sem}.gpu.global spin ({ins.cmp} {ins.value})",
+                "barrier": str(ins.flag)}
+    if t is P.GmemFence:
+        return {"op": "fence.acq_rel.gpu"}
     if t is P.TmemWait:
         return {"op": "tcgen05 cta_group::2 alloc/dealloc (wait for the peer CTA)"}
     return {"op": t.__name__}

@@ -135,6 +135,11 @@ class _Emitter:
         self.ck = ck
         self.o = opts
         self.info = ck.info
+        if any(d.cls in ("gmem_flags", "gmem_buffer") for d in ck.pipelines):
+            # the runner launches one program per cluster rank on many clusters; a grid
+            # whose clusters run different programs over shared flags is not emitted yet
+            raise Unsupported("unsupported: global memory (gmem_flags/gmem_buffer, several "
+                              "clusters of a grid) in the PTX emitter")
         self.L = compute_layout(ck, opts.compact)
         self.R = _Regs()
         self.body: list[str] = []

@@ -22,9 +22,10 @@ from .pipeline_state import (PipelineStateVal, PipelineUserType, fill_tag_for_ac
                              fill_tag_for_wait, make_pipeline_state, state_from_index_phase)
 from .pipelines.base import (PipelineBase, elected, release_effects, release_point_effects,
                              write_begin_effects, write_end_effects)
+from .pipelines.gmem import GmemBuffer, GmemFlags
 from .pipelines.smem_buffer import SmemBuffer
 from .pipelines.pipeline_async import BarrierPtr
-from .program import (Arrive, Arrival, BarRef, BufRef, ClusterArrive, ClusterWait,
+from .program import (Arrive, Arrival, GmemFence, BarRef, BufRef, ClusterArrive, ClusterWait,
                       CompleteTx, CpAsync, CpAsyncCommit, CpAsyncWaitGroup, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
                       Nop, TmaLoad, TmaStore, Wait, DynExpr, dyn_locals)
 from .properties import Prop
@@ -124,8 +125,11 @@ def _state_arg(cx: Any, pipe: Any, x: Any, what: str) -> PipelineStateVal:
 
 
 def _pipe_arg(cx: Any, x: Any, what: str) -> PipelineBase:
-    if not isinstance(x, PipelineBase):
+    if not isinstance(x, PipelineBase) or isinstance(x, GmemFlags):
         cx.error(f"{what} expects a pipeline as its first argument, got {_show(x)}")
+    if isinstance(x, GmemBuffer) and what not in ("read", "write"):
+        cx.error(f"{what}: gmem_buffer {x.decl.var} is global memory; only read/write "
+                 "reach it in .pipe (TMA, cp.async and MMA steps take shared memory)")
     return x
 
 
@@ -327,6 +331,61 @@ def b_identity(cx: Any, args: tuple, kw: dict) -> Any:
 def b_block_idx_in_cluster(cx: Any, args: tuple, kw: dict) -> int:
     _args(cx, args, kw, (), "block_idx_in_cluster")
     return cx.cta
+
+
+def b_cluster_idx(cx: Any, args: tuple, kw: dict) -> int:
+    """The cluster's linear index in the grid (CuTe DSL ``cute.arch.cluster_idx()`` gives
+    (x, y, z); ``.pipe`` gives x + gx * (y + gy * z) for a grid of gx * gy * gz clusters)."""
+    _args(cx, args, kw, (), "cluster_idx")
+    cx.compiler.uses_grid = True  # every cluster of the grid runs its own path
+    return cx.cluster
+
+
+def b_block_idx(cx: Any, args: tuple, kw: dict) -> int:
+    """The CTA's linear index in the grid: ``cluster_idx() * cluster_size() +
+    block_idx_in_cluster()`` (CuTe DSL ``cute.arch.block_idx()`` is (x, y, z))."""
+    _args(cx, args, kw, (), "block_idx")
+    cx.compiler.uses_grid = True
+    return cx.cluster * cx.kernel.cluster_size + cx.cta
+
+
+def b_num_clusters(cx: Any, args: tuple, kw: dict) -> int:
+    """Clusters in the grid (``launch(grid=...)``; an error without a grid)."""
+    _args(cx, args, kw, (), "num_clusters")
+    if cx.kernel.grid_clusters is None:
+        cx.error("num_clusters(): the kernel's launch(...) gives no grid= (the number of "
+                 "clusters is unbounded)")
+    return cx.kernel.grid_clusters
+
+
+def b_gmem_flags(cx: Any, args: tuple, kw: dict) -> GmemFlags:
+    """``gmem_flags(count=1)``: global-memory counters shared by the grid
+    (``model/pipelines/gmem.py``), named after the variable it is assigned to."""
+    (count,) = _args(cx, args, kw, ("count",), "gmem_flags")
+    n = 1 if count is None else cx.as_int(count, "count")
+    if n < 1:
+        cx.error(f"gmem_flags(count={n}): at least one flag")
+    var = cx.compiler.current_target or f"flags_{cx.loc.line}"
+    return GmemFlags.declare(cx, var, n)
+
+
+def b_gmem_buffer(cx: Any, args: tuple, kw: dict) -> GmemBuffer:
+    """``gmem_buffer(stages=1)``: a global-memory data region shared by the grid (a
+    split-K partial-sum workspace), named after the variable it is assigned to."""
+    (stages,) = _args(cx, args, kw, ("stages",), "gmem_buffer")
+    n = 1 if stages is None else cx.as_int(stages, "stages")
+    if n < 1:
+        cx.error(f"gmem_buffer(stages={n}): at least one stage")
+    var = cx.compiler.current_target or f"gmem_{cx.loc.line}"
+    return GmemBuffer.declare_global(cx, var, n)
+
+
+def b_fence_acq_rel_gpu(cx: Any, args: tuple, kw: dict) -> None:
+    """``fence.acq_rel.gpu`` (CuTe DSL ``cute.arch.fence_acq_rel_gpu()``): with relaxed
+    flag loads before it an acquire, with relaxed flag updates after it a release
+    (``model/pipelines/gmem.py``).  A release point of the warp."""
+    _args(cx, args, kw, (), "fence_acq_rel_gpu")
+    cx.emit(GmemFence(loc=cx.loc, label="fence.acq_rel.gpu", pre=release_point_effects(cx)))
 
 
 def b_cluster_size(cx: Any, args: tuple, kw: dict) -> int:
@@ -935,6 +994,12 @@ def builtins_table() -> dict[str, Any]:
         "block_idx_in_cluster": b_block_idx_in_cluster,
         "cta_rank_in_cluster": b_block_idx_in_cluster,
         "cluster_size": b_cluster_size,
+        "cluster_idx": b_cluster_idx,
+        "block_idx": b_block_idx,
+        "num_clusters": b_num_clusters,
+        "gmem_flags": b_gmem_flags,
+        "gmem_buffer": b_gmem_buffer,
+        "fence_acq_rel_gpu": b_fence_acq_rel_gpu,
         "elect_one": b_elect_one,
         "launch": b_launch,
         "sync_threads": b_sync_threads,

@@ -45,7 +45,7 @@ from .roles import RoleUse, method_side, misuse_message
 #: instructions that release what the warp did before them (PTX ISA 8.8: arrive has
 #: release semantics); ``Compiler.attach`` never puts later effects on them
 RELEASES = (_program.Arrive, _program.ClusterArrive, _program.CpAsyncArrive,
-            _program.UmmaCommit, NamedBarrierOp)
+            _program.UmmaCommit, NamedBarrierOp, _program.GmemAtomic, _program.GmemFence)
 
 MAX_BLOCK_THREADS = 1024
 
@@ -100,6 +100,19 @@ class KernelInfo:
     #: successful CLC ``try_cancel`` responses: a cluster can cancel at most the
     #: ``grid_clusters - 1`` others (PTX ISA 9.7.13.17 clusterlaunchcontrol.try_cancel)
     grid_clusters: Optional[int] = None
+    #: clusters the transition system holds: 1, or every cluster of the grid when the
+    #: kernel uses global memory (``gmem_flags``/``gmem_buffer``: spec/model.md "several
+    #: clusters"); CTA ``c`` of cluster ``k`` is the system's CTA ``k * cluster_size + c``
+    clusters: int = 1
+
+    @property
+    def num_ctas(self) -> int:
+        """CTAs in the transition system (every modelled cluster's)."""
+        return self.cluster_size * self.clusters
+
+    def cluster_of(self, cta: int) -> int:
+        """The modelled cluster of system CTA ``cta``."""
+        return cta // self.cluster_size
 
     @property
     def num_warps(self) -> int:
@@ -733,6 +746,8 @@ class _Agent:
         self.compiler = compiler
         self.kernel = compiler.info
         self.cta = cta
+        #: the cluster's index in the grid (``cluster_idx()``); ``cta`` is the rank in it
+        self.cluster = compiler.cluster
         self.warp = warp
         self.code: list[Instr] = []
         self.targets: set[int] = set()
@@ -1159,6 +1174,14 @@ class _Compiler:
         self.decls: dict[str, list[tuple[PipelineDecl, frozenset, ir.Loc]]] = {}
         self.named_ids: set[int] = set()
         self.current_target: Optional[str] = None
+        #: the cluster being compiled (``cluster_idx()``); set by ``compile_kernel``
+        self.cluster = 0
+        #: the kernel declared global memory (``model/pipelines/gmem.py``): every
+        #: cluster of the grid is modelled
+        self.uses_gmem = False
+        #: the kernel reads its cluster's place in the grid (``cluster_idx()``,
+        #: ``block_idx()``): the clusters' paths differ, so every one is modelled too
+        self.uses_grid = False
         self.track_count = _reads_count(kernel)
         self.param_names: tuple[str, ...] = ()
         self.param_points: tuple[tuple[int, ...], ...] = ()
@@ -1637,6 +1660,17 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     for cta in range(info.cluster_size):
         for warp in range(info.num_warps):
             progs.append(comp.compile_agent(cta, warp))
+    if comp.uses_gmem or comp.uses_grid:
+        info = _grid_info(info, kernel.loc)
+        for k in range(1, info.clusters):
+            comp.cluster = k
+            for cta in range(info.cluster_size):
+                for warp in range(info.num_warps):
+                    progs.append(_relocate(comp.compile_agent(cta, warp),
+                                           k * info.cluster_size))
+        comp.info = info
+        for prog in progs:
+            _check_grid_program(prog, info)
     for prog in progs:
         for ins in prog.code:
             left = _params_in(ins) if symbolic else set()
@@ -1647,6 +1681,72 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     decls = comp.pipelines()
     return CompiledKernel(info, tuple(progs), decls, tuple(sorted(comp.named_ids)),
                           kernel.loc.file, tuple(symbolic), points)
+
+
+#: most clusters the transition system holds (every warp of each is a state component)
+MAX_MODELLED_CLUSTERS = 4
+
+
+def _grid_info(info: KernelInfo, loc: ir.Loc) -> KernelInfo:
+    """A kernel that uses global memory is checked with every cluster of its grid
+    (spec/model.md "several clusters"): the grid must be given and small, and its
+    clusters one CTA each (the model's cluster-scoped machinery -- multicast masks,
+    the cluster barrier, remote arrives -- covers one cluster of the system)."""
+    n = info.grid_clusters
+    if n is None:
+        raise ConfigError("a kernel that uses global memory (gmem_flags/gmem_buffer) or "
+                          "its place in the grid (cluster_idx(), block_idx()) needs "
+                          "launch(grid=...): every cluster of the grid is checked", loc)
+    if n > MAX_MODELLED_CLUSTERS:
+        raise Unsupported(f"unsupported: a grid of {n} clusters with global memory or "
+                          f"cluster_idx() (at most {MAX_MODELLED_CLUSTERS} are modelled)", loc)
+    if n > 1 and info.cluster_size > 1:
+        raise Unsupported(f"unsupported: global memory or cluster_idx() in a grid of {n} "
+                          f"clusters of {info.cluster_size} CTAs (several clusters are "
+                          "modelled only with one CTA per cluster)", loc)
+    return replace(info, clusters=n)
+
+
+def _relocate(x: Any, base: int) -> Any:
+    """Program ``x`` compiled for a CTA of cluster 0, moved to the CTAs ``base...`` of
+    another cluster: every CTA it names (its own, its barriers', its buffers') shifts by
+    ``base``; global-memory buffers (``GMEM_CTA``) and flags stay."""
+    if isinstance(x, (_program.BarRef, _program.BufRef)):
+        return x if x.cta == _program.GMEM_CTA else replace(x, cta=x.cta + base)
+    if isinstance(x, tuple):
+        return tuple(_relocate(y, base) for y in x)
+    if isinstance(x, list):
+        return [_relocate(y, base) for y in x]
+    if isinstance(x, AgentProgram):
+        return replace(x, cta=x.cta + base, code=_relocate(x.code, base))
+    if isinstance(x, (_program.MbarInit, _program.FenceMbarInit)):
+        return replace(_relocate_fields(x, base), cta=x.cta + base)
+    if hasattr(x, "__dataclass_fields__") and not isinstance(x, _program.FlagRef):
+        return _relocate_fields(x, base)
+    return x
+
+
+def _relocate_fields(x: Any, base: int) -> Any:
+    changes = {}
+    for f in x.__dataclass_fields__:
+        if f in ("loc", "cta"):
+            continue
+        v = getattr(x, f)
+        nv = _relocate(v, base)
+        if nv is not v and nv != v:
+            changes[f] = nv
+    return replace(x, **changes) if changes else x
+
+
+def _check_grid_program(prog: AgentProgram, info: KernelInfo) -> None:
+    """Several modelled clusters: refuse what would need a per-cluster cluster barrier."""
+    if info.clusters < 2:
+        return
+    for ins in prog.code:
+        if isinstance(ins, (_program.ClusterArrive, _program.ClusterWait)):
+            raise Unsupported("unsupported: a cluster barrier in a kernel whose grid of "
+                              f"{info.clusters} clusters is modelled (global memory): use a "
+                              "CTA barrier (one CTA per cluster)", ins.loc)
 
 
 def _params_in(x: Any) -> set[str]:

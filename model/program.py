@@ -48,7 +48,26 @@ class BufRef:
     stage: int
 
     def __str__(self) -> str:
+        if self.cta == GMEM_CTA:
+            return f"{self.buffer}[{self.stage}]@gmem"
         return f"{self.buffer}[{self.stage}]@cta{self.cta}"
+
+
+#: ``BufRef.cta`` of a global-memory buffer (``gmem_buffer``): one copy shared by every
+#: CTA of every modelled cluster
+GMEM_CTA = -1
+
+
+@dataclass(frozen=True, order=True)
+class FlagRef:
+    """Word ``index`` of the global-memory flag array ``array`` (``gmem_flags``): a 32-bit
+    counter, zero at launch, shared by every CTA of the grid."""
+
+    array: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.array}[{self.index}]@gmem"
 
 
 # Data tags (ghost): which fill of a buffer a write produces and a read expects.  A tag is
@@ -408,6 +427,52 @@ class TmemWait(Instr):
     CTA's warp has issued the same collective instruction."""
 
 
+@dataclass(frozen=True)
+class GmemAtomic(Instr):
+    """An atomic update of a global-memory flag by the warp's active lanes, at ``.gpu``
+    scope: ``op`` "add" (``red.{sem}.gpu.global.add.s32``, ``value`` per lane, ``lanes``
+    lanes) or "store" (``st.{sem}.gpu.global.b32`` of ``value``: a store, one lane's value
+    wins, every lane stores the same).  ``sem`` "release": the update is a release at gpu
+    scope -- the warp's earlier writes (and, cumulatively, the CTA's writes ordered
+    before it by a barrier) are visible to any thread that acquires the flag and reads
+    this or a later value (PTX ISA "Memory Consistency Model": release patterns, release
+    sequences of atomic read-modify-writes; "red", "st").  "relaxed": no ordering.
+    CUTLASS ``cutlass/barrier.h`` ``GenericBarrier::arrive_inc`` (``red.release.gpu``),
+    ``cutlass/semaphore.h`` ``Semaphore::release`` (``st.release.gpu``)."""
+
+    flag: FlagRef = None  # type: ignore[assignment]
+    op: str = "add"
+    value: int = 1
+    lanes: int = 1
+    sem: str = "release"
+
+
+@dataclass(frozen=True)
+class GmemWait(Instr):
+    """A spin on a global-memory flag: ``ld.{sem}.gpu.global.b32`` in a loop until
+    ``flag cmp value`` holds (``cmp`` "eq" or "ge").  Blocks while the predicate is false;
+    a spin on a value nobody will write is a deadlock.  ``sem`` "acquire": the load that
+    ends the spin is an acquire at gpu scope (it synchronizes with the release whose
+    value, or a later one of its release sequence, it reads); "relaxed": it orders
+    nothing.  CUTLASS ``GenericBarrier::wait_eq`` / ``wait_lt`` (``ld.acquire.gpu``
+    spins), ``Semaphore::wait``."""
+
+    flag: FlagRef = None  # type: ignore[assignment]
+    cmp: str = "eq"
+    value: int = 0
+    sem: str = "acquire"
+
+
+@dataclass(frozen=True)
+class GmemFence(Instr):
+    """``fence.acq_rel.gpu`` by the warp: a lightweight fence that, with the warp's
+    relaxed flag loads before it, forms an acquire pattern, and with its relaxed flag
+    updates after it a release pattern (PTX ISA "Memory Consistency Model": fence-SC
+    and fence.acq_rel, release and acquire patterns; "membar/fence").  CUTLASS
+    ``cutlass/barrier.h`` ``red_release``: ``fence.acq_rel.gpu`` then
+    ``red.relaxed.gpu.global.add``."""
+
+
 # --------------------------------------------------------------------------- control
 
 
@@ -587,7 +652,7 @@ SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpA
                   CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
                   NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit, ParamSplit, TmemAlloc, TmemDealloc,
-                  TmemRelinquish, TmemWait]
+                  TmemRelinquish, TmemWait, GmemAtomic, GmemWait, GmemFence]
 
 
 def control_successors(code: tuple[Instr, ...] | list, pc: int) -> list[int]:
@@ -635,4 +700,5 @@ class AgentProgram:
 #: the wait half of ``bar.sync`` and of the cluster barrier, a bulk group's read wait,
 #: a cp.async group wait, the wait half of a 2-CTA tensor-memory alloc/dealloc): a trace
 #: records them after the wait, every other step before it
-WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait)
+WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait,
+              GmemWait)

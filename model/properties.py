@@ -46,6 +46,8 @@ class Prop:
     MISSING_PROXY_FENCE = "missing-proxy-fence"
     # tensor memory allocation protocol (PTX ISA tcgen05.alloc/dealloc/relinquish_alloc_permit)
     TMEM_MISUSE = "tmem-misuse"
+    # global memory between CTAs of the grid (PTX ISA memory consistency model, gpu scope)
+    GMEM_RACE = "gmem-race"
     # memory scopes (only with --memory-model strict: spec/primitives.md "memory scopes")
     INSUFFICIENT_SCOPE = "insufficient-scope"
 

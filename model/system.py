@@ -32,7 +32,9 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish,
-                      TmemWait, TryWait, UmmaCommit, Wait, eval_dyn)
+                      TmemWait, TryWait, UmmaCommit, Wait, eval_dyn, GMEM_CTA, FlagRef,
+                      GmemAtomic, GmemFence, GmemWait)
+from .pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
 
@@ -178,7 +180,7 @@ class Outcome:
 _BLOCKED = Outcome(False, [], "blocked")
 
 
-_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait)
+_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait, GmemWait)
 
 
 class System:
@@ -240,8 +242,10 @@ class System:
         self.buf: dict[BufRef, int] = {}
         self.cta_only: dict[BufRef, list[int]] = {}
         self.arrays_of_cta: dict[int, list[str]] = {}
-        for cta in range(self.info.cluster_size):
+        for cta in range(self.info.num_ctas):
             for d in compiled.pipelines:
+                if d.cls in (GMEM_FLAGS, GMEM_BUFFER):
+                    continue  # global memory: once for the grid (_gmem_layout)
                 for a in d.arrays:
                     name = f"{d.var}.{a.name}"
                     base = L.alloc(f"{name}@cta{cta}.ivis", UNINIT)
@@ -269,7 +273,8 @@ class System:
                         # flag c: the fill holds generic writes by CTA c released only at
                         # .cta scope (invisible to other CTAs)
                         self.cta_only[ref] = [L.alloc(f"{ref}.cta_only{c}", 0)
-                                              for c in range(self.info.cluster_size)]
+                                              for c in range(self.info.num_ctas)]
+        self._gmem_layout(L)
         self._tmem_layout(L)
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
         self.pub_bufs: dict[BarRef, tuple[BufRef, ...]] = {}
@@ -279,7 +284,7 @@ class System:
         # named barriers: per (cta, id): arrived, expected, gen, then one flag per warp
         self.nb: dict[tuple[int, int], int] = {}
         self.nbflag: dict[tuple[int, int, int], int] = {}
-        for cta in range(self.info.cluster_size):
+        for cta in range(self.info.num_ctas):
             for bid in compiled.named_barrier_ids:
                 if not 0 <= bid <= 15:
                     continue
@@ -335,12 +340,184 @@ class System:
         self.tmem_paired = any(i.cta_group == 2 for i in used)
         self.tmem_buffers = frozenset(d.buffer for d in self.compiled.pipelines
                                       if d.cls in TMEM_CLASSES)
-        for cta in range(self.info.cluster_size):
+        for cta in range(self.info.num_ctas):
             self.tmem[cta] = L.alloc(f"tmem@cta{cta}.allocations", 0)
             L.alloc(f"tmem@cta{cta}.permit_relinquished", 0)
             L.alloc(f"tmem@cta{cta}.pair_wait", PAIR_NONE)
             self.tmem_bufs[cta] = tuple(sorted(r for r in self.buf if r.cta == cta
                                                and r.buffer in self.tmem_buffers))
+
+    def _gmem_layout(self, L: Any) -> None:
+        """Global memory (only for kernels that declare it; spec/model.md "global
+        memory"): one word per flag; per global data region stage the usual buffer
+        ghost plus ``owner`` (the CTA whose stores made the current fill, -1: none),
+        ``wcta`` (the CTA whose stores are in flight), ``wend`` (the warp whose stores
+        completed the fill, -1: none yet, -2: several warps), one ``pub`` bit per flag
+        (the fill was released at gpu scope by an update of that flag) and three bits
+        per warp: ``acq`` (the warp is ordered after the fill: it wrote it, passed a CTA
+        barrier with a warp ordered after it, or acquired it at gpu scope -- so its own
+        gpu-scope release publishes it again, PTX's cumulativity), ``fen`` (it was
+        ordered after the fill at its last ``fence.acq_rel.gpu``: a later relaxed flag
+        update publishes it) and ``obs`` (a relaxed load of a flag the fill was released
+        through: its next ``fence.acq_rel.gpu`` acquires it)."""
+        self.gflag: dict[FlagRef, int] = {}
+        self.gbufs: tuple[BufRef, ...] = ()
+        self.gmeta: dict[BufRef, int] = {}
+        self.gpub: dict[tuple[BufRef, FlagRef], int] = {}
+        self.gacq: dict[tuple[BufRef, int], int] = {}
+        self.gfen: dict[tuple[BufRef, int], int] = {}
+        self.gobs: dict[tuple[BufRef, int], int] = {}
+        for d in self.compiled.pipelines:
+            if d.cls == GMEM_FLAGS:
+                for i in range(d.stages):
+                    f = FlagRef(d.var, i)
+                    self.gflag[f] = L.alloc(str(f), 0)
+        bufs = []
+        for d in self.compiled.pipelines:
+            if d.cls != GMEM_BUFFER:
+                continue
+            for st in range(d.stages):
+                ref = BufRef(GMEM_CTA, d.buffer, st)
+                b0 = None
+                for f, init in zip(BUF_FIELDS, (0, NO_DATA, 0, 0, 0, NO_DATA, 0)):
+                    k = L.alloc(f"{ref}.{f}", init)
+                    b0 = k if b0 is None else b0
+                self.buf[ref] = b0  # type: ignore[assignment]
+                # no --memory-model strict marks: gpu scope is tracked below
+                self.gmeta[ref] = L.alloc(f"{ref}.owner", -1)
+                L.alloc(f"{ref}.wcta", -1)
+                L.alloc(f"{ref}.wend", -1)
+                L.alloc(f"{ref}.foreign_reader", -1)
+                for f in self.gflag:
+                    self.gpub[(ref, f)] = L.alloc(f"{ref}.released_by.{f}", 0)
+                for ag in self.agents:
+                    self.gacq[(ref, ag.index)] = L.alloc(f"{ref}.acquired_by.{ag.name}", 0)
+                    self.gfen[(ref, ag.index)] = L.alloc(f"{ref}.fenced_by.{ag.name}", 0)
+                    self.gobs[(ref, ag.index)] = L.alloc(f"{ref}.observed_by.{ag.name}", 0)
+                bufs.append(ref)
+        self.gbufs = tuple(bufs)
+
+    def _gmem_ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
+                    cta: Optional[int], agent: Optional[int]) -> None:
+        """The gpu-scope ordering of a warp's access to a global data region (before the
+        buffer ghost's own checks, which report ``gmem-race`` there too): a read, or a
+        store, of a fill another CTA made needs this warp's acquire of a flag the fill
+        was released through; stores of two CTAs in flight at once race."""
+        if cta is None or agent is None or e.kind not in ("read", "write_begin", "write_end"):
+            return
+        b = self.buf[e.buf]
+        owner, wcta, wend = self.gmeta[e.buf], self.gmeta[e.buf] + 1, self.gmeta[e.buf] + 2
+        xread = self.gmeta[e.buf] + 3
+        acq = self.gacq[(e.buf, agent)]
+        if e.kind == "write_end":
+            # the warp's stores of the fill are done (at its release): it alone is ordered
+            # after them, if it alone wrote the fill
+            w = S.get(wend)
+            single = V.or_(V.eq(w, -1), V.eq(w, agent))
+            S.set(wend, V.ite(single, agent, -2))
+            S.set(acq, V.ite(single, 1, S.get(acq)))
+            return
+        foreign = V.and_(V.ne(S.get(owner), -1), V.ne(S.get(owner), cta),
+                         V.ne(S.get(b + 1), NO_DATA))
+        what = "reads" if e.kind == "read" else "stores to"
+        if e.kind == "read":
+            # which other CTA read this fill (-2: several): a later overwrite by the
+            # owner is not ordered after that read by anything the model tracks
+            x = S.get(xread)
+            S.set(xread, V.ite(foreign, V.ite(V.or_(V.eq(x, -1), V.eq(x, cta)), cta, -2), x))
+        add_check(checks, V.and_(foreign, V.eq(S.get(acq), 0)), Prop.GMEM_RACE,
+                  lambda: f"{name()} {what} {e.buf}, whose data another CTA wrote, without "
+                          "acquiring it: no ld.acquire.gpu (wait_eq/wait_ge with "
+                          "sem='acquire') of a flag that CTA updated with a gpu-scope "
+                          "release after its stores")
+        if e.kind == "write_begin":
+            add_check(checks, V.and_(V.lt(0, S.get(b)), V.ne(S.get(wcta), cta)),
+                      Prop.GMEM_RACE,
+                      lambda: f"{name()} stores to {e.buf} while another CTA's stores to it "
+                              "are in flight (unordered writes: the result depends on the "
+                              "schedule)")
+            x = S.get(xread)
+            add_check(checks, V.and_(V.ne(x, -1), V.ne(x, cta)), Prop.GMEM_RACE,
+                      lambda: f"{name()} stores to {e.buf} over a fill that a warp of another "
+                              "CTA read: the model does not track what orders that read "
+                              "before these stores (write-after-read between CTAs: "
+                              "reported, conservatively)")
+            # a new fill (no stores in flight): its writer's CTA owns it, nobody has it
+            # released, acquired or ordered after it
+            new = V.eq(S.get(b), 0)
+            S.set(xread, V.ite(new, -1, x))
+            S.set(owner, cta)
+            S.set(wcta, cta)
+            S.set(wend, V.ite(new, -1, S.get(wend)))
+            for f in self.gflag:
+                slot = self.gpub[(e.buf, f)]
+                S.set(slot, V.ite(new, 0, S.get(slot)))
+            for a in range(len(self.agents)):
+                for bits in (self.gacq, self.gfen, self.gobs):
+                    slot = bits[(e.buf, a)]
+                    S.set(slot, V.ite(new, 0, S.get(slot)))
+
+    def _gmem_exec(self, V: Any, S: Any, a: int, ins: Instr) -> Any:
+        """A flag update (release or relaxed), a spin on a flag (acquire or relaxed) or
+        ``fence.acq_rel.gpu``; returns the step's enabledness."""
+        if isinstance(ins, GmemFence):
+            # acquire side: what the warp's earlier relaxed loads observed; release side:
+            # what it is ordered after now, for its later relaxed updates (PTX ISA memory
+            # consistency model, "fence-SC and fence.acq_rel" release/acquire patterns)
+            for ref in self.gbufs:
+                acq, fen = self.gacq[(ref, a)], self.gfen[(ref, a)]
+                known = V.or_(V.eq(S.get(acq), 1), V.eq(S.get(self.gobs[(ref, a)]), 1))
+                S.set(acq, V.ite(known, 1, 0))
+                S.set(fen, V.ite(known, 1, 0))
+            return True
+        slot = self.gflag[ins.flag]
+        val = S.get(slot)
+        if isinstance(ins, GmemWait):
+            ok = V.eq(val, ins.value) if ins.cmp == "eq" else V.le(ins.value, val)
+            # an acquire synchronizes with every release of this flag already in its
+            # modification order (the value read is that release's or a later one of
+            # its release sequence: the flag's updates are atomic); a relaxed load only
+            # observes it (a later fence.acq_rel.gpu makes that an acquire)
+            bits = self.gacq if ins.sem == "acquire" else self.gobs
+            for ref in self.gbufs:
+                x = bits[(ref, a)]
+                S.set(x, V.ite(V.eq(S.get(self.gpub[(ref, ins.flag)]), 1), 1, S.get(x)))
+            return ok
+        if ins.op == "add":
+            S.set(slot, val + ins.value * ins.lanes)
+        else:
+            S.set(slot, ins.value)
+        # a release publishes every complete fill this warp is ordered after (its own
+        # stores, its CTA's ordered before it by a CTA barrier, fills it acquired); a
+        # relaxed update those it was ordered after at its last fence.acq_rel.gpu
+        bits = self.gacq if ins.sem == "release" else self.gfen
+        for ref in self.gbufs:
+            b = self.buf[ref]
+            ok = V.and_(V.eq(S.get(b), 0), V.ne(S.get(b + 1), NO_DATA),
+                        V.eq(S.get(bits[(ref, a)]), 1))
+            pub = self.gpub[(ref, ins.flag)]
+            S.set(pub, V.ite(ok, 1, S.get(pub)))
+        return True
+
+    def _gmem_barrier(self, V: Any, S: Any, cta: int, complete: Any, part: dict[int, Any],
+                      full: Any) -> None:
+        """A CTA barrier generation completes: its warps (``part``: agent -> arrived) are
+        ordered after every fill of a global region some warp of theirs was ordered
+        after (its writer, a warp that acquired it), and after every complete fill of
+        the CTA when the barrier counts every thread of the CTA (``full``: a fill several
+        warps wrote).  PTX: bar.sync is a release/acquire among its threads, and
+        causality order is transitive."""
+        for ref in self.gbufs:
+            b = self.buf[ref]
+            wend = S.get(self.gmeta[ref] + 2)
+            known = V.or_(*[V.and_(p, V.eq(S.get(self.gacq[(ref, j)]), 1))
+                            for j, p in part.items()])
+            cond = V.and_(complete, V.or_(known, V.and_(
+                V.eq(S.get(self.gmeta[ref]), cta), V.eq(S.get(b), 0),
+                V.ne(S.get(b + 1), NO_DATA), V.eq(wend, -2), full)))
+            for i, p in part.items():
+                slot = self.gacq[(ref, i)]
+                S.set(slot, V.ite(V.and_(cond, p), 1, S.get(slot)))
 
     def tmem_pair_of(self, cta: int) -> tuple[int, ...]:
         """The CTAs whose tensor memory a cta_group::2 collective of ``cta`` covers."""
@@ -409,7 +586,8 @@ class System:
     # ---------------------------------------------------------------- ghost effects
 
     def ghost(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], who: Any,
-              cta: Optional[int] = None, scope: str = "cluster") -> None:
+              cta: Optional[int] = None, scope: str = "cluster",
+              agent: Optional[int] = None) -> None:
         """Apply one ghost effect on a stage buffer (``who`` names the actor; it may be a
         function returning the name, evaluated only for a message).
 
@@ -429,6 +607,13 @@ class System:
             return
         wip, stamp, rd, dirty, awip = b, b + 1, b + 2, b + 3, b + 6
         k = e.kind
+        # global memory: every race on it is a gmem-race (the buffer rules below, plus
+        # the gpu-scope release/acquire of _gmem_ghost)
+        gm = e.buf.cta == GMEM_CTA
+        rbf = Prop.GMEM_RACE if gm else Prop.READ_BEFORE_FULL
+        obr = Prop.GMEM_RACE if gm else Prop.OVERWRITE_BEFORE_RELEASE
+        if gm:
+            self._gmem_ghost(V, S, e, checks, name, cta, agent)
         if k == "tmem_ptr":
             # the address tcgen05.alloc stored must be there and released by its writer
             add_check(checks, V.or_(V.lt(0, S.get(wip)), V.eq(S.get(stamp), NO_DATA)),
@@ -457,7 +642,7 @@ class System:
             S.set(awip, S.get(awip) - 1)
             k = "write_end"
         if k == "read":
-            add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
+            add_check(checks, V.lt(0, S.get(wip)), rbf,
                       lambda: f"{name()} reads {e.buf} while "
                               + self._writes_in_flight(V, S, awip))
             st = S.get(stamp)
@@ -476,14 +661,14 @@ class System:
                           V.ne(st, e.tag))))
                 msg = lambda: (f"{name()} reads {e.buf} expecting fill {e.tag} (mod 4), "  # noqa: E731
                                "but it holds another fill or nothing")
-            add_check(checks, bad, Prop.READ_BEFORE_FULL, msg)
+            add_check(checks, bad, rbf, msg)
             self._scope_check(V, S, e, checks, name, cta)
         elif k == "hold":
             S.set(rd, S.get(rd) + 1)
         elif k == "unhold":
             S.set(rd, S.get(rd) - 1)
         elif k == "write_begin":
-            add_check(checks, V.lt(0, S.get(rd)), Prop.OVERWRITE_BEFORE_RELEASE,
+            add_check(checks, V.lt(0, S.get(rd)), obr,
                       lambda: f"{name()} starts writing {e.buf} while a consumer still owns it")
             # a write of another fill while one is still in flight overwrites data nobody
             # has consumed (the writes of one fill -- A and B tiles -- share the tag)
@@ -494,7 +679,7 @@ class System:
                           lambda: f"{name()} starts writing fill {e.tag} of {e.buf} while the "
                                   "write of the previous fill is still in flight (it was "
                                   "never consumed)")
-                if self.strict_scopes:
+                if self.strict_scopes and not gm:
                     # a new fill: the marks of the old one go, and so does every warp's
                     # acquisition of it (fill tags repeat mod 4, so a later fill could
                     # otherwise pass for the acquired one in ``_publish``)
@@ -508,7 +693,7 @@ class System:
         elif k == "write_end":
             S.set(wip, S.get(wip) - 1)
             S.set(stamp, e.tag)
-            if self.strict_scopes and cta is not None and scope == "cta":
+            if self.strict_scopes and cta is not None and scope == "cta" and not gm:
                 S.set(self.cta_only[e.buf][cta], 1)
         elif k == "dirty":
             S.set(dirty, S.get(dirty) + 1)
@@ -649,8 +834,8 @@ class System:
 
     def _scope_check(self, V: Any, S: Any, e: GhostEffect, checks: list[Check], name: Any,
                      cta: Optional[int]) -> None:
-        if not self.strict_scopes or cta is None:
-            return
+        if not self.strict_scopes or cta is None or e.buf.cta == GMEM_CTA:
+            return  # (global regions: gpu-scope release/acquire, _gmem_ghost)
         flags = [S.get(m) for c, m in enumerate(self.cta_only[e.buf]) if c != cta]
         if not flags:
             return
@@ -673,7 +858,8 @@ class System:
                         if dl.buf is not None:
                             pub.setdefault(dl.bar, set()).add(dl.buf)
                 elif isinstance(ins, Arrive):
-                    ended = {e.buf for e in ins.pre if e.kind == "write_end"}
+                    ended = {e.buf for e in ins.pre if e.kind == "write_end"
+                             and e.buf.cta != GMEM_CTA}
                     for arr in ins.arrivals:
                         pub.setdefault(arr.bar, set()).update(ended)
         self.pub_bufs = {b: tuple(sorted(x, key=str)) for b, x in pub.items()
@@ -776,7 +962,7 @@ class System:
         if ins.pre:
             scope = self.release_scope(ins)
             for e in ins.pre:
-                self.ghost(V, S, e, checks, who, ag.cta, scope)
+                self.ghost(V, S, e, checks, who, ag.cta, scope, a)
         if self.strict_scopes:
             self._publish(V, S, a, ins)
             self._acquire(V, S, a, ins)
@@ -885,6 +1071,8 @@ class System:
                 S.set(base + 1, V.ite(V.ne(S.get(base), UNINIT), 1, S.get(base + 1)))
         elif t in (TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait):
             enabled = self._tmem_exec(V, S, a, ins, checks, who)
+        elif t in (GmemAtomic, GmemWait, GmemFence):
+            enabled = self._gmem_exec(V, S, a, ins)
         elif t is Fail:
             checks.append(Check(True, ins.prop, f"{who}: {ins.message}"))
         elif t is Nop:
@@ -898,7 +1086,7 @@ class System:
         else:  # pragma: no cover
             raise NotImplementedError(t.__name__)
         for e in ins.post:
-            self.ghost(V, S, e, checks, who, ag.cta, "cta")
+            self.ghost(V, S, e, checks, who, ag.cta, "cta", a)
         S.set(ag.pc, nxt)
         if nxt == DONE:
             self._after_exit(V, S, ag.cta, checks)
@@ -966,6 +1154,9 @@ class System:
             return ag.cpg < 0 or S.get(ag.cpg) <= ins.n
         if t is TmemWait:
             return S.get(self.tmem[ag.cta] + TM_PAIR) == PAIR_NONE
+        if t is GmemWait:
+            v = S.get(self.gflag[ins.flag])
+            return v == ins.value if ins.cmp == "eq" else v >= ins.value
         return True
 
     def run_local(self, V: Any, S: Any, a: int, checks: list[Check]) -> None:
@@ -1129,6 +1320,11 @@ class System:
         complete = V.and_(V.ne(expected, 0), V.le(need, arrived))
         if complete is False:  # concretely incomplete: nothing changes
             return
+        if self.gbufs:
+            part = {i: V.eq(S.get(self.nbflag[(cta, bid, self.agents[i].warp)]), 1)
+                    for i in self.agents_of_cta[cta]}
+            full = V.or_(V.eq(expected, -1), V.le(self.info.block_threads, expected))
+            self._gmem_barrier(V, S, cta, complete, part, full)
         S.set(base, V.ite(complete, 0, arrived))
         S.set(base + 1, V.ite(complete, 0, expected))
         S.set(base + 2, V.ite(complete, 1 - S.get(base + 2), S.get(base + 2)))
@@ -1191,7 +1387,7 @@ class System:
         S.set(self.cluster_gen, V.ite(complete, 1 - g, g))
         for ag in self.agents:
             S.set(ag.carr, V.ite(complete, 0, S.get(ag.carr)))
-        ctas = list(range(self.info.cluster_size))
+        ctas = list(range(self.info.num_ctas))
         self._promote(V, S, complete, "rel_clu", VIS_CLUSTER, ctas)
         self._promote(V, S, complete, "rel_cta", VIS_CTA, ctas)
 
@@ -1406,7 +1602,40 @@ class System:
         if isinstance(ins, TmemWait):
             return (f"waits in {ins.label or 'a cta_group::2 tcgen05.alloc/dealloc'} for the "
                     f"allocator warp of its peer CTA {ag.cta ^ 1} to issue it too")
+        if isinstance(ins, GmemWait):
+            op = "==" if ins.cmp == "eq" else ">="
+            can = [g for g in self.agents if state[g.pc] != DONE
+                   and self._may_update(g.index, state[g.pc], ins.flag)]
+            if not can:
+                why = "no warp that is still running will ever update it"
+            else:
+                names = ", ".join(f"{g.name} ({g.role})" for g in can[:6])
+                why = (f"only {names}{' ...' if len(can) > 6 else ''} could still update "
+                       "it, and " + ("it is" if len(can) == 1 else "they are") + " stuck too")
+            return (f"spins on {ins.flag} until it is {op} {ins.value} (ld.{ins.sem}.gpu; it "
+                    f"holds {state[self.gflag[ins.flag]]}); {why}")
         return f"at {ins.label or type(ins).__name__}"
+
+    def _may_update(self, a: int, pc: int, flag: FlagRef) -> bool:
+        """Can warp ``a``, from ``pc`` on, still update the global flag ``flag``?"""
+        code = self.code(a)
+        seen: set[int] = set()
+        todo = [pc]
+        while todo:
+            p = todo.pop()
+            if p in seen or p < 0 or p >= len(code):
+                continue
+            seen.add(p)
+            ins = code[p]
+            if isinstance(ins, GmemAtomic) and ins.flag == flag:
+                return True
+            if isinstance(ins, Jump):
+                todo.append(ins.target)
+            elif isinstance(ins, Branch):
+                todo.extend((ins.then, ins.orelse))
+            elif not isinstance(ins, Exit):
+                todo.append(p + 1)
+        return False
 
     def _may_signal(self, a: int, pc: int, ref: BarRef) -> bool:
         """Can warp ``a``, from ``pc`` on, still arrive on ``ref`` or have bytes or a

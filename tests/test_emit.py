@@ -24,8 +24,9 @@ from pipeproof.model.program import (Arrive, NamedBarrierOp, TmaLoad, TmaStore, 
 
 ROOT = Path(__file__).resolve().parent.parent
 #: textbook examples the PTX emitter does not emit yet (tensor-memory allocation:
-#: tcgen05.alloc/dealloc/relinquish_alloc_permit raise Unsupported, spec/primitives.md 12)
-NOT_EMITTED = {"tmem_allocator"}
+#: tcgen05.alloc/dealloc/relinquish_alloc_permit raise Unsupported, spec/primitives.md 12;
+#: global memory across a grid's clusters: gmem_flags/gmem_buffer, spec/primitives.md 13)
+NOT_EMITTED = {"tmem_allocator", "split_k_serial", "stream_k_fixup"}
 TEXTBOOK = sorted(p for p in (ROOT / "examples" / "textbook").glob("*.pipe")
                   if p.stem not in NOT_EMITTED)
 
@@ -107,6 +108,15 @@ def test_tensor_memory_allocation_is_not_emitted_yet():
     ck = compile_file(ROOT / "examples" / "textbook" / "tmem_allocator.pipe")
     with pytest.raises(Unsupported, match="TmemAlloc"):
         emit(ck, EmitOptions("sm_100a"))
+
+
+@pytest.mark.parametrize("name", ["split_k_serial", "stream_k_fixup"])
+def test_global_memory_is_not_emitted_yet(name):
+    from pipeproof.model.errors import Unsupported
+
+    ck = compile_file(ROOT / "examples" / "textbook" / f"{name}.pipe")
+    with pytest.raises(Unsupported, match="global memory"):
+        emit(ck, EmitOptions("sm_90a"))
 
 
 def test_emit_options_remove_tracing_and_jitter(ck):
