@@ -512,8 +512,10 @@ class System:
             wend = S.get(self.gmeta[ref] + 2)
             known = V.or_(*[V.and_(p, V.eq(S.get(self.gacq[(ref, j)]), 1))
                             for j, p in part.items()])
-            cond = V.and_(complete, V.or_(known, V.and_(
-                V.eq(S.get(self.gmeta[ref]), cta), V.eq(S.get(b), 0),
+            # only a fill with no stores in flight: stores a participant began after its
+            # arrive (bar.arrive, then more stores) are not ordered before the waiters
+            cond = V.and_(complete, V.eq(S.get(b), 0), V.or_(known, V.and_(
+                V.eq(S.get(self.gmeta[ref]), cta),
                 V.ne(S.get(b + 1), NO_DATA), V.eq(wend, -2), full)))
             for i, p in part.items():
                 slot = self.gacq[(ref, i)]

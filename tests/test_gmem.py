@@ -429,3 +429,40 @@ def test_explain_a_spin_deadlock():
     v = check_file(str(BUGS / "g4-bug.pipe"), engine="explicit").verdict
     text = explain(v)
     assert "spins on flag[0]@gmem until it is >= 3" in text and "arrive_inc" in text, text
+
+
+ARRIVE_THEN_STORE = """@cute.kernel
+def cg4(late: int = 1):
+    launch(block=96, grid=(2, 1, 1), cluster=(1, 1, 1))
+    ws = gmem_buffer(stages=1)
+    lock = gmem_flags(count=1)
+    sync = NamedBarrier(barrier_id=1, num_threads=96)
+    k = cute.arch.cluster_idx()
+    with role("a", warps=[0]):
+        if k == 0:
+            write(ws, 0)
+            sync.arrive()
+            if late == 1:
+                write(ws, 0)
+        else:
+            lock.wait_eq(0, 1)
+            read(ws, 0)
+    with role("b", warps=[1]):
+        if k == 0:
+            write(ws, 0)
+            sync.arrive()
+    with role("w", warps=[2]):
+        if k == 0:
+            sync.arrive_and_wait()
+            with elect_one():
+                lock.store(0, 1)
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stores_after_an_arrive_are_not_ordered_by_the_generation(engine):
+    """C-G4: a warp that bar.arrive()s and stores to the stage again is not ordered
+    before the barrier's waiters, so the waiter's release publishes nothing and the
+    other cluster's read races; without the late stores the hand-off is PROVEN."""
+    assert verdict(ARRIVE_THEN_STORE, engine, params={"late": 1}) == ("VIOLATED", "gmem-race")
+    assert verdict(ARRIVE_THEN_STORE, engine, params={"late": 0}) == ("PROVEN", "")
