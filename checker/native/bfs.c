@@ -1,9 +1,9 @@
 /* The breadth-first search of the native engine (checker/native/search.py).
  *
  * Appended to the C that checker/native/ccode.py generates for one kernel, which
- * defines NK (state keys), SB (bytes of a packed state), INIT, PC_KEYS, pack, unpack
- * and expand (the successors of a state, in the explicit engine's order, each handed
- * to visit).  The search is the explicit engine's (checker/explicit.py, _bfs) step for
+ * defines NK (state keys), SB (bytes of a packed state), INIT, PC_KEYS, pack, unpack,
+ * canon (the representative under warp symmetry, or the identity) and expand (the
+ * successors of a state, in the explicit engine's order, each handed to visit).  The search is the explicit engine's (checker/explicit.py, _bfs) step for
  * step: states are numbered in discovery order and expanded in that order; a violating
  * step is a candidate counterexample of length depth+1; a state with no step whose
  * warps have not all exited is a deadlock candidate; once a candidate of length L is
@@ -122,6 +122,7 @@ static int visit(int tid, int r, int rank, int32_t *y) {
     }
     return 0;
   }
+  canon(y);
   pack(y, G.scratch);
   int64_t id = intern(G.scratch, tid);
   if (id < 0) { G.nomem = 1; return 1; }
@@ -148,7 +149,9 @@ int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_r
   G.found_len = -1; G.cur = -1; G.ovf_state = -1; G.ovf_tid = -1;
   G.table = calloc(1024, sizeof(uint32_t)); if (!G.table) return ST_NOMEM;
   G.tmask = 1023;
-  pack(INIT, G.scratch);
+  memcpy(x, INIT, sizeof(x));
+  canon(x);
+  pack(x, G.scratch);
   if (intern(G.scratch, -1) < 0) return ST_NOMEM;
   double t0 = now();
   for (int64_t si = 0; si < G.n; si++) {

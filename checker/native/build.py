@@ -37,11 +37,15 @@ void pp_state(int64_t id, int32_t *out);
 int pp_nkeys(void);
 """
 
-CFLAGS = ["-O1", "-shared", "-fPIC", "-fwrapv", "-w"]
+CFLAGS = ["-O1", "-shared", "-fPIC", "-fwrapv", "-w", "-Werror=implicit-function-declaration"]
 
 
 class NativeUnavailable(Exception):
     """The native engine cannot run here (the message says why and what to install)."""
+
+
+class BuildFailed(Exception):
+    """The C compiler rejected the generated program (an UNKNOWN, not a usage error)."""
 
 
 def core_source() -> str:
@@ -91,10 +95,13 @@ def load(source: str) -> tuple[Any, Any]:
             r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
                                capture_output=True, text=True)
             if r.returncode != 0:
-                raise NativeUnavailable(f"compiling the native successor function failed "
+                raise BuildFailed(f"compiling the native successor function failed "
                                         f"({cc}): {_tail(r.stderr)}")
             os.replace(out, so)  # atomic: a concurrent build leaves one complete file
-    return ffi, ffi.dlopen(str(so))
+    try:
+        return ffi, ffi.dlopen(str(so))
+    except OSError as e:
+        raise BuildFailed(f"loading the native successor function failed: {e}") from e
 
 
 def _tail(text: Optional[str], n: int = 400) -> str:

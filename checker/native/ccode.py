@@ -296,10 +296,36 @@ def _expand_fn(enc: Encoding, pc_keys: Sequence[int]) -> list[str]:
     return out
 
 
-def generate(enc: Encoding, core: str) -> Program:
+def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
+    """``static void canon(x)``: for each group of interchangeable warps (``blocks``:
+    group -> warp -> its keys, aligned), sort the warps' key blocks by value
+    (lexicographic over the keys in order, signed): the representative of the state's
+    class (``search.canon_order`` is the same order in Python)."""
+    out = ["static int blk_cmp(const int32_t *x, const int *a, const int *b, int L) {",
+           "  for (int i = 0; i < L; i++) { int32_t u = x[a[i]], v = x[b[i]];",
+           "    if (u != v) return u < v ? -1 : 1; }",
+           "  return 0; }",
+           "static void canon_group(int32_t *x, const int *K, int n, int L) {",
+           "  for (int i = 1; i < n; i++)",
+           "    for (int j = i; j > 0 && blk_cmp(x, K + (j - 1) * L, K + j * L, L) > 0; j--)",
+           "      for (int t = 0; t < L; t++) { int32_t u = x[K[(j - 1) * L + t]];",
+           "        x[K[(j - 1) * L + t]] = x[K[j * L + t]]; x[K[j * L + t]] = u; }",
+           "}"]
+    body = []
+    for gi, g in enumerate(blocks):
+        flat = [k for blk in g for k in blk]
+        out.append(f"static const int GK{gi}[] = {{{', '.join(map(str, flat))}}};")
+        body.append(f"  canon_group(x, GK{gi}, {len(g)}, {len(g[0])});")
+    out += ["static void canon(int32_t *x) {", *body, "  (void)x;", "}"]
+    return out
+
+
+def generate(enc: Encoding, core: str,
+             blocks: Sequence[Sequence[Sequence[int]]] = ()) -> Program:
     """The C source of ``enc``: the transition functions, ``expand``, the packing of a
-    state's keys into bytes, the initial state, and ``core`` (the search, ``search.py``)
-    after them."""
+    state's keys into bytes, the initial state, the canonical form under the warp
+    symmetry ``blocks`` (``_canon_fn``; none: the identity), and ``core`` (the search,
+    ``bfs.c``) after them."""
     key_of_var = {x.get_id(): k for k, x in enumerate(enc.X)}
     pc_keys = tuple(enc.key_of_slot[ag.pc] for ag in enc.sys.agents)
     sizes = [storage_bytes(*r) for r in enc.key_range]
@@ -332,6 +358,7 @@ def generate(enc: Encoding, core: str) -> Program:
     for i in range(len(enc.transitions)):
         lines += _transition_fn(enc, i, key_of_var)
     lines += _expand_fn(enc, pc_keys)
+    lines += _canon_fn(blocks)
     lines.append(core)
     return Program("\n".join(lines) + "\n", enc.nkeys, sb,
                    tuple(tr.step for tr in enc.transitions), pc_keys)

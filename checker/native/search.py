@@ -26,16 +26,18 @@ import time
 from typing import Any, Callable, Optional
 
 from ...model.properties import ALL_PROPERTIES
+from ...model.program import is_acyclic
 from ...model.system import System
 from ..concrete import ConcreteRunner
 from ..errors import InternalError
 from ..graphs import fair_cycle, starving_component
 from ..lasso import poll_pcs, report_lasso
 from ..properties import DEADLOCK_MSG, PRIORITY
-from ..statespace import Explorer
+from ..packed import component_of
+from ..statespace import Explorer, symmetric_groups
 from ..symbolic import Encoding, bits_for, sample_ranges
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
-from .build import NativeUnavailable, core_source, load
+from .build import BuildFailed, NativeUnavailable, core_source, load
 from .ccode import Program, Unsupported, generate
 
 ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM = range(6)
@@ -59,7 +61,7 @@ def _storage_range(lo: int, hi: int) -> tuple[int, int]:
 class _Shape:
     """The encoding's sizes: key ranges by name and queue capacities by slot."""
 
-    def __init__(self, system: System):
+    def __init__(self, system: System, groups: list[list[int]]):
         self.system = system
         sample = sample_ranges(system, max_states=SAMPLE_STATES, seconds=1e9,
                                exact_seconds=1e9, reduced_seconds=0.0)
@@ -78,6 +80,20 @@ class _Shape:
                 self.ranges[names[slot]] = _storage_range(int(init[slot]), int(init[slot]))
         for it, n in sample.pool.items():
             self.ranges[f"in_flight{list(it)}"] = _storage_range(0, max(1, n))
+        # interchangeable warps swap values: the keys of twins get one range
+        self.twins = [list(zip(*[[names[s] for s in warp_slots(system, a)] for a in g]))
+                      for g in groups]
+        self._unify()
+
+    def _unify(self) -> None:
+        for g in self.twins:
+            for names in g:
+                rs = [self.ranges[n] for n in names if n in self.ranges]
+                if rs:
+                    r = (min(x[0] for x in rs), max(x[1] for x in rs))
+                    for n in names:
+                        if n in self.ranges:
+                            self.ranges[n] = r
 
     def encoding(self) -> Encoding:
         return Encoding(self.system, caps=dict(self.caps), ranges=dict(self.ranges),
@@ -91,21 +107,65 @@ class _Shape:
             self.ranges[name] = _storage_range(*r)
         for slot, n in long.items():
             self.caps[slot] = max(n, 2 * enc.caps[slot])
+        self._unify()
         return bool(bad or long)
 
 
+def warp_slots(system: System, a: int) -> list[int]:
+    """The slots of warp ``a``'s own component (``packed.component_of``: its pc, locals,
+    barrier bookkeeping and queues), in slot order."""
+    names = system.layout.names
+    comp = component_of(names[system.agents[a].pc])
+    return [s for s in range(system.n) if component_of(names[s]) == comp]
+
+
+def warp_blocks(enc: Encoding, groups: list[list[int]]) -> list[list[list[int]]]:
+    """group -> warp -> the keys of its component, aligned across the group."""
+    out = []
+    for g in groups:
+        blocks = []
+        for a in g:
+            keys: list[int] = []
+            for s in warp_slots(enc.sys, a):
+                if s in enc.key_of_slot:
+                    keys.append(enc.key_of_slot[s])
+                elif s in enc.qkeys:
+                    keys += enc.qkeys[s][0] + [enc.qkeys[s][1]]
+            blocks.append(keys)
+        if len({len(b) for b in blocks}) != 1:
+            raise Unsupported("interchangeable warps with differently shaped states")
+        out.append(blocks)
+    return out
+
+
+def canon_order(vals: list[int], blocks: list[list[int]]) -> list[int]:
+    """Positions of a group's warps in the canonical state: position ``j`` holds the
+    warp ``order[j]`` (index into the group), ``canon`` of the generated C."""
+    return sorted(range(len(blocks)), key=lambda j: [vals[k] for k in blocks[j]])
+
+
 def check_native(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
-                 progress: Optional[Callable[[int, int, float], None]] = None) -> Verdict:
-    """Exhaustive breadth-first search in native code (module docstring).  Raises
-    ``NativeUnavailable`` where cffi or a C compiler is missing."""
+                 progress: Optional[Callable[[int, int, float], None]] = None,
+                 symmetry: bool = False) -> Verdict:
+    """Exhaustive breadth-first search in native code (module docstring).
+
+    ``symmetry``: explore one state per class of states equal up to a permutation of
+    interchangeable warps (``statespace.symmetric_groups``), the explicit engine's warp
+    symmetry with another representative (warp blocks sorted by value); not where some
+    warp loops for ever (the starvation analysis follows each warp, as the explicit
+    engine's).  Raises ``NativeUnavailable`` where cffi or a C compiler is missing."""
     t0 = time.perf_counter()
     stats = Stats(engine="native")
+    acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
+    groups = symmetric_groups(system) if symmetry and acyclic else []
+    stats.extra["symmetric_groups"] = [len(g) for g in groups]
     try:
-        shape = _Shape(system)
+        shape = _Shape(system, groups)
         restarts = 0
         while True:
             enc = shape.encoding()
-            prog = generate(enc, core_source())
+            blocks = warp_blocks(enc, groups)
+            prog = generate(enc, core_source(), blocks)
             t_build = time.perf_counter()
             ffi, lib = load(prog.source)
             stats.extra["build_seconds"] = round(t_build - t0, 3)
@@ -118,7 +178,7 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
                 break
             # a step left the encoding: see on the concrete model which keys it overflowed
             steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
-            states, _viol = ConcreteRunner(system).run(steps)
+            states, _viol = ConcreteRunner(system).run(_real(enc, groups, blocks, steps))
             restarts += 1
             if restarts > MAX_RESTARTS or not shape.widen(enc, states[-1]):
                 lib.pp_free()
@@ -130,12 +190,16 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         stats.extra["keys"] = enc.nkeys
         stats.extra["state_bytes"] = prog.state_bytes
         try:
-            return _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0)
+            real = lambda steps: _real(enc, groups, blocks, steps)  # noqa: E731
+            return _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
+                           real)
         finally:
             lib.pp_free()
     except Unsupported as e:
         return _finish(Verdict(UNKNOWN, reason=f"the native engine cannot encode this kernel: "
                                f"{e} (use --engine explicit)"), stats, t0)
+    except BuildFailed as e:
+        return _finish(Verdict(UNKNOWN, reason=str(e)), stats, t0)
     except InternalError as e:
         return _finish(Verdict(UNKNOWN, reason=f"internal error: {e}"), stats, t0)
 
@@ -156,8 +220,51 @@ def _path(lib: Any, prog: Program, i: int) -> list[tuple]:
     return steps
 
 
+def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
+          steps: list[tuple]) -> list[tuple]:
+    """Steps of canonical states (naming warps by their canonical positions) as steps of
+    the unreduced system (naming the real warps): the run is re-executed on the concrete
+    model, and after every step each group's canonical order (``canon_order``) of the
+    real state says which real warp sits at which position.  TMA/CLC items name their
+    issuing warp, which is in no group (``symmetric_groups``)."""
+    if not groups:
+        return list(steps)
+    runner = ConcreteRunner(enc.sys)
+    nag = len(enc.sys.agents)
+
+    def positions(flat: tuple) -> list[int]:
+        vals, _ = enc.encode_concrete(flat)
+        who = list(range(nag))
+        for g, bl in zip(groups, blocks):
+            for j, src in enumerate(canon_order(vals, bl)):
+                who[g[j]] = g[src]
+        return who
+
+    flat = runner.initial
+    who = positions(flat)
+    out = []
+    for i, step in enumerate(steps):
+        if step[0] == "a":
+            real = ("a", who[step[1]], step[2])
+        elif step[1][0] == "tma":
+            real = step
+        else:
+            item = step[1]
+            real = ("e", (item[0], who[item[1]]) + tuple(item[2:]))
+        out.append(real)
+        if i + 1 < len(steps):
+            r = runner.step(flat, real)
+            if r is None:
+                raise InternalError(f"step {i + 1} of the native run ({real}) is not enabled "
+                                    "in the concrete model")
+            flat = r[0]
+            who = positions(flat)
+    return out
+
+
 def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st: int,
-            max_states: int, timeout: float, stats: Stats, t0: float) -> Verdict:
+            max_states: int, timeout: float, stats: Stats, t0: float,
+            real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
     stats.states = lib.pp_nstates()
     stats.transitions = lib.pp_ntrans()
     stats.depth = max_depth = lib.pp_maxdepth()
@@ -180,7 +287,7 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
         c = lib.pp_cands()
         cands = [(c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]) for i in range(n)]
         length, rank, si, tid = min(cands, key=lambda f: (f[0], f[1]))
-        return _finish(_counterexample(system, lib, prog, rank, si, tid), stats, t0)
+        return _finish(_counterexample(system, lib, prog, rank, si, tid, real), stats, t0)
     if not enc.acyclic:
         v = _starvation(system, prog, ffi, lib)
         if v is not None:
@@ -190,11 +297,15 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
 
 
 def _counterexample(system: System, lib: Any, prog: Program, rank: int, si: int,
-                    tid: int) -> Verdict:
+                    tid: int, real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
     """The candidate as the explicit engine reports it, after the concrete model agreed."""
     runner = ConcreteRunner(system)
     ex = Explorer(system, symmetry=False)
     steps = _path(lib, prog, si)
+    if tid >= 0:
+        steps = real(steps + [prog.steps[tid]])
+    else:
+        steps = real(steps)
     if tid < 0:  # a deadlock: the last state has no step and some warp has not exited
         states, _ = runner.run(steps)
         last = states[-1]
@@ -208,7 +319,6 @@ def _counterexample(system: System, lib: Any, prog: Program, rank: int, si: int,
         trace.violated, trace.detail = "deadlock", DEADLOCK_MSG
         return Verdict(VIOLATED, "deadlock", trace.detail or DEADLOCK_MSG, trace,
                        depth=len(steps))
-    steps.append(prog.steps[tid])
     _states, viol = runner.run(steps)
     prop = ALL_PROPERTIES[rank] if rank < len(ALL_PROPERTIES) else None
     if viol is None or (prop is not None and viol[0] != prop):
