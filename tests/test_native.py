@@ -70,10 +70,10 @@ def test_state_limit_is_the_same_unknown() -> None:
 
 
 def test_overflow_restarts_with_a_wider_encoding(monkeypatch) -> None:
-    """A one-state sample guesses ranges far too small (tx counts of thousands of bytes):
+    """A one-state sample guesses ranges far too small (expect_tx of 8192 bytes on a tx-count seen only at 0):
     the engine must notice every overflow, widen and end with the explicit verdict."""
     monkeypatch.setattr(search, "SAMPLE_STATES", 1)
-    sysm = build_system((ROOT / "examples/bugs/p4-fixed.pipe").read_text())
+    sysm = build_system((ROOT / "examples/textbook/pipeline_tma_async.pipe").read_text())
     v = check_native(sysm, max_states=MAX_STATES, timeout=1e6)
     assert v.stats.extra["restarts"] >= 1
     _same(sysm)
