@@ -72,17 +72,18 @@ def main() -> int:
     args = ap.parse_args()
     files = [Path(f).resolve() for f in args.files] or sorted((ROOT / "examples").rglob("*.pipe"))
     rows = []
-    for f in files:
-        r = run(f, args.max_states, args.timeout)
-        rows.append(r)
-        print(json.dumps(r), flush=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "max_states": args.max_states, "timeout": args.timeout,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
-                                                         indent=1) + "\n")
-    (RESULTS / f"{args.out}.md").write_text(markdown(meta, rows))
+    for f in files:
+        r = run(f, args.max_states, args.timeout)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+        # written after every example: an interrupted run keeps what it measured
+        (RESULTS / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
+                                                             indent=1) + "\n")
+        (RESULTS / f"{args.out}.md").write_text(markdown(meta, rows))
     return 0 if all(r["agree"] for r in rows) else 1
 
 
