@@ -32,8 +32,7 @@ EXAMPLES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*
 QUICK = ["examples/textbook/pipeline_async.pipe", "examples/bugs/p1-bug.pipe",
          "examples/bugs/p4-bug.pipe", "examples/textbook/cp_async_groups.pipe",
          "examples/textbook/pipeline_tma_store.pipe",
-         "examples/liveness/persistent_consumer_stops_releasing.pipe",
-         "examples/liveness/persistent_consumer_releases.pipe"]
+         "examples/liveness/persistent_consumer_stops_releasing.pipe"]
 MAX_STATES = 20_000
 
 

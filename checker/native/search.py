@@ -35,7 +35,7 @@ from ..lasso import poll_pcs, report_lasso
 from ..properties import DEADLOCK_MSG, PRIORITY
 from ..packed import component_of
 from ..statespace import Explorer, symmetric_groups
-from ..symbolic import Encoding, bits_for, sample_ranges
+from ..symbolic import Encoding, bits_for, same_shape, sample_ranges
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
 from .build import BuildFailed, NativeUnavailable, core_source, load
 from .ccode import Program, Unsupported, generate
@@ -103,8 +103,18 @@ class _Shape:
         """Widen what ``flat`` (a state the encoding could not hold) leaves; False when
         it leaves nothing (the overflow is not explained)."""
         bad, long = enc.out_of_range(flat)
+        shapes: dict[str, tuple[int, int]] = {}
         for name, r in bad.items():
-            self.ranges[name] = _storage_range(*r)
+            k = same_shape(name)
+            o = shapes.get(k, r)
+            shapes[k] = (min(o[0], r[0]), max(o[1], r[1]))
+        # the same key of other CTAs, warps and stages climbs as far, a little later:
+        # widen them all at once rather than restart for each
+        for name in enc.key_names:
+            r = shapes.get(same_shape(name))
+            if r is not None and (name in self.ranges or name in bad):
+                o = self.ranges.get(name, r)
+                self.ranges[name] = _storage_range(min(o[0], r[0]), max(o[1], r[1]))
         for slot, n in long.items():
             self.caps[slot] = max(n, 2 * enc.caps[slot])
         self._unify()
