@@ -99,6 +99,8 @@ def test_native_matches_explicit_on_generated_bugs(prog) -> None:
 
 
 def test_cli_engine_native(capsys) -> None:
+    from test_json_schema import SCHEMA, validate
+
     from pipeproof.cli import main
 
     rc = main(["check", str(ROOT / "examples/textbook/pipeline_async.pipe"), "--engine",
@@ -106,6 +108,12 @@ def test_cli_engine_native(capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "PROVEN"
     assert out["stats"]["engine"] == "native" and out["stats"]["states"] == 56
+    validate(out, SCHEMA)
+    rc = main(["check", str(ROOT / "examples/bugs/p1-bug.pipe"), "--engine", "native",
+               "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["property"] == "deadlock" and out["trace"]["events"]
+    validate(out, SCHEMA)
 
 
 def test_without_cffi_it_is_a_usage_error(monkeypatch, capsys) -> None:
