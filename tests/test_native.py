@@ -155,3 +155,15 @@ def test_native_symmetry_matches_explicit_symmetry(path: str) -> None:
 
         _states, viol = ConcreteRunner(sysm).run(v.trace.steps)
         assert (viol[0] if viol else "deadlock") == w.prop
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(mutants())
+def test_native_matches_explicit_on_many_generated_bugs(prog) -> None:
+    try:
+        sysm = build_system(prog.source)
+    except Exception:  # a mutation the compiler refuses: nothing to search
+        return
+    _same(sysm, max_states=20_000)
