@@ -236,7 +236,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  on_found: Optional[Callable[["CheckResult"], None]] = None) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
-    certificate), ``bmc`` or ``explicit``.  ``confirm_timeout``: seconds for the search that confirms a counterexample found
+    certificate), ``bmc``, ``explicit`` or ``native`` (the explicit engine's search in C,
+    ``checker/native/``: ``reduce`` turns its warp symmetry on, ``por`` does not apply).  ``confirm_timeout``: seconds for the search that confirms a counterexample found
     with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
     shortest one (default 20).  ``memory_model="strict"`` adds the
     ``insufficient-scope`` check of release scopes (``model.system.System``).
@@ -254,8 +255,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     whether it was, or gives a shorter one); not for parameter ranges."""
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
-    if smt2 and engine == "explicit":
-        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+    if smt2 and engine in ("explicit", "native"):
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
@@ -361,6 +362,14 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                                  progress=progress, reduce=reduce, por=por, on_found=on_found,
                                  **({} if confirm_timeout is None
                                     else {"confirm_timeout": confirm_timeout}))
+    elif engine == "native":
+        from .checker.native.search import NativeUnavailable, check_native
+
+        try:
+            verdict = check_native(system, max_states=max_states, timeout=timeout,
+                                   progress=progress, symmetry=reduce)
+        except NativeUnavailable as e:
+            raise ConfigError(str(e)) from None
     elif engine in ("bmc", "auto"):  # auto with --smt2 or without the certificate: BMC
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 
@@ -718,8 +727,8 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
     (``on_found``: as ``check_kernel``'s)."""
     info = compiled.info
     _check_limits({}, depth, timeout, max_states, confirm_timeout)
-    if smt2 and engine == "explicit":
-        raise ConfigError(f"{option('smt2')} writes BMC's query; the explicit engine has "
+    if smt2 and engine in ("explicit", "native"):
+        raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
     before = _mtime(smt2)
     source = file or compiled.source_file

@@ -1,6 +1,6 @@
 """The ``pipeproof`` command.
 
-    pipeproof check FILE [--param NAME=VALUE ...] [--engine auto|bmc|explicit] [--depth N]
+    pipeproof check FILE [--param NAME=VALUE ...] [--engine auto|bmc|explicit|native] [--depth N]
                     [--timeout S] [--smt2 FILE] [--json]
                          [--format timeline|steps] [--explain]
                          [--perfetto FILE] [--html FILE] [--progress auto|always|never]
@@ -318,10 +318,13 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
     what.add_argument("--param-values", action="store_true",
                    help="check every value of a --param range on its own, never "
                         "symbolically")
-    lim.add_argument("--engine", choices=("auto", "bmc", "explicit"), default="auto",
+    lim.add_argument("--engine", choices=("auto", "bmc", "explicit", "native"),
+                   default="auto",
                    help="verification engine: bmc (z3 bounded model checking with a "
                         "certified enumeration, starvation lassos), explicit (exhaustive "
-                        "breadth-first search with reductions) or auto (default): BMC's "
+                        "breadth-first search with reductions), native (the explicit "
+                        "search without reductions, compiled to C; needs cffi and a C "
+                        "compiler) or auto (default): BMC's "
                         "certificate where it decides, else the explicit engine, else "
                         "BMC's unrolling with the time left (plain bmc with --smt2)")
     adv.add_argument("--depth", type=int, default=None,

@@ -48,8 +48,8 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
      {"concrete", "statespace", "tracebuild", "shorten", "lasso"}),
     ("the symbolic encoding and the reductions",
      {"por", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
-      "chain"}),
-    ("the engines", {"explicit", "bmc", "liveness"}),
+      "chain", "native", "native.ccode", "native.build"}),
+    ("the engines", {"explicit", "bmc", "liveness", "native.search"}),
     ("the portfolio", {"portfolio"}),
 ]
 

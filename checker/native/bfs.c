@@ -1,0 +1,191 @@
+/* The breadth-first search of the native engine (checker/native/search.py).
+ *
+ * Appended to the C that checker/native/ccode.py generates for one kernel, which
+ * defines NK (state keys), SB (bytes of a packed state), INIT, PC_KEYS, pack, unpack,
+ * canon (the representative under warp symmetry, or the identity) and expand (the
+ * successors of a state, in the explicit engine's order, each handed to visit).  The search is the explicit engine's (checker/explicit.py, _bfs) step for
+ * step: states are numbered in discovery order and expanded in that order; a violating
+ * step is a candidate counterexample of length depth+1; a state with no step whose
+ * warps have not all exited is a deadlock candidate; once a candidate of length L is
+ * known, the search stops at the first state of depth L.  Python chooses among the
+ * candidates and rebuilds the path from the parent links.
+ */
+
+enum { ST_DONE = 0, ST_FOUND = 1, ST_LIMIT = 2, ST_TIMEOUT = 3, ST_OVERFLOW = 4,
+       ST_NOMEM = 5 };
+
+static struct {
+  uint8_t *arena;          /* packed states, SB bytes each, in discovery order */
+  uint32_t *hashes;        /* hash of each state */
+  int32_t *parent, *ptid, *depth;
+  int64_t n, cap;          /* states stored, room */
+  uint32_t *table;         /* open addressing: state id + 1, 0 = empty */
+  uint64_t tmask;
+  int64_t ntrans;
+  int32_t maxdepth;
+  int32_t cur, d, found_len, any;
+  int64_t *cand; int64_t ncand, ccap;      /* (length, rank, state, transition) */
+  int32_t *edges; int64_t nedges, ecap;    /* (source, target, transition) */
+  int want_edges;
+  int32_t ovf_state, ovf_tid;
+  int nomem;
+  uint8_t scratch[SB];
+} G;
+
+static uint32_t hash_bytes(const uint8_t *p) {
+  uint64_t h = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < SB; i += 8) {
+    uint64_t c; memcpy(&c, p + i, 8);
+    h ^= c; h *= 0xBF58476D1CE4E5B9ULL; h ^= h >> 31;
+  }
+  h ^= h >> 29;
+  return (uint32_t)h;
+}
+
+static int grow_table(void) {
+  uint64_t ncap = (G.tmask + 1) * 2;
+  uint32_t *t = calloc(ncap, sizeof(uint32_t));
+  if (!t) return 1;
+  for (int64_t i = 0; i < G.n; i++) {
+    uint64_t j = G.hashes[i] & (ncap - 1);
+    while (t[j]) j = (j + 1) & (ncap - 1);
+    t[j] = (uint32_t)(i + 1);
+  }
+  free(G.table); G.table = t; G.tmask = ncap - 1;
+  return 0;
+}
+
+static int grow_states(void) {
+  int64_t nc = G.cap ? G.cap * 2 : 1024;
+  uint8_t *a = realloc(G.arena, (size_t)nc * SB); if (!a) return 1; G.arena = a;
+  uint32_t *h = realloc(G.hashes, nc * sizeof(uint32_t)); if (!h) return 1; G.hashes = h;
+  int32_t *p = realloc(G.parent, nc * sizeof(int32_t)); if (!p) return 1; G.parent = p;
+  p = realloc(G.ptid, nc * sizeof(int32_t)); if (!p) return 1; G.ptid = p;
+  p = realloc(G.depth, nc * sizeof(int32_t)); if (!p) return 1; G.depth = p;
+  G.cap = nc;
+  return 0;
+}
+
+/* the id of the packed state p, adding it (parent G.cur) when new; -1: out of memory */
+static int64_t intern(const uint8_t *p, int32_t tid) {
+  uint32_t h = hash_bytes(p);
+  uint64_t j = h & G.tmask;
+  for (;;) {
+    uint32_t e = G.table[j];
+    if (!e) break;
+    int64_t id = (int64_t)e - 1;
+    if (G.hashes[id] == h && memcmp(G.arena + (size_t)id * SB, p, SB) == 0) return id;
+    j = (j + 1) & G.tmask;
+  }
+  if (G.n == G.cap && grow_states()) return -1;
+  if (G.n >= 0x7FFFFFF0LL) return -1;
+  int64_t id = G.n++;
+  memcpy(G.arena + (size_t)id * SB, p, SB);
+  G.hashes[id] = h;
+  G.parent[id] = G.cur; G.ptid[id] = tid; G.depth[id] = G.cur < 0 ? 0 : G.d + 1;
+  if (G.depth[id] > G.maxdepth) G.maxdepth = G.depth[id];
+  G.table[j] = (uint32_t)(id + 1);
+  if ((uint64_t)G.n * 2 > G.tmask && grow_table()) return -1;
+  return id;
+}
+
+static int add_cand(int64_t len, int64_t rank, int64_t st, int64_t tid) {
+  if (G.ncand == G.ccap) {
+    int64_t nc = G.ccap ? G.ccap * 2 : 64;
+    int64_t *c = realloc(G.cand, nc * 4 * sizeof(int64_t)); if (!c) return 1;
+    G.cand = c; G.ccap = nc;
+  }
+  int64_t *c = G.cand + 4 * G.ncand++;
+  c[0] = len; c[1] = rank; c[2] = st; c[3] = tid;
+  return 0;
+}
+
+static int add_edge(int32_t s, int32_t t, int32_t tid) {
+  if (G.nedges == G.ecap) {
+    int64_t nc = G.ecap ? G.ecap * 2 : 1024;
+    int32_t *e = realloc(G.edges, nc * 3 * sizeof(int32_t)); if (!e) return 1;
+    G.edges = e; G.ecap = nc;
+  }
+  int32_t *e = G.edges + 3 * G.nedges++;
+  e[0] = s; e[1] = t; e[2] = tid;
+  return 0;
+}
+
+static int visit(int tid, int r, int rank, int32_t *y) {
+  G.any = 1;
+  G.ntrans++;
+  if (r == 3) { G.ovf_state = G.cur; G.ovf_tid = tid; return 1; }
+  if (r == 2) {
+    if (G.found_len < 0 || G.d + 1 <= G.found_len) {
+      if (add_cand(G.d + 1, rank, G.cur, tid)) { G.nomem = 1; return 1; }
+      G.found_len = G.d + 1;
+    }
+    return 0;
+  }
+  canon(y);
+  pack(y, G.scratch);
+  int64_t id = intern(G.scratch, tid);
+  if (id < 0) { G.nomem = 1; return 1; }
+  if (G.want_edges && add_edge(G.cur, (int32_t)id, tid)) { G.nomem = 1; return 1; }
+  return 0;
+}
+
+static double now(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+void pp_free(void) {
+  free(G.arena); free(G.hashes); free(G.parent); free(G.ptid); free(G.depth);
+  free(G.table); free(G.cand); free(G.edges);
+  memset(&G, 0, sizeof(G));
+}
+
+/* Search from INIT.  deadlock_rank: the rank of a deadlock candidate.  Returns ST_*. */
+int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_rank) {
+  int32_t x[NK], y[NK];
+  pp_free();
+  G.want_edges = want_edges;
+  G.found_len = -1; G.cur = -1; G.ovf_state = -1; G.ovf_tid = -1;
+  G.table = calloc(1024, sizeof(uint32_t)); if (!G.table) return ST_NOMEM;
+  G.tmask = 1023;
+  memcpy(x, INIT, sizeof(x));
+  canon(x);
+  pack(x, G.scratch);
+  if (intern(G.scratch, -1) < 0) return ST_NOMEM;
+  double t0 = now();
+  for (int64_t si = 0; si < G.n; si++) {
+    int32_t d = G.depth[si];
+    if (G.found_len >= 0 && d >= G.found_len) break;
+    G.cur = (int32_t)si; G.d = d; G.any = 0;
+    unpack(G.arena + (size_t)si * SB, x);
+    if (expand(x, y)) return G.nomem ? ST_NOMEM : ST_OVERFLOW;
+    if (!G.any) {
+      int done = 1;
+      for (int a = 0; a < NAGENTS; a++) if (x[PC_KEYS[a]] != DONE_PC) { done = 0; break; }
+      if (!done) {
+        if (add_cand(d, deadlock_rank, si, -1)) return ST_NOMEM;
+        if (G.found_len < 0 || d < G.found_len) G.found_len = d;
+      }
+    }
+    if (G.n > max_states && G.found_len < 0) return ST_LIMIT;
+    if ((si & 1023) == 1023 && G.found_len < 0 && now() - t0 > timeout) return ST_TIMEOUT;
+  }
+  return G.ncand ? ST_FOUND : ST_DONE;
+}
+
+int64_t pp_nstates(void) { return G.n; }
+int64_t pp_ntrans(void) { return G.ntrans; }
+int32_t pp_maxdepth(void) { return G.maxdepth; }
+int32_t pp_cur_depth(void) { return G.d; }
+int64_t pp_ncand(void) { return G.ncand; }
+const int64_t *pp_cands(void) { return G.cand; }
+int64_t pp_nedges(void) { return G.nedges; }
+const int32_t *pp_edges(void) { return G.edges; }
+int32_t pp_parent(int64_t id) { return G.parent[id]; }
+int32_t pp_ptid(int64_t id) { return G.ptid[id]; }
+int32_t pp_depth(int64_t id) { return G.depth[id]; }
+int32_t pp_ovf_state(void) { return G.ovf_state; }
+int32_t pp_ovf_tid(void) { return G.ovf_tid; }
+void pp_state(int64_t id, int32_t *out) { unpack(G.arena + (size_t)id * SB, out); }
+int pp_nkeys(void) { return NK; }

@@ -1,0 +1,364 @@
+"""Print an ``Encoding``'s transition templates as C.
+
+Every transition of ``checker/symbolic.py``'s ``Encoding`` is a guard, a list of checks
+(in the model's order), an overflow condition and slot updates, all z3 terms over the
+template variables (one per state key).  This module transcribes those terms into C,
+node for node, with exact SMT-LIB bit-vector semantics: a bit-vector of width ``w``
+(at most 64) is a ``uint64_t`` holding its value modulo 2^w (the bits above ``w`` kept
+0), signed comparisons sign-extend, Booleans are 0/1 ints.  Shared sub-terms become one
+temporary each.  Nothing is simplified or re-derived: what the C computes is what the
+z3 term means.
+
+The generated ``expand`` enumerates the successors of a state in the explicit engine's
+order (``statespace.Explorer._all_successors``): warps in index order, a warp's outcome
+choices in order up to the first disabled one, then TMA/CLC deliveries in item order
+(the pool is a sorted multiset), then per warp the heads of its tcgen05, cp.async and
+bulk-store queues.  The same order makes the breadth-first search discover the same
+states in the same order, so a search stopped by a limit or at a deadlock has seen the
+same states as the explicit engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import z3
+
+from ..properties import PRIORITY
+from ..symbolic import Encoding
+
+#: result codes of a generated transition function
+DISABLED, OK, VIOLATES, OVERFLOWS = 0, 1, 2, 3
+
+_K = z3  # short alias for the Z3_OP_* constants
+
+
+class Unsupported(Exception):
+    """A term the printer does not transcribe (an operator or width it does not know):
+    the engine answers UNKNOWN, never a guess."""
+
+
+def _mask(w: int) -> str:
+    return "0xFFFFFFFFFFFFFFFFULL" if w >= 64 else f"0x{(1 << w) - 1:X}ULL"
+
+
+def _sx(a: str, w: int) -> str:
+    """``a`` (a ``uint64_t`` holding a ``w``-bit value) sign-extended to ``int64_t``."""
+    if w >= 64:
+        return f"((int64_t)({a}))"
+    s = 64 - w
+    return f"(((int64_t)(({a}) << {s})) >> {s})"
+
+
+def storage_bytes(lo: int, hi: int) -> int:
+    """Bytes of the smallest signed integer type holding [lo, hi]."""
+    for b in (1, 2, 4):
+        if -(1 << (8 * b - 1)) <= lo and hi < (1 << (8 * b - 1)):
+            return b
+    raise Unsupported(f"a state key with range [{lo}, {hi}] does not fit 32 bits")
+
+
+class _Fn:
+    """One C function's body: temporaries for the z3 nodes it needs, each emitted once."""
+
+    def __init__(self, key_of_var: dict[int, int]):
+        self.key_of_var = key_of_var
+        self.memo: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.n = 0
+
+    def expr(self, t: Any) -> str:
+        """A C expression for ``t`` (emitting the temporaries it needs)."""
+        root = t
+        todo: list[tuple[Any, bool]] = [(root, False)]
+        while todo:
+            node, ready = todo.pop()
+            nid = node.get_id()
+            if nid in self.memo:
+                continue
+            kids = [node.arg(i) for i in range(node.num_args())] if z3.is_app(node) else []
+            if not ready and any(k.get_id() not in self.memo for k in kids):
+                todo.append((node, True))
+                todo.extend((k, False) for k in kids if k.get_id() not in self.memo)
+                continue
+            self.memo[nid] = self._node(node, [self.memo[k.get_id()] for k in kids])
+        return self.memo[root.get_id()]
+
+    def _tmp(self, ctype: str, code: str) -> str:
+        name = f"t{self.n}"
+        self.n += 1
+        self.lines.append(f"  {ctype} {name} = {code};")
+        return name
+
+    def _node(self, t: Any, a: list[str]) -> str:
+        if not z3.is_app(t):
+            raise Unsupported(f"a z3 term that is not an application: {t}")
+        k = t.decl().kind()
+        if z3.is_bool(t):
+            code = self._bool(t, k, a)
+            return code if code in ("0", "1") else self._tmp("int", code)
+        if not z3.is_bv(t):
+            raise Unsupported(f"a z3 term of sort {t.sort()}")
+        w = t.size()
+        if w > 64:
+            raise Unsupported(f"a {w}-bit term (at most 64 are transcribed)")
+        if k == _K.Z3_OP_BNUM:
+            return f"0x{t.as_long():X}ULL"
+        if k == _K.Z3_OP_UNINTERPRETED and not a:
+            key = self.key_of_var.get(t.get_id())
+            if key is None:
+                raise Unsupported(f"a free constant that is no state key: {t}")
+            return self._tmp("uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})")
+        return self._tmp("uint64_t", self._bv(t, k, a, w))
+
+    def _bool(self, t: Any, k: int, a: list[str]) -> str:
+        if k == _K.Z3_OP_TRUE:
+            return "1"
+        if k == _K.Z3_OP_FALSE:
+            return "0"
+        if k == _K.Z3_OP_AND:
+            return "(" + " && ".join(a) + ")"
+        if k == _K.Z3_OP_OR:
+            return "(" + " || ".join(a) + ")"
+        if k == _K.Z3_OP_NOT:
+            return f"(!{a[0]})"
+        if k == _K.Z3_OP_XOR:
+            return f"({a[0]} != {a[1]})"
+        if k == _K.Z3_OP_IMPLIES:
+            return f"(!{a[0]} || {a[1]})"
+        if k == _K.Z3_OP_EQ:
+            return f"({a[0]} == {a[1]})"
+        if k == _K.Z3_OP_DISTINCT and len(a) == 2:
+            return f"({a[0]} != {a[1]})"
+        if k == _K.Z3_OP_ITE:
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if k in (_K.Z3_OP_SLEQ, _K.Z3_OP_SLT, _K.Z3_OP_SGEQ, _K.Z3_OP_SGT):
+            w = t.arg(0).size()
+            op = {_K.Z3_OP_SLEQ: "<=", _K.Z3_OP_SLT: "<", _K.Z3_OP_SGEQ: ">=",
+                  _K.Z3_OP_SGT: ">"}[k]
+            return f"({_sx(a[0], w)} {op} {_sx(a[1], w)})"
+        if k in (_K.Z3_OP_ULEQ, _K.Z3_OP_ULT, _K.Z3_OP_UGEQ, _K.Z3_OP_UGT):
+            op = {_K.Z3_OP_ULEQ: "<=", _K.Z3_OP_ULT: "<", _K.Z3_OP_UGEQ: ">=",
+                  _K.Z3_OP_UGT: ">"}[k]
+            return f"({a[0]} {op} {a[1]})"
+        raise Unsupported(f"Boolean operator {t.decl()}")
+
+    def _bv(self, t: Any, k: int, a: list[str], w: int) -> str:
+        m = _mask(w)
+        if k == _K.Z3_OP_ITE:
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if k == _K.Z3_OP_BADD:
+            return "((" + " + ".join(a) + f") & {m})"
+        if k == _K.Z3_OP_BSUB:
+            return f"(({a[0]} - {a[1]}) & {m})"
+        if k == _K.Z3_OP_BMUL:
+            return "((" + " * ".join(a) + f") & {m})"
+        if k == _K.Z3_OP_BNEG:
+            return f"((0ULL - {a[0]}) & {m})"
+        if k == _K.Z3_OP_BAND:
+            return "(" + " & ".join(a) + ")"
+        if k == _K.Z3_OP_BOR:
+            return "(" + " | ".join(a) + ")"
+        if k == _K.Z3_OP_BXOR:
+            return "(" + " ^ ".join(a) + ")"
+        if k == _K.Z3_OP_BNOT:
+            return f"((~{a[0]}) & {m})"
+        if k == _K.Z3_OP_CONCAT:
+            out, shift = [], 0
+            for i in range(len(a) - 1, -1, -1):
+                out.append(f"({a[i]} << {shift})" if shift else a[i])
+                shift += t.arg(i).size()
+            return "(" + " | ".join(out) + ")"
+        if k == _K.Z3_OP_EXTRACT:
+            hi, lo = t.params()
+            return f"(({a[0]} >> {lo}) & {_mask(hi - lo + 1)})"
+        if k == _K.Z3_OP_SIGN_EXT:
+            return f"(((uint64_t){_sx(a[0], t.arg(0).size())}) & {m})"
+        if k == _K.Z3_OP_ZERO_EXT:
+            return a[0]
+        if k in (_K.Z3_OP_BSDIV, _K.Z3_OP_BSDIV_I, _K.Z3_OP_BSREM, _K.Z3_OP_BSREM_I,
+                 _K.Z3_OP_BSMOD, _K.Z3_OP_BSMOD_I, _K.Z3_OP_BUDIV, _K.Z3_OP_BUDIV_I,
+                 _K.Z3_OP_BUREM, _K.Z3_OP_BUREM_I):
+            d = t.arg(1)
+            # a divisor known non-zero: SMT-LIB's division-by-zero results never arise
+            if not (z3.is_bv_value(d) and d.as_long() != 0) or w >= 64:
+                raise Unsupported(f"division by a non-constant or zero divisor: {t}")
+            if k in (_K.Z3_OP_BUDIV, _K.Z3_OP_BUDIV_I):
+                return f"({a[0]} / {a[1]})"
+            if k in (_K.Z3_OP_BUREM, _K.Z3_OP_BUREM_I):
+                return f"({a[0]} % {a[1]})"
+            sa, sb = _sx(a[0], w), _sx(a[1], w)
+            if k in (_K.Z3_OP_BSDIV, _K.Z3_OP_BSDIV_I):
+                return f"(((uint64_t)({sa} / {sb})) & {m})"  # truncating, as bvsdiv
+            if k in (_K.Z3_OP_BSREM, _K.Z3_OP_BSREM_I):
+                return f"(((uint64_t)({sa} % {sb})) & {m})"  # sign of the dividend
+            # bvsmod: the sign of the divisor
+            return f"(((uint64_t)pp_smod({sa}, {sb})) & {m})"
+        if k in (_K.Z3_OP_BSHL, _K.Z3_OP_BLSHR, _K.Z3_OP_BASHR):
+            s = t.arg(1)
+            if not z3.is_bv_value(s):
+                raise Unsupported(f"a shift by a non-constant amount: {t}")
+            n = s.as_long()
+            if n >= w:
+                return ("0ULL" if k != _K.Z3_OP_BASHR
+                        else f"(((uint64_t)({_sx(a[0], w)} >> {w - 1})) & {m})")
+            if k == _K.Z3_OP_BSHL:
+                return f"(({a[0]} << {n}) & {m})"
+            if k == _K.Z3_OP_BLSHR:
+                return f"({a[0]} >> {n})"
+            return f"(((uint64_t)({_sx(a[0], w)} >> {n})) & {m})"
+        raise Unsupported(f"bit-vector operator {t.decl()}")
+
+
+@dataclass(frozen=True)
+class Program:
+    """The generated C and what the search needs to read its answers."""
+
+    source: str
+    nkeys: int
+    state_bytes: int
+    #: transition index -> the explicit engine's step id
+    steps: tuple
+    #: key index of each warp's program counter
+    pc_keys: tuple
+
+
+def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int]) -> list[str]:
+    """``static int T<i>(x, y, rank)``: DISABLED; OVERFLOWS; VIOLATES with the rank of
+    the first failing check (``properties.PRIORITY``, as the explicit engine ranks it);
+    or OK with the successor's keys in ``y``."""
+    tr = enc.transitions[i]
+    f = _Fn(key_of_var)
+    out = [f"static int T{i}(const int32_t *x, int32_t *y, int *rank) {{"]
+    g = f.expr(tr.guard)
+    out += f.lines
+    f.lines = []
+    out.append(f"  if (!{g}) return {DISABLED};")
+    o = f.expr(tr.ovf)
+    out += f.lines
+    f.lines = []
+    out.append(f"  if ({o}) return {OVERFLOWS};")
+    for cond, prop in tr.checks:
+        c = f.expr(cond)
+        out += f.lines
+        f.lines = []
+        out.append(f"  if ({c}) {{ *rank = {PRIORITY.get(prop, 99)}; return {VIOLATES}; }}")
+    ups = []
+    for k, t in sorted(tr.updates.items()):
+        e = f.expr(t)
+        ups.append(f"  y[{k}] = (int32_t){_sx(e, enc.width[k])};")
+    out += f.lines
+    out.append(f"  memcpy(y, x, sizeof(int32_t) * {enc.nkeys});")
+    out += ups
+    out.append(f"  return {OK};")
+    out.append("}")
+    return out
+
+
+def _expand_fn(enc: Encoding, pc_keys: Sequence[int]) -> list[str]:
+    """``static int expand(x, y)``: every successor of ``x`` handed to ``visit`` in the
+    explicit engine's order (module docstring); 1 when ``visit`` asks to stop."""
+    sysm = enc.sys
+    out = ["static int expand(const int32_t *x, int32_t *y) {", "  int rank = 0, r;"]
+
+    def call(i: int, stop_on_disabled: bool) -> str:
+        if stop_on_disabled:
+            return (f"      r = T{i}(x, y, &rank); if (r == {DISABLED}) break; "
+                    f"if (visit({i}, r, rank, y)) return 1;")
+        return (f"  r = T{i}(x, y, &rank); if (r != {DISABLED} && visit({i}, r, rank, y)) "
+                "return 1;")
+
+    for ag in sysm.agents:
+        lo, hi = enc.agent_range[ag.index]
+        by_pc: dict[int, list[int]] = {}
+        for i in range(lo, hi):
+            tr = enc.transitions[i]
+            by_pc.setdefault(tr.pc, []).append(i)
+        out.append(f"  switch (x[{pc_keys[ag.index]}]) {{")
+        for pc, idxs in sorted(by_pc.items()):
+            idxs.sort(key=lambda i: enc.transitions[i].step[2])
+            out.append(f"    case {pc}:")
+            out += [call(i, True) for i in idxs]
+            out.append("      break;")
+        out.append("    default: break;")
+        out.append("  }")
+    env = [i for i, tr in enumerate(enc.transitions) if tr.agent is None]
+    tma = sorted((i for i in env if enc.transitions[i].step[1][0] == "tma"),
+                 key=lambda i: enc.transitions[i].step[1][1:])
+    out += [call(i, False) for i in tma]
+    for ag in sysm.agents:
+        for kind in ("tcgen05", "cp.async", "bulk"):
+            out += [call(i, False) for i in env
+                    if enc.transitions[i].step[1][:2] == (kind, ag.index)]
+    out.append("  return 0;")
+    out.append("}")
+    return out
+
+
+def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
+    """``static void canon(x)``: for each group of interchangeable warps (``blocks``:
+    group -> warp -> its keys, aligned), sort the warps' key blocks by value
+    (lexicographic over the keys in order, signed): the representative of the state's
+    class (``search.canon_order`` is the same order in Python)."""
+    out = ["static int blk_cmp(const int32_t *x, const int *a, const int *b, int L) {",
+           "  for (int i = 0; i < L; i++) { int32_t u = x[a[i]], v = x[b[i]];",
+           "    if (u != v) return u < v ? -1 : 1; }",
+           "  return 0; }",
+           "static void canon_group(int32_t *x, const int *K, int n, int L) {",
+           "  for (int i = 1; i < n; i++)",
+           "    for (int j = i; j > 0 && blk_cmp(x, K + (j - 1) * L, K + j * L, L) > 0; j--)",
+           "      for (int t = 0; t < L; t++) { int32_t u = x[K[(j - 1) * L + t]];",
+           "        x[K[(j - 1) * L + t]] = x[K[j * L + t]]; x[K[j * L + t]] = u; }",
+           "}"]
+    body = []
+    for gi, g in enumerate(blocks):
+        flat = [k for blk in g for k in blk]
+        out.append(f"static const int GK{gi}[] = {{{', '.join(map(str, flat))}}};")
+        body.append(f"  canon_group(x, GK{gi}, {len(g)}, {len(g[0])});")
+    out += ["static void canon(int32_t *x) {", *body, "  (void)x;", "}"]
+    return out
+
+
+def generate(enc: Encoding, core: str,
+             blocks: Sequence[Sequence[Sequence[int]]] = ()) -> Program:
+    """The C source of ``enc``: the transition functions, ``expand``, the packing of a
+    state's keys into bytes, the initial state, the canonical form under the warp
+    symmetry ``blocks`` (``_canon_fn``; none: the identity), and ``core`` (the search,
+    ``bfs.c``) after them."""
+    key_of_var = {x.get_id(): k for k, x in enumerate(enc.X)}
+    pc_keys = tuple(enc.key_of_slot[ag.pc] for ag in enc.sys.agents)
+    sizes = [storage_bytes(*r) for r in enc.key_range]
+    # widest keys first: every key lands on an offset aligned to its size
+    order = sorted(range(enc.nkeys), key=lambda k: -sizes[k])
+    off, offsets = 0, [0] * enc.nkeys
+    for k in order:
+        offsets[k] = off
+        off += sizes[k]
+    sb = max(8, (off + 7) // 8 * 8)
+    ctype = {1: "int8_t", 2: "int16_t", 4: "int32_t"}
+    lines = ["#include <stdint.h>", "#include <string.h>", "#include <stdlib.h>",
+             "#include <time.h>", "",
+             f"#define NK {enc.nkeys}", f"#define SB {sb}", f"#define NAGENTS {len(pc_keys)}",
+             f"#define DONE_PC {-1}",
+             "static inline int64_t pp_smod(int64_t a, int64_t b) {",
+             "  int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }",
+             "static int visit(int tid, int r, int rank, int32_t *y);",
+             f"static const int32_t INIT[NK] = {{{', '.join(map(str, enc.init_values))}}};",
+             f"static const int PC_KEYS[NAGENTS] = {{{', '.join(map(str, pc_keys))}}};",
+             "static void pack(const int32_t *x, uint8_t *p) {", "  memset(p, 0, SB);"]
+    for k in order:
+        lines.append(f"  {{ {ctype[sizes[k]]} v = ({ctype[sizes[k]]})x[{k}]; "
+                     f"memcpy(p + {offsets[k]}, &v, {sizes[k]}); }}")
+    lines += ["}", "static void unpack(const uint8_t *p, int32_t *x) {"]
+    for k in order:
+        lines.append(f"  {{ {ctype[sizes[k]]} v; memcpy(&v, p + {offsets[k]}, {sizes[k]}); "
+                     f"x[{k}] = v; }}")
+    lines.append("}")
+    for i in range(len(enc.transitions)):
+        lines += _transition_fn(enc, i, key_of_var)
+    lines += _expand_fn(enc, pc_keys)
+    lines += _canon_fn(blocks)
+    lines.append(core)
+    return Program("\n".join(lines) + "\n", enc.nkeys, sb,
+                   tuple(tr.step for tr in enc.transitions), pc_keys)

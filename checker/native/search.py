@@ -1,0 +1,378 @@
+"""The native explicit engine: ``check_native``.
+
+The same search as ``checker/explicit.py`` without reductions (``reduce=False``), run
+in C over the transition templates of ``checker/symbolic.py``'s ``Encoding``
+(``ccode.py`` prints them, ``build.py`` compiles them): same states, same order, same
+verdicts, same counterexamples.  What is reported goes back through the concrete model:
+
+* a violation or deadlock is a step list, re-run by ``ConcreteRunner`` (the last step
+  must violate the same property; a deadlock's last state must have no step) and
+  described by the explicit engine's own replay -- a mismatch is UNKNOWN (internal
+  error), never a verdict;
+* where some warp loops for ever, the reachable graph (state ids, edges labelled by the
+  acting warp or asynchronous unit) goes to the explicit engine's starvation analysis
+  (``graphs.starving_component``) and a lasso to ``lasso.report_lasso``.
+
+The encoding has fixed-size keys (value ranges, queue capacities).  Their first guess
+comes from a small breadth-first sample bounded by states (not by time, so the verdict
+never depends on the clock); a step that leaves them stops the search, is replayed on
+the concrete model to see which keys were too small, and the search restarts with those
+widened -- never a SAFE or PROVEN over a truncated encoding.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from ...model.properties import ALL_PROPERTIES
+from ...model.program import is_acyclic
+from ...model.system import System
+from ..concrete import ConcreteRunner
+from ..errors import InternalError
+from ..graphs import fair_cycle, starving_component
+from ..lasso import poll_pcs, report_lasso
+from ..properties import DEADLOCK_MSG, PRIORITY
+from ..packed import component_of
+from ..statespace import Explorer, symmetric_groups
+from ..symbolic import Encoding, bits_for, same_shape, sample_ranges
+from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
+from .build import BuildFailed, NativeUnavailable, core_source, load
+from .ccode import Program, Unsupported, generate
+
+ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM = range(6)
+
+#: states of the sample that guesses the encoding's value ranges
+SAMPLE_STATES = 2_000
+#: restarts with a wider encoding before the engine gives up (UNKNOWN)
+MAX_RESTARTS = 12
+
+
+def _storage_range(lo: int, hi: int) -> tuple[int, int]:
+    """The full range of the smallest of int8/int16/int32 holding [lo, hi]: a key costs
+    its storage bytes whatever range it declares, so it may as well declare all of it."""
+    w = bits_for(lo, hi)
+    for b in (8, 16, 32):
+        if w <= b:
+            return -(1 << (b - 1)), (1 << (b - 1)) - 1
+    raise Unsupported(f"a value range [{lo}, {hi}] wider than 32 bits")
+
+
+class _Shape:
+    """The encoding's sizes: key ranges by name and queue capacities by slot."""
+
+    def __init__(self, system: System, groups: list[list[int]]):
+        self.system = system
+        sample = sample_ranges(system, max_states=SAMPLE_STATES, seconds=1e9,
+                               exact_seconds=1e9, reduced_seconds=0.0)
+        self.sample = sample
+        self.caps: dict[int, int] = {}
+        self.ranges: dict[str, tuple[int, int]] = {}
+        names = system.layout.names
+        pcs = {ag.pc for ag in system.agents}
+        for slot, r in sample.slot.items():
+            if slot not in pcs:
+                self.ranges[names[slot]] = _storage_range(*r)
+        init = system.initial_state()
+        for slot in range(system.n):
+            if (slot not in pcs and slot != system.pool and names[slot] not in self.ranges
+                    and isinstance(init[slot], int)):
+                self.ranges[names[slot]] = _storage_range(int(init[slot]), int(init[slot]))
+        for it, n in sample.pool.items():
+            self.ranges[f"in_flight{list(it)}"] = _storage_range(0, max(1, n))
+        # interchangeable warps swap values: the keys of twins get one range
+        self.twins = [list(zip(*[[names[s] for s in warp_slots(system, a)] for a in g]))
+                      for g in groups]
+        self._unify()
+
+    def _unify(self) -> None:
+        for g in self.twins:
+            for names in g:
+                rs = [self.ranges[n] for n in names if n in self.ranges]
+                if rs:
+                    r = (min(x[0] for x in rs), max(x[1] for x in rs))
+                    for n in names:
+                        if n in self.ranges:
+                            self.ranges[n] = r
+
+    def encoding(self) -> Encoding:
+        return Encoding(self.system, caps=dict(self.caps), ranges=dict(self.ranges),
+                        sample=self.sample)
+
+    def widen(self, enc: Encoding, flat: tuple) -> bool:
+        """Widen what ``flat`` (a state the encoding could not hold) leaves; False when
+        it leaves nothing (the overflow is not explained)."""
+        bad, long = enc.out_of_range(flat)
+        shapes: dict[str, tuple[int, int]] = {}
+        for name, r in bad.items():
+            k = same_shape(name)
+            o = shapes.get(k, r)
+            shapes[k] = (min(o[0], r[0]), max(o[1], r[1]))
+        # the same key of other CTAs, warps and stages climbs as far, a little later:
+        # widen them all at once rather than restart for each
+        for name in enc.key_names:
+            r = shapes.get(same_shape(name))
+            if r is not None and (name in self.ranges or name in bad):
+                o = self.ranges.get(name, r)
+                self.ranges[name] = _storage_range(min(o[0], r[0]), max(o[1], r[1]))
+        for slot, n in long.items():
+            self.caps[slot] = max(n, 2 * enc.caps[slot])
+        self._unify()
+        return bool(bad or long)
+
+
+def warp_slots(system: System, a: int) -> list[int]:
+    """The slots of warp ``a``'s own component (``packed.component_of``: its pc, locals,
+    barrier bookkeeping and queues), in slot order."""
+    names = system.layout.names
+    comp = component_of(names[system.agents[a].pc])
+    return [s for s in range(system.n) if component_of(names[s]) == comp]
+
+
+def warp_blocks(enc: Encoding, groups: list[list[int]]) -> list[list[list[int]]]:
+    """group -> warp -> the keys of its component, aligned across the group."""
+    out = []
+    for g in groups:
+        blocks = []
+        for a in g:
+            keys: list[int] = []
+            for s in warp_slots(enc.sys, a):
+                if s in enc.key_of_slot:
+                    keys.append(enc.key_of_slot[s])
+                elif s in enc.qkeys:
+                    keys += enc.qkeys[s][0] + [enc.qkeys[s][1]]
+            blocks.append(keys)
+        if len({len(b) for b in blocks}) != 1:
+            raise Unsupported("interchangeable warps with differently shaped states")
+        out.append(blocks)
+    return out
+
+
+def canon_order(vals: list[int], blocks: list[list[int]]) -> list[int]:
+    """Positions of a group's warps in the canonical state: position ``j`` holds the
+    warp ``order[j]`` (index into the group), ``canon`` of the generated C."""
+    return sorted(range(len(blocks)), key=lambda j: [vals[k] for k in blocks[j]])
+
+
+def check_native(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
+                 progress: Optional[Callable[[int, int, float], None]] = None,
+                 symmetry: bool = False) -> Verdict:
+    """Exhaustive breadth-first search in native code (module docstring).
+
+    ``symmetry``: explore one state per class of states equal up to a permutation of
+    interchangeable warps (``statespace.symmetric_groups``), the explicit engine's warp
+    symmetry with another representative (warp blocks sorted by value); not where some
+    warp loops for ever (the starvation analysis follows each warp, as the explicit
+    engine's).  ``progress`` is not called: the search runs in C to its end or limit.
+    Raises ``NativeUnavailable`` where cffi or a C compiler is missing."""
+    t0 = time.perf_counter()
+    stats = Stats(engine="native")
+    acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
+    groups = symmetric_groups(system) if symmetry and acyclic else []
+    stats.extra["symmetric_groups"] = [len(g) for g in groups]
+    try:
+        shape = _Shape(system, groups)
+        restarts = 0
+        while True:
+            enc = shape.encoding()
+            blocks = warp_blocks(enc, groups)
+            prog = generate(enc, core_source(), blocks)
+            t_build = time.perf_counter()
+            ffi, lib = load(prog.source)
+            # sampling ranges and building the templates; compiling (or the cache)
+            stats.extra["encode_seconds"] = round(t_build - t0, 3)
+            stats.extra["compile_seconds"] = round(time.perf_counter() - t_build, 3)
+            left = max(timeout - (time.perf_counter() - t0), 0.01)
+            search_t0 = time.perf_counter()
+            st = lib.pp_search(max_states, left, 1 if not enc.acyclic else 0,
+                               PRIORITY.get("deadlock", 99))
+            stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 4)
+            if st != ST_OVERFLOW:
+                break
+            # a step left the encoding: see on the concrete model which keys it overflowed
+            steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
+            states, _viol = ConcreteRunner(system).run(_real(enc, groups, blocks, steps))
+            restarts += 1
+            if restarts > MAX_RESTARTS or not shape.widen(enc, states[-1]):
+                lib.pp_free()
+                return _finish(Verdict(UNKNOWN, reason="the native encoding overflowed and "
+                                       "could not be widened (use --engine explicit)"),
+                               stats, t0)
+            lib.pp_free()
+        stats.extra["restarts"] = restarts
+        stats.extra["keys"] = enc.nkeys
+        stats.extra["state_bytes"] = prog.state_bytes
+        try:
+            real = lambda steps: _real(enc, groups, blocks, steps)  # noqa: E731
+            return _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
+                           real)
+        finally:
+            lib.pp_free()
+    except Unsupported as e:
+        return _finish(Verdict(UNKNOWN, reason=f"the native engine cannot encode this kernel: "
+                               f"{e} (use --engine explicit)"), stats, t0)
+    except BuildFailed as e:
+        return _finish(Verdict(UNKNOWN, reason=str(e)), stats, t0)
+    except InternalError as e:
+        return _finish(Verdict(UNKNOWN, reason=f"internal error: {e}"), stats, t0)
+
+
+def _finish(v: Verdict, stats: Stats, t0: float) -> Verdict:
+    stats.seconds = time.perf_counter() - t0
+    v.stats = stats
+    return v
+
+
+def _path(lib: Any, prog: Program, i: int) -> list[tuple]:
+    """The steps from the initial state to state ``i`` (parent links)."""
+    steps = []
+    while i > 0:
+        steps.append(prog.steps[lib.pp_ptid(i)])
+        i = lib.pp_parent(i)
+    steps.reverse()
+    return steps
+
+
+def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
+          steps: list[tuple]) -> list[tuple]:
+    """Steps of canonical states (naming warps by their canonical positions) as steps of
+    the unreduced system (naming the real warps): the run is re-executed on the concrete
+    model, and after every step each group's canonical order (``canon_order``) of the
+    real state says which real warp sits at which position.  TMA/CLC items name their
+    issuing warp, which is in no group (``symmetric_groups``)."""
+    if not groups:
+        return list(steps)
+    runner = ConcreteRunner(enc.sys)
+    nag = len(enc.sys.agents)
+
+    def positions(flat: tuple) -> list[int]:
+        vals, _ = enc.encode_concrete(flat)
+        who = list(range(nag))
+        for g, bl in zip(groups, blocks):
+            for j, src in enumerate(canon_order(vals, bl)):
+                who[g[j]] = g[src]
+        return who
+
+    flat = runner.initial
+    who = positions(flat)
+    out = []
+    for i, step in enumerate(steps):
+        if step[0] == "a":
+            real = ("a", who[step[1]], step[2])
+        elif step[1][0] == "tma":
+            real = step
+        else:
+            item = step[1]
+            real = ("e", (item[0], who[item[1]]) + tuple(item[2:]))
+        out.append(real)
+        if i + 1 < len(steps):
+            r = runner.step(flat, real)
+            if r is None:
+                raise InternalError(f"step {i + 1} of the native run ({real}) is not enabled "
+                                    "in the concrete model")
+            flat = r[0]
+            who = positions(flat)
+    return out
+
+
+def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st: int,
+            max_states: int, timeout: float, stats: Stats, t0: float,
+            real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+    stats.states = lib.pp_nstates()
+    stats.transitions = lib.pp_ntrans()
+    stats.depth = max_depth = lib.pp_maxdepth()
+    if st == ST_NOMEM:
+        return _finish(Verdict(UNKNOWN, reason=f"out of memory after {stats.states} states "
+                               f"(explored to depth {max_depth})", depth=max_depth), stats, t0)
+    if st in (ST_LIMIT, ST_TIMEOUT):
+        d = lib.pp_cur_depth()  # the depth being expanded when it stopped
+        note = (f"; no violation or deadlock in any run of up to {d - 1} steps (every one "
+                "explored; starvation not checked)") if d >= 2 else ""
+        if st == ST_LIMIT:
+            why = (f"state limit: more than {max_states} states (explored to depth "
+                   f"{max_depth}){note}; use --engine bmc or smaller parameters")
+        else:
+            why = (f"timeout after {timeout:.0f} s with {stats.states} states explored to "
+                   f"depth {max_depth}{note}")
+        return _finish(Verdict(UNKNOWN, reason=why, depth=max_depth), stats, t0)
+    if st == ST_FOUND:
+        n = lib.pp_ncand()
+        c = lib.pp_cands()
+        cands = [(c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]) for i in range(n)]
+        length, rank, si, tid = min(cands, key=lambda f: (f[0], f[1]))
+        return _finish(_counterexample(system, lib, prog, rank, si, tid, real), stats, t0)
+    if not enc.acyclic:
+        v = _starvation(system, prog, ffi, lib)
+        if v is not None:
+            stats.extra.update(v.stats.extra)
+            return _finish(v, stats, t0)
+    return _finish(Verdict(PROVEN, depth=max_depth, bounded=False), stats, t0)
+
+
+def _counterexample(system: System, lib: Any, prog: Program, rank: int, si: int,
+                    tid: int, real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+    """The candidate as the explicit engine reports it, after the concrete model agreed."""
+    runner = ConcreteRunner(system)
+    ex = Explorer(system, symmetry=False)
+    steps = _path(lib, prog, si)
+    if tid >= 0:
+        steps = real(steps + [prog.steps[tid]])
+    else:
+        steps = real(steps)
+    if tid < 0:  # a deadlock: the last state has no step and some warp has not exited
+        states, _ = runner.run(steps)
+        last = states[-1]
+        if any(True for _ in runner.successors(last)) or runner.all_done(last):
+            raise InternalError("the native engine's deadlock state is not one in the "
+                                "concrete model")
+        try:
+            trace = ex.replay(steps, None, stuck_state=ex.packer.pack(list(last)))
+        except RuntimeError as e:
+            raise InternalError(f"replay of the native counterexample failed: {e}") from e
+        trace.violated, trace.detail = "deadlock", DEADLOCK_MSG
+        return Verdict(VIOLATED, "deadlock", trace.detail or DEADLOCK_MSG, trace,
+                       depth=len(steps))
+    _states, viol = runner.run(steps)
+    prop = ALL_PROPERTIES[rank] if rank < len(ALL_PROPERTIES) else None
+    if viol is None or (prop is not None and viol[0] != prop):
+        raise InternalError(f"the native engine's last step violates {prop}, the concrete "
+                            f"model says {viol and viol[0]}")
+    try:
+        trace = ex.replay(steps, viol)
+    except RuntimeError as e:
+        raise InternalError(f"replay of the native counterexample failed: {e}") from e
+    return Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace, depth=len(steps))
+
+
+def _starvation(system: System, prog: Program, ffi: Any, lib: Any) -> Optional[Verdict]:
+    """The explicit engine's starvation analysis (``explicit._find_starvation``) over the
+    native engine's reachable graph."""
+    n = lib.pp_nstates()
+    ne = lib.pp_nedges()
+    e = ffi.unpack(lib.pp_edges(), 3 * ne) if ne else []
+    succ: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
+    first_tid: dict[tuple, int] = {}
+    for j in range(ne):
+        s, t, tid = e[3 * j], e[3 * j + 1], e[3 * j + 2]
+        step = prog.steps[tid]
+        actor = ("a", step[1]) if step[0] == "a" else ("e", step[1])
+        succ[s].append((t, actor))
+        first_tid.setdefault((s, t, actor), tid)
+    nag = len(system.agents)
+    buf = ffi.new("int32_t[]", prog.nkeys)
+    pcs: list[tuple] = []
+    for v in range(n):
+        lib.pp_state(v, buf)
+        pcs.append(tuple(buf[k] for k in prog.pc_keys))
+    enabled = [{a for _t, a in succ[v]} for v in range(n)]
+    best = starving_component(nag, lambda v, w: pcs[v][w],
+                              [set(poll_pcs(system, a)) for a in range(nag)], succ, enabled)
+    if best is None:
+        return None
+    entry = best[0]
+    steps = _path(lib, prog, entry)
+    cycle = [prog.steps[first_tid[edge]] for edge in fair_cycle(succ, enabled, best, nag)]
+    return report_lasso(system, ConcreteRunner(system), steps + cycle, len(steps))
+
+
+__all__ = ["check_native", "NativeUnavailable"]
