@@ -6,6 +6,10 @@ emitter walks the same instruction lists the transition system executes
 (``model/system.py``) and prints, for each, the PTX with the same synchronisation
 effect; there is no second copy of the pipeline rules.  Role dispatch is a switch on
 ``(%cluster_ctarank, warp)``; loops are the compiler's ``Jump``/``Branch`` instructions.
+Programs compiled with run-time kernel arguments (``impl/structured.py``: ``for k in
+range(k_tiles)`` stays a loop) read them from extra ``.param .u32 p_a_NAME`` parameters
+(``Manifest.args`` holds the value the model was compiled with), so the PTX does not
+depend on the trip count.
 
 Execution model of an emitted warp (all 32 lanes follow the program's control flow):
 
@@ -78,6 +82,7 @@ class EmitOptions:
     trace: bool = True        # record events (tickets)
     jitter: bool = True       # nanosleep jitter before each step
     compact: bool = False     # force compact buffers (stamps only; bytes to the sink)
+    structured: bool = True   # emit_file: loops bounded by parameters stay loops
 
 
 @dataclass
@@ -101,6 +106,11 @@ class Manifest:
     jitter: bool
     compact: bool
     params: list[tuple[str, str]] = field(default_factory=lambda: [list(p) for p in PARAMS])
+    #: run-time kernel arguments (parameter ``a_NAME``) and the value the model's programs
+    #: were compiled with; a launch with another value runs a kernel the model did not see
+    args: dict[str, int] = field(default_factory=dict)
+    #: how the programs were compiled (``impl/structured.py``)
+    compiled: str = "unrolled"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -111,6 +121,8 @@ class Emitted:
     ptx: str
     manifest: Manifest
     layout: Layout
+    #: how the programs were compiled (``impl/structured.Compiled.describe``)
+    note: str = ""
 
 
 class _Regs:
@@ -146,6 +158,8 @@ class _Emitter:
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
+        self.args = dict(ck.runtime_args)
+        self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -316,10 +330,11 @@ class _Emitter:
             self.program(prog)
         head = self.prologue()
         tail = self.epilogue()
-        params = ",\n".join(f"\t.param .{t} p_{n}" for n, t in PARAMS)
+        params = ",\n".join(f"\t.param .{t} p_{n}" for n, t in self.params)
+        shown = {k: ("<kernel argument>" if k in self.args else v) for k, v in info.params}
         lines = [
             "//", f"// pipeproof: kernel {info.name} ({ck.source_file or '<source>'}), "
-            f"params {dict(info.params)}",
+            f"params {shown}",
             f"// target {self.o.arch}; trace={self.o.trace} jitter={self.o.jitter} "
             f"compact={self.L.compact}", "//",
             f".version {PTX_VERSION}", f".target {self.o.arch}", ".address_size 64", "",
@@ -341,12 +356,14 @@ class _Emitter:
             src_stamps=self.L.src_stamps(), dst_bytes=self.L.dst_bytes, cap=cap,
             cyclic=cyclic, has_clc=any(isinstance(i, TmaLoad) and i.kind == "clc"
                                        for p in ck.programs for i in p.code),
-            trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact)
+            trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact,
+            params=[list(p) for p in self.params], args=dict(self.args),
+            compiled="structured" if self.args else "unrolled")
         return Emitted("\n".join(lines), man, self.L)
 
     def prologue(self) -> list[str]:
         saved, self.body = self.body, []
-        for n, t in PARAMS:
+        for n, t in self.params:
             self.body.append(f"\t.reg .{'b64' if t == 'u64' else 'b32'} %{n};")
         for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
                   "tka", "tmax"):
@@ -354,7 +371,7 @@ class _Emitter:
         for n in ("ev", "t0"):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
-        for n, t in PARAMS:
+        for n, t in self.params:
             self(f"ld.param.{t} %{n}, [p_{n}];")
         self("mov.u32 %k_tid, %tid.x;")
         self("shr.u32 %k_warp, %k_tid, 5;")
@@ -534,6 +551,8 @@ class _Emitter:
             return self.locals[a[0]]
         if op == "const":
             return self.imm(int(a[0]))
+        if op == "arg":  # a run-time kernel argument (structured emission)
+            return f"%a_{a[0]}"
         vals = [self.dyn(x) for x in a]
         out = self.r()
         if op in ("not", "truth"):
@@ -1055,10 +1074,16 @@ def emit(ck: CompiledKernel, opts: Optional[EmitOptions] = None) -> Emitted:
 
 def emit_file(path: str, params: Optional[dict[str, Any]] = None,
               opts: Optional[EmitOptions] = None) -> Emitted:
-    from ..model.compile import compile_kernel
+    """Parse, compile (structured where supported unless ``opts.structured`` is off:
+    ``impl/structured.py``) and emit."""
     from ..model.lang.parser import parse_file
+    from .structured import compile_for_emission
 
-    return emit(compile_kernel(parse_file(path), params or {}), opts)
+    opts = opts or EmitOptions()
+    c = compile_for_emission(parse_file(path), params or {}, opts.structured)
+    em = emit(c.kernel, opts)
+    em.note = c.describe()
+    return em
 
 
 __all__ = ["EmitOptions", "Emitted", "Manifest", "emit", "emit_file", "ARCHES", "PARAMS",
