@@ -83,6 +83,15 @@ class EmitOptions:
     jitter: bool = True       # nanosleep jitter before each step
     compact: bool = False     # force compact buffers (stamps only; bytes to the sink)
     structured: bool = True   # emit_file: loops bounded by parameters stay loops
+    #: watchdog on every wait and data stamps (stores by writers, checks by readers);
+    #: off (with trace and jitter off): the bare synchronisation, for timing
+    checks: bool = True
+    #: how a warp's ``Arrive`` of ``n`` lanes is lowered: ``thread`` -- as CUTLASS does,
+    #: each of ``n`` lanes arrives with count 1 (lane 0 takes the ticket first, the
+    #: warp meets at ``bar.warp.sync``, then the lanes arrive), no pending count is
+    #: observed; ``warp`` -- lane 0 arrives once with count ``n`` and the trace records
+    #: the pending count ``mbarrier.arrive`` returned
+    arrivals: str = "thread"
 
 
 @dataclass
@@ -254,6 +263,8 @@ class _Emitter:
     def ghost(self, effects: tuple[GhostEffect, ...], st: "_Step", generic_writes: bool) -> None:
         fenced = False
         for e in effects:
+            if not self.o.checks and e.kind != "clean":
+                continue  # stamps are instrumentation; the proxy fence is synchronisation
             if e.kind == "read":
                 self.read_check(e, st)
             elif e.kind in ("write_begin", "write_end") and generic_writes:
@@ -652,6 +663,16 @@ class _Emitter:
             self.record(E.K_STEP, pc, tk, "0", st.flags)
             self.lane0_end(st)
             return
+        if t is Arrive and self.thread_arrivals(ins):
+            self.lane0_begin(st)
+            self.ghost(ins.pre, st, True)
+            tk = self.ticket()
+            self.record(E.K_STEP, pc, tk, "0", st.flags)
+            for cpc, cins in self.defer_at.pop(pc, []):
+                self.umma_fire(cpc, cins)
+            self.lane0_end(st)
+            self.arrive_threads(ins)
+            return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
         if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup):
@@ -719,6 +740,12 @@ class _Emitter:
             self(f"selp.u32 {dest}, 1, 0, {pr};")
             st.obs0 = dest
             self(f"or.b32 {st.flags}, {st.flags}, {E.F_RESULT};")
+            return
+        if not self.o.checks:  # the bare wait loop (no watchdog)
+            top, pd = self.fresh("w"), self.p()
+            self.label(top)
+            self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity};")
+            self(f"@!{pd} bra {top};")
             return
         st.can_stick = True
         t0, now, el = self.rd(), self.rd(), self.rd()
@@ -823,6 +850,53 @@ class _Emitter:
         if tx < 0:
             raise Unsupported(f"unsupported: {op} with a negative byte count ({tx})")
         self(f"mbarrier.{op}.relaxed.{scope}.{space}.b64 [{a}], {tx};")
+
+    def thread_arrivals(self, ins: Arrive) -> bool:
+        """Lower ``ins`` as count-1 arrivals of separate lanes (``EmitOptions.arrivals``):
+        when its arrivals fit in a warp, it is no ``arrive_drop``, and it has no ghost
+        effect after it (a stamp store after the release would race)."""
+        if self.o.arrivals != "thread" or ins.drop or ins.post:
+            return False
+        live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
+        return 0 < sum(a.count for a in live) <= WARP_SIZE and \
+            all(a.count > 0 and a.tx >= 0 for a in live)
+
+    def arrive_threads(self, ins: Arrive) -> None:
+        """Lane ``l`` of the warp makes one arrival of count 1: the arrivals of ``ins`` in
+        order, ``count`` lanes each (the first lane of an arrival also expects its
+        ``tx``), as the threads of a CUTLASS ``CooperativeGroup`` do
+        (``cutlass/pipeline/sm90.py`` consumer_release: every thread arrives; remote
+        targets per lane through ``mapa``).  Arrivals commute on an mbarrier, so the
+        count-``n`` step of the model is the same phase change (PTX ISA
+        ``mbarrier.arrive``)."""
+        lane = 0
+        for arr in ins.arrivals:
+            if not self.bar_exists(arr.bar) or arr.count < 0:
+                continue
+            a, remote = self.cluster_addr(self.bar_off(arr.bar), arr.bar.cta)
+            space = "shared::cluster" if remote else "shared::cta"
+            # the release scope the model gives the arrive (CUTLASS's default ``.cta``,
+            # also for remote arrives: ``ClusterBarrier::arrive(cta_id)``)
+            scope = ins.scope if ins.scope in ("cta", "cluster") else "cluster"
+            dst = "_" if remote else self.rd()
+            lo, hi = lane, lane + arr.count
+            lane = hi
+            skip, pr = self.fresh("ta"), self.p()
+            if arr.tx:
+                first = self.fresh("tx")
+                self(f"setp.ne.u32 {pr}, %k_lane, {lo};")
+                self(f"@{pr} bra {first};")
+                self(f"mbarrier.arrive.expect_tx.release.{scope}.{space}.b64 {dst}, [{a}], "
+                     f"{arr.tx};")
+                self(f"bra {skip};")
+                self.label(first)
+            q = self.p()
+            self(f"setp.lt.u32 {pr}, %k_lane, {lo};")
+            self(f"setp.ge.u32 {q}, %k_lane, {hi};")
+            self(f"or.pred {pr}, {pr}, {q};")
+            self(f"@{pr} bra {skip};")
+            self(f"mbarrier.arrive.release.{scope}.{space}.b64 {dst}, [{a}];")
+            self.label(skip)
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
         # ins.scope (the model's release scope) is not lowered: remote arrives and every
