@@ -1,7 +1,8 @@
 """``pipeproof emit`` and ``pipeproof conform`` (registered by ``pipeproof/cli.py``).
 
     pipeproof emit FILE [--arch sm_90a|sm_100a] [-o kernel.ptx] [--param N=V]
-                   [--no-trace] [--no-jitter] [--manifest FILE] [--assemble] [--unrolled]
+                   [--no-trace] [--no-jitter] [--no-checks] [--arrivals thread|warp]
+                   [--manifest FILE] [--assemble] [--unrolled]
     pipeproof conform FILE [--runs N] [--clusters G] [--param N=V] [--mutant NAME]
                    [--timeout-ms T] [--json] [--unrolled]
 
@@ -31,7 +32,9 @@ def cmd_emit(args: argparse.Namespace) -> int:
         return 2
     em = emit_file(args.file, params, EmitOptions(args.arch, trace=not args.no_trace,
                                                   jitter=not args.no_jitter,
-                                                  structured=not args.unrolled))
+                                                  structured=not args.unrolled,
+                                                  checks=not args.no_checks,
+                                                  arrivals=args.arrivals))
     if args.output and args.output != "-":
         with open(args.output, "w") as f:
             f.write(em.ptx)
@@ -148,6 +151,12 @@ The PTX is the model's per-warp programs with trace records (docs/gpu.md);
     e.add_argument("--no-jitter", action="store_true", help="no nanosleep jitter")
     e.add_argument("--manifest", default="", help="write the launch manifest (JSON)")
     e.add_argument("--assemble", action="store_true", help="also run ptxas -arch=ARCH")
+    e.add_argument("--no-checks", action="store_true",
+                   help="no watchdog and no data stamps (with --no-trace --no-jitter: the "
+                        "bare synchronisation, for timing)")
+    e.add_argument("--arrivals", choices=("thread", "warp"), default="thread",
+                   help="a warp's arrive of n lanes: n count-1 arrivals as CUTLASS's threads "
+                        "make them (default), or one count-n arrive by lane 0")
     e.add_argument("--unrolled", action="store_true",
                    help="emit the fully unrolled programs (default: loops bounded by a "
                         "parameter stay loops, the parameter is a kernel argument)")

@@ -53,6 +53,8 @@ class JobSpec:
     #: loops bounded by parameters stay loops (``impl/structured.py``); the unrolled
     #: programs where that is not supported
     structured: bool = True
+    #: watchdog and data stamps (``EmitOptions.checks``; off only for timing)
+    checks: bool = True
 
 
 def compiled_for(file: str, params: dict[str, Any], mutant: str = "",
@@ -88,7 +90,8 @@ def assemble(ptx_path: str, arch: str, out: str, opt: Optional[int] = None) -> t
 
 def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
     ck = compiled_for(spec.file, spec.params, spec.mutant, spec.structured)
-    em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter))
+    em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter,
+                              checks=spec.checks))
     ptx = os.path.join(jobs_dir, spec.name + ".ptx")
     Path(ptx).write_text(em.ptx)
     Path(jobs_dir, spec.name + ".manifest.json").write_text(em.manifest.to_json())

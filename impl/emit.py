@@ -663,6 +663,17 @@ class _Emitter:
             self.record(E.K_STEP, pc, tk, "0", st.flags)
             self.lane0_end(st)
             return
+        lean = not (self.o.trace or self.o.jitter or self.o.checks) and pc not in self.defer_at
+        if lean and t is Wait and ins.bar.cta == self.prog.cta and self.bar_exists(ins.bar):
+            # no instrumentation: every lane waits, as every CUTLASS thread does
+            self.ghost(ins.pre, st, True)
+            self.wait_like(pc, ins, st)
+            self.ghost(ins.post, st, True)
+            return
+        if lean and t is Arrive and self.thread_arrivals(ins):
+            self.ghost(ins.pre, st, True)
+            self.arrive_threads(ins)
+            return
         if t is Arrive and self.thread_arrivals(ins):
             self.lane0_begin(st)
             self.ghost(ins.pre, st, True)

@@ -58,11 +58,15 @@ def compile_for_emission(kernel: ir.Kernel, params: Optional[dict[str, Any]] = N
     params = dict(params or {})
     names = loop_bound_params(kernel) if structured else ()
     if names:
-        try:
-            ck = compile_kernel(kernel, params, runtime=names, timeout=timeout)
-            return Compiled(ck, tuple(names))
-        except (ConfigError, Unsupported) as e:
-            reason = f"structured emission not supported here: {_first_line(e)}"
+        # all loop bounds as kernel arguments; else each one alone (a stage count that
+        # also bounds a prologue loop must stay a compile-time value)
+        reason = ""
+        for rt in [tuple(names)] + ([(n,) for n in names] if len(names) > 1 else []):
+            try:
+                ck = compile_kernel(kernel, params, runtime=rt, timeout=timeout)
+                return Compiled(ck, rt)
+            except (ConfigError, Unsupported) as e:
+                reason = reason or f"structured emission not supported here: {_first_line(e)}"
         return Compiled(compile_kernel(kernel, params, timeout=timeout), (), reason)
     return Compiled(compile_kernel(kernel, params, timeout=timeout), ())
 

@@ -1682,9 +1682,9 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
 
 
 #: structured compilation: visits of one loop head before giving up (the pipeline states
-#: of a run-time loop repeat after ``4 * stages`` iterations; a state that keeps growing
-#: -- a user counter -- never does)
-MAX_RUNTIME_LOOP_VISITS = 4 * MAX_STAGES + 16
+#: of a run-time loop repeat after ``4 * stages`` iterations, times the outer loop's period
+#: for a nested one; a state that keeps growing -- a user counter -- never does)
+MAX_RUNTIME_LOOP_VISITS = 1024
 
 
 def _check_runtime(runtime: frozenset, info: KernelInfo, symbolic: dict, track_count: bool,

@@ -80,8 +80,10 @@ def test_structured_warps_execute_the_unrolled_steps(path, params):
     assert _steps(structured) == _steps(unrolled)
 
 
-@pytest.mark.parametrize("path,params", CASES[:8], ids=lambda x: getattr(x, "stem", ""))
+@pytest.mark.parametrize("path,params", [c for c in CASES[:8] if "multicast" not in c[0].stem],
+                         ids=lambda x: getattr(x, "stem", ""))
 def test_structured_and_unrolled_verdicts_agree(path, params):
+    """(The cluster example is left out: its unrolled check alone takes minutes.)"""
     unrolled, structured = _both(path, params)
     vu = check_explicit(System(unrolled), max_states=100_000, timeout=60)
     vs = check_explicit(System(structured), max_states=100_000, timeout=60)
@@ -168,3 +170,38 @@ def test_structured_ptx_assembles(tmp_path, arch):
         r = subprocess.run(["ptxas", "-O0", f"-arch={arch}", str(p), "-o", str(p) + ".cubin"],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[:800]
+
+
+def test_a_structured_job_is_judged_against_the_programs_that_ran(tmp_path, monkeypatch):
+    """prepare_job records ``structured`` in the job; analyze_job recompiles the same
+    programs: a GPU-format result file of model runs (impl/simulate.py) is ACCEPTED."""
+    import json
+
+    import numpy as np
+
+    from pipeproof.impl import conform
+
+    monkeypatch.setattr(conform, "have_ptxas", lambda: False)  # keep the PTX, skip ptxas
+    f = str(TB / "pipeline_tma_async.pipe")
+    job = conform.prepare_job(str(tmp_path), conform.JobSpec("j", f, {"k_tiles": 6}, runs=2,
+                                                             clusters=2))
+    assert job["meta"]["structured"] and job["meta"]["compiled"] == "structured"
+    man = json.loads((tmp_path / job["manifest"]).read_text())
+    assert man["args"] == {"k_tiles": 6} and ["a_k_tiles", "u32"] in man["params"]
+    ck = conform.compiled_for(f, {"k_tiles": 6}, structured=True)
+    words, index, pos = [], [], 0
+    for run in range(2):
+        for cl in range(2):
+            evs = simulate(ck, 10 * run + cl)
+            w = np.array(as_words(evs), dtype=np.uint32)
+            words.append(w)
+            index.append((run, cl, pos, len(evs)))
+            pos += len(evs)
+    ctrl = np.zeros((2, 2, E.CTRL_WORDS), dtype=np.uint32)
+    out = tmp_path / "out"
+    out.mkdir()
+    np.savez_compressed(out / "j.npz", events=np.concatenate(words).astype(np.uint32),
+                        index=np.array(index, dtype=np.int64), ctrl=ctrl)
+    (out / "j.json").write_text(json.dumps({"status": "ok"}))
+    rep = conform.analyze_job(job, str(out))
+    assert rep.traces == 4 and rep.counts == {ACCEPTED: 4}, rep.counts
