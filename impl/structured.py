@@ -68,7 +68,8 @@ def compile_for_emission(kernel: ir.Kernel, params: Optional[dict[str, Any]] = N
             except (ConfigError, Unsupported) as e:
                 reason = reason or f"structured emission not supported here: {_first_line(e)}"
         return Compiled(compile_kernel(kernel, params, timeout=timeout), (), reason)
-    return Compiled(compile_kernel(kernel, params, timeout=timeout), ())
+    return Compiled(compile_kernel(kernel, params, timeout=timeout), (),
+                    "" if structured else "asked for")
 
 
 def _first_line(e: Exception) -> str:
