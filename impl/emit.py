@@ -64,6 +64,8 @@ from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, L
 
 ARCHES = ("sm_90a", "sm_100a")
 PTX_VERSION = "8.7"
+#: ``mbarrier.try_wait`` suspend-time hint of the bare waits (CUTLASS's value)
+SUSPEND_HINT_NS = 10_000_000
 #: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
 TICKET_OFF = 4
 
@@ -753,9 +755,12 @@ class _Emitter:
             self(f"or.b32 {st.flags}, {st.flags}, {E.F_RESULT};")
             return
         if not self.o.checks:  # the bare wait loop (no watchdog)
+            # with CUTLASS's suspend-time hint (ClusterBarrier::wait: 0x989680 ns), which
+            # the CuTe DSL emits too; it bounds how long one try may suspend the thread
             top, pd = self.fresh("w"), self.p()
             self.label(top)
-            self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity};")
+            self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity}, "
+                 f"{SUSPEND_HINT_NS};")
             self(f"@!{pd} bra {top};")
             return
         st.can_stick = True
