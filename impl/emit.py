@@ -443,13 +443,14 @@ class _Emitter:
         self(f"@{p0} bra {skip};")
         z = self.imm(0)
         self(f"st.shared.v2.u32 [%smem], {{{z}, {z}}};")
-        pz = self.imm(POISON)
-        for bl in self.L.buffers.values():
-            for stg in range(bl.stages):
-                for s in bl.slots.values():
-                    a = self.smem_addr(bl.slot_addr(stg, s.key))
-                    self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
-        self("fence.proxy.async.shared::cta;")
+        if self.o.checks:  # data stamps are instrumentation
+            pz = self.imm(POISON)
+            for bl in self.L.buffers.values():
+                for stg in range(bl.stages):
+                    for s in bl.slots.values():
+                        a = self.smem_addr(bl.slot_addr(stg, s.key))
+                        self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
+            self("fence.proxy.async.shared::cta;")
         self.label(skip)
         self("bar.sync 0;")
         if self.cluster:
@@ -906,6 +907,10 @@ class _Emitter:
                      f"{arr.tx};")
                 self(f"bra {skip};")
                 self.label(first)
+                lo += 1
+                if lo == hi:
+                    self.label(skip)
+                    continue
             q = self.p()
             self(f"setp.lt.u32 {pr}, %k_lane, {lo};")
             self(f"setp.ge.u32 {q}, %k_lane, {hi};")
