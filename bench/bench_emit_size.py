@@ -7,7 +7,7 @@ default: ``for k in range(k_tiles)`` stays a loop, ``k_tiles`` a kernel argument
 for small trip counts only, the unrolled one (``--unrolled``; its size grows with
 ``k_tiles`` and ptxas time with it, so large values are left out).
 
-    python bench/bench_emit_size.py [--quick]     # writes bench/results/emit_size.{json,md}
+    python bench/bench_emit_size.py [--quick] [--unrolled-max=K]   # bench/results/emit_size.*
 
 Needs ``ptxas`` (CUDA toolkit); exits 2 without it.  Timings depend on the machine and
 its load; the sizes do not.
@@ -56,18 +56,21 @@ def measure(file: str, params: dict, structured: bool, trace: bool, tmp: str) ->
             "cubin_bytes": os.path.getsize(cubin)}
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, unrolled_max: int = UNROLLED_K[-1]) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (file, base) in KERNELS.items():
             for trace in (False, True):
                 for structured, ks in ((True, STRUCTURED_K), (False, UNROLLED_K)):
                     for k in (ks[:3] if quick else ks):
+                        if not structured and k > unrolled_max:
+                            continue
                         row = measure(file, dict(base, k_tiles=k), structured, trace, tmp)
                         row["kernel"] = name
                         row["emitter"] = "structured" if structured else "unrolled"
                         rows.append(row)
                         print(json.dumps(row), flush=True)
+                        _write(rows)  # a long ptxas run must not lose the rows before it
     return rows
 
 
@@ -82,16 +85,21 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    if shutil.which("ptxas") is None:
-        print("bench_emit_size: ptxas (CUDA toolkit) not found", file=sys.stderr)
-        return 2
-    rows = run("--quick" in argv)
+def _write(rows: list[dict]) -> str:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "emit_size.json").write_text(json.dumps(rows, indent=1))
     md = markdown(rows)
     (RESULTS / "emit_size.md").write_text(md + "\n")
-    print(md)
+    return md
+
+
+def main(argv: list[str]) -> int:
+    if shutil.which("ptxas") is None:
+        print("bench_emit_size: ptxas (CUDA toolkit) not found", file=sys.stderr)
+        return 2
+    umax = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--unrolled-max=")),
+                UNROLLED_K[-1])
+    print(_write(run("--quick" in argv, umax)))
     return 0
 
 

@@ -67,6 +67,10 @@ def compile_for_emission(kernel: ir.Kernel, params: Optional[dict[str, Any]] = N
                 return Compiled(ck, rt)
             except (ConfigError, Unsupported) as e:
                 reason = reason or f"structured emission not supported here: {_first_line(e)}"
+            except Exception as e:  # noqa: BLE001 - a gap in the structured path must not
+                # cost the user the unrolled kernel, which is what ran before; say so
+                reason = reason or ("structured emission failed (internal error, please "
+                                    f"report): {type(e).__name__}: {_first_line(e)}")
         return Compiled(compile_kernel(kernel, params, timeout=timeout), (), reason)
     return Compiled(compile_kernel(kernel, params, timeout=timeout), (),
                     "" if structured else "asked for")

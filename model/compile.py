@@ -1478,6 +1478,11 @@ class _Compiler:
                 if isinstance(v, bool) or not isinstance(v, (int, DynExpr)):
                     raise ConfigError(f"range() {what} must be an int, not {describe(v)}",
                                       f.loc)
+            if dyn_args(stop) and not isinstance(cur, DynExpr):
+                # structured compilation: a loop that must be unrolled (range_constexpr)
+                # cannot be bounded by a kernel argument
+                raise Unsupported("unsupported: a loop unrolled at compile time whose bound "
+                                  "is a run-time kernel argument", f.loc)
             # the loop is unrolled: refuse trip counts beyond what the engines handle
             # before unrolling them (spec/language.md "Limits")
             if not isinstance(cur, DynExpr):
