@@ -205,3 +205,27 @@ def test_a_structured_job_is_judged_against_the_programs_that_ran(tmp_path, monk
     (out / "j.json").write_text(json.dumps({"status": "ok"}))
     rep = conform.analyze_job(job, str(out))
     assert rep.traces == 4 and rep.counts == {ACCEPTED: 4}, rep.counts
+
+
+def test_cli_bare_emission(tmp_path):
+    """``--no-trace --no-jitter --no-checks``: waits without watchdog (with CUTLASS's
+    suspend hint), no stamps; the message says how the loops were compiled."""
+    import sys
+
+    out = tmp_path / "k.ptx"
+    r = subprocess.run([sys.executable, "-m", "pipeproof.cli", "emit",
+                        str(ROOT / "bench" / "bench_gpu_async.pipe"), "--no-trace",
+                        "--no-jitter", "--no-checks", "-p", "k_tiles=100000", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "structured: k_tiles passed at launch" in r.stderr
+    ptx = out.read_text()
+    assert ", 10000000;" in ptx and "st.shared.v4.u32" not in ptx
+    # the consumer's release: one count-1 arrive per lane, no count operand
+    assert "mbarrier.arrive.release.cta.shared::cta.b64" in ptx
+    r = subprocess.run([sys.executable, "-m", "pipeproof.cli", "emit",
+                        str(ROOT / "bench" / "bench_gpu_async.pipe"), "--unrolled",
+                        "--arrivals", "warp", "-p", "k_tiles=3", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "unrolled" in r.stderr, r.stderr
+    assert "p_a_k_tiles" not in out.read_text()
