@@ -55,6 +55,9 @@ class JobSpec:
     structured: bool = True
     #: watchdog and data stamps (``EmitOptions.checks``; off only for timing)
     checks: bool = True
+    #: ``EmitOptions.arrivals``: ``thread`` (CUTLASS's count-1 arrivals) or ``warp`` (one
+    #: count-n arrive whose pending count the trace records and the replay checks)
+    arrivals: str = "thread"
 
 
 def compiled_for(file: str, params: dict[str, Any], mutant: str = "",
@@ -91,7 +94,7 @@ def assemble(ptx_path: str, arch: str, out: str, opt: Optional[int] = None) -> t
 def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
     ck = compiled_for(spec.file, spec.params, spec.mutant, spec.structured)
     em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter,
-                              checks=spec.checks))
+                              checks=spec.checks, arrivals=spec.arrivals))
     ptx = os.path.join(jobs_dir, spec.name + ".ptx")
     Path(ptx).write_text(em.ptx)
     Path(jobs_dir, spec.name + ".manifest.json").write_text(em.manifest.to_json())
@@ -106,7 +109,8 @@ def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
            "manifest": spec.name + ".manifest.json", "runs": spec.runs,
            "clusters": spec.clusters, "seed": zlib.crc32(spec.name.encode()) % (1 << 30) + 1,
            "meta": {"file": spec.file, "params": spec.params, "mutant": spec.mutant,
-                    "structured": spec.structured, "compiled": em.manifest.compiled}}
+                    "structured": spec.structured, "compiled": em.manifest.compiled,
+                    "arrivals": spec.arrivals}}
     if em.manifest.cyclic:
         job["process_s"] = 300
     job.update(spec.extra)

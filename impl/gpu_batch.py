@@ -97,7 +97,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             with_coverage: bool = True, with_litmus: bool = True, with_bench: bool = True,
             only: str = "", log: Any = None, coverage_variants: Optional[list[dict]] = None,
             mutate_coverage: bool = False, model_timeout: float = 20.0,
-            structured: bool = True) -> dict:
+            structured: bool = True, arrivals: str = "thread") -> dict:
     """``structured``: conformance and mutant jobs run the structured programs where the
     kernel allows (``impl/structured.py``; the table says which), the model's verdicts
     are on the programs that run."""
@@ -137,7 +137,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
         # bug variants get the mutant budget; fixed twins the full one
         is_bug = f.endswith("-bug.pipe") or mv["status"] == "VIOLATED"
         spec = JobSpec(_safe_name(f), str(ROOT / f), runs=mutant_runs if is_bug else runs,
-                       clusters=clusters, structured=structured)
+                       clusters=clusters, structured=structured, arrivals=arrivals)
         try:
             jobs.append(prepare_job(jobs_dir, spec))
         except Exception as e:  # noqa: BLE001
@@ -160,7 +160,8 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
                                      "model": mmv}
             mspec = JobSpec(_safe_name(f, mname), str(ROOT / f), mutant=mname,
                             runs=mutant_runs, clusters=clusters,
-                            extra={"process_s": 240}, structured=structured)
+                            extra={"process_s": 240}, structured=structured,
+                            arrivals=arrivals)
             try:
                 jobs.append(prepare_job(jobs_dir, mspec))
                 table["mutants"][key]["job"] = mspec.name
@@ -264,7 +265,8 @@ def reemit(jobs_dir: str, log: Any = print) -> None:
         m = j["meta"]
         spec = JobSpec(j["name"], m["file"], m.get("params", {}), m.get("mutant", ""),
                        runs=j["runs"], clusters=j["clusters"],
-                       structured=m.get("structured", False))
+                       structured=m.get("structured", False),
+                       arrivals=m.get("arrivals", "warp"))
         if j["name"].startswith("bugs__"):
             spec.extra["hang_s"] = 3.0
         if m.get("mutant"):
@@ -346,6 +348,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--variants", default="all", help="coverage variants: all | default")
     p.add_argument("--mutate-coverage", action="store_true",
                    help="also mutate the default coverage configuration of every class")
+    p.add_argument("--arrivals", choices=("thread", "warp"), default="thread",
+                   help="thread: each lane arrives with count 1 as CUTLASS does (default); "
+                        "warp: lane 0 arrives with count n and the replay checks the pending "
+                        "count it saw")
     p.add_argument("--unrolled", action="store_true",
                    help="run the fully unrolled programs (default: structured where the "
                         "kernel allows, impl/structured.py)")
@@ -368,7 +374,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         prepare(args.jobs_dir, args.runs, args.mutant_runs, args.clusters,
                 not args.no_coverage, not args.no_litmus, not args.no_bench, args.only,
                 coverage_variants=variants, mutate_coverage=args.mutate_coverage,
-                structured=not args.unrolled)
+                structured=not args.unrolled, arrivals=args.arrivals)
         return 0
     res = analyze_batch(args.jobs_dir, args.results_dir, args.workers, args.max_traces,
                         args.only)
