@@ -2,7 +2,10 @@
 
 * **Hand-off latency**: ``bench_gpu_async.pipe`` (PipelineAsync) and ``bench_gpu_tma.pipe``
   (PipelineTmaAsync, 1 KB tiles), one cluster of one CTA, 256 k-tiles, 1 or 4 stages,
-  tracing off and on (no jitter).  Per k-tile time = (last warp end - first warp start)
+  tracing off and on (no jitter), structured emission (``impl/structured.py``); ``bare``:
+  no trace, watchdog or stamps (CUTLASS-shaped waits and arrivals: the number to compare
+  with a CuTe DSL kernel), ``bareu`` the same unrolled, ``bare64k`` with 65536 k-tiles
+  (``impl/gpu_batch.py`` ``LATENCY_VARIANTS``).  Per k-tile time = (last warp end - first warp start)
   / 256, from ``%globaltimer`` in the kernel; with 1 stage every k-tile is a full round
   trip (producer -> consumer -> producer: two hand-offs).
 * **Streaming bandwidth**: ``bench_gpu_tma.pipe`` with 16/32 KB tiles and 2-6 stages on as
@@ -88,7 +91,10 @@ def report(jobs_dir: str, out_dir: str) -> dict:
 
 def markdown(res: dict) -> str:
     lines = [f"GPU: {res.get('device', '?')}", "",
-             "| kernel | stages | tracing | ns per k-tile | x untraced |", "|---|---|---|---|---|"]
+             "variant: off/on = structured, watchdog and stamps, tracing off/on; bare = "
+             "structured, no instrumentation; bareu = bare unrolled; bare64k = bare, 65536 "
+             "k-tiles", "",
+             "| kernel | stages | variant | ns per k-tile | x untraced |", "|---|---|---|---|---|"]
     for k, v in sorted(res["latency"].items()):
         kind, s, t = k.split("_")[1:]
         lines.append(f"| {kind} | {s[1:]} | {t} | {v['ns_per_ktile']:.0f} | "

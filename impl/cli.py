@@ -1,9 +1,10 @@
 """``pipeproof emit`` and ``pipeproof conform`` (registered by ``pipeproof/cli.py``).
 
     pipeproof emit FILE [--arch sm_90a|sm_100a] [-o kernel.ptx] [--param N=V]
-                   [--no-trace] [--no-jitter] [--manifest FILE] [--assemble]
+                   [--no-trace] [--no-jitter] [--no-checks] [--arrivals thread|warp]
+                   [--manifest FILE] [--assemble] [--unrolled]
     pipeproof conform FILE [--runs N] [--clusters G] [--param N=V] [--mutant NAME]
-                   [--timeout-ms T] [--json]
+                   [--timeout-ms T] [--json] [--unrolled]
 
 ``conform`` needs an NVIDIA Hopper GPU and cuda-python (``pip install 'pipeproof[gpu]'``);
 without them it says so and exits with 3 (no verdict).  Its exit code is 0 when every
@@ -30,14 +31,18 @@ def cmd_emit(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     em = emit_file(args.file, params, EmitOptions(args.arch, trace=not args.no_trace,
-                                                  jitter=not args.no_jitter))
+                                                  jitter=not args.no_jitter,
+                                                  structured=not args.unrolled,
+                                                  checks=not args.no_checks,
+                                                  arrivals=args.arrivals))
     if args.output and args.output != "-":
         with open(args.output, "w") as f:
             f.write(em.ptx)
         print(f"wrote {args.output} ({len(em.ptx.splitlines())} lines, {args.arch}, "
-              f"{em.manifest.smem} B shared memory per CTA)", file=sys.stderr)
+              f"{em.manifest.smem} B shared memory per CTA; {em.note})", file=sys.stderr)
     else:
         sys.stdout.write(em.ptx)
+        print(f"pipeproof emit: {em.note}", file=sys.stderr)
     if args.manifest:
         with open(args.manifest, "w") as f:
             f.write(em.manifest.to_json())
@@ -85,7 +90,7 @@ def _check_conform_args(args: argparse.Namespace, params: dict[str, Any]) -> Non
         raise ConfigError(f"--mutant {args.mutant}: no such mutant (one of "
                           f"{', '.join(sorted(OPERATORS))})")
     try:
-        compiled_for(args.file, params, args.mutant or "")
+        compiled_for(args.file, params, args.mutant or "", not args.unrolled)
     except ValueError as e:  # a mutant that does not apply
         raise ConfigError(str(e)) from None
 
@@ -113,7 +118,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     _check_conform_args(args, params)
     try:
         rep = conform_file(args.file, params, args.runs, args.clusters, args.mutant or "",
-                           timeout_ms=args.timeout_ms)
+                           timeout_ms=args.timeout_ms, structured=not args.unrolled)
     except NoGpu as e:
         msg = f"pipeproof conform: no GPU run possible here: {e}"
         if args.json:
@@ -152,6 +157,15 @@ The PTX is the model's per-warp programs with trace records (docs/gpu.md);
     e.add_argument("--no-jitter", action="store_true", help="no nanosleep jitter")
     e.add_argument("--manifest", default="", help="write the launch manifest (JSON)")
     e.add_argument("--assemble", action="store_true", help="also run ptxas -arch=ARCH")
+    e.add_argument("--no-checks", action="store_true",
+                   help="no watchdog and no data stamps (with --no-trace --no-jitter: the "
+                        "bare synchronisation, for timing)")
+    e.add_argument("--arrivals", choices=("thread", "warp"), default="thread",
+                   help="a warp's arrive of n lanes: n count-1 arrivals as CUTLASS's threads "
+                        "make them (default), or one count-n arrive by lane 0")
+    e.add_argument("--unrolled", action="store_true",
+                   help="emit the fully unrolled programs (default: loops bounded by a "
+                        "parameter stay loops, the parameter is a kernel argument)")
     e.set_defaults(fn=cmd_emit)
 
     c_help = ("run a kernel on the GPU (jittered) and replay every trace through the model: "
@@ -182,6 +196,8 @@ possible here, 2 bad input.  More: docs/gpu.md.""")
                    help="watchdog: per wait for .pipe (default 20), per launch for a CuTe "
                         "DSL kernel (default 5000)")
     c.add_argument("--json", action="store_true", help="machine-readable report")
+    c.add_argument("--unrolled", action="store_true",
+                   help="run the fully unrolled programs (default: structured; .pipe only)")
     g = c.add_argument_group("real CuTe DSL kernels (KERNEL.py::entry)")
     g.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a",
                    help="what cute.compile compiles for (default sm_90a)")

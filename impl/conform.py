@@ -9,8 +9,10 @@ Two ways to use it:
   machine (numpy + cuda-python only) and writes raw trace buffers; ``analyze`` replays
   them here.
 
-A job's name identifies the kernel: the ``.pipe`` file, its parameters and the mutant
-(``impl/mutants.py``), so the replay recompiles exactly what ran.
+A job's name identifies the kernel: the ``.pipe`` file, its parameters, the mutant
+(``impl/mutants.py``) and whether its loops were emitted structured
+(``impl/structured.py``; ``meta["structured"]``), so the replay recompiles exactly what
+ran: the same programs, with the trip counts the launch passed.
 """
 
 from __future__ import annotations
@@ -48,10 +50,26 @@ class JobSpec:
     trace: bool = True
     jitter: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    #: loops bounded by parameters stay loops (``impl/structured.py``); the unrolled
+    #: programs where that is not supported
+    structured: bool = True
+    #: watchdog and data stamps (``EmitOptions.checks``; off only for timing)
+    checks: bool = True
+    #: ``EmitOptions.arrivals``: ``thread`` (CUTLASS's count-1 arrivals) or ``warp`` (one
+    #: count-n arrive whose pending count the trace records and the replay checks)
+    arrivals: str = "thread"
 
 
-def compiled_for(file: str, params: dict[str, Any], mutant: str = "") -> CompiledKernel:
-    ck = compile_kernel(parse_file(file), dict(params))
+def compiled_for(file: str, params: dict[str, Any], mutant: str = "",
+                 structured: bool = False) -> CompiledKernel:
+    """The programs a job runs (and its replay judges): unrolled, or ``structured``
+    where supported (``impl/structured.compile_for_emission``); then the mutant."""
+    if structured:
+        from .structured import compile_for_emission
+
+        ck = compile_for_emission(parse_file(file), dict(params)).kernel
+    else:
+        ck = compile_kernel(parse_file(file), dict(params))
     if mutant:
         m = make_mutant(ck, mutant)
         if m is None:
@@ -74,8 +92,9 @@ def assemble(ptx_path: str, arch: str, out: str, opt: Optional[int] = None) -> t
 
 
 def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
-    ck = compiled_for(spec.file, spec.params, spec.mutant)
-    em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter))
+    ck = compiled_for(spec.file, spec.params, spec.mutant, spec.structured)
+    em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter,
+                              checks=spec.checks, arrivals=spec.arrivals))
     ptx = os.path.join(jobs_dir, spec.name + ".ptx")
     Path(ptx).write_text(em.ptx)
     Path(jobs_dir, spec.name + ".manifest.json").write_text(em.manifest.to_json())
@@ -89,7 +108,9 @@ def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
     job = {"name": spec.name, "kind": spec.kind, "binary": binary,
            "manifest": spec.name + ".manifest.json", "runs": spec.runs,
            "clusters": spec.clusters, "seed": zlib.crc32(spec.name.encode()) % (1 << 30) + 1,
-           "meta": {"file": spec.file, "params": spec.params, "mutant": spec.mutant}}
+           "meta": {"file": spec.file, "params": spec.params, "mutant": spec.mutant,
+                    "structured": spec.structured, "compiled": em.manifest.compiled,
+                    "arrivals": spec.arrivals}}
     if em.manifest.cyclic:
         job["process_s"] = 300
     job.update(spec.extra)
@@ -170,7 +191,8 @@ def analyze_job(job: dict, results_dir: str, max_traces: Optional[int] = None,
         return rep
     data = np.load(npz)
     ev, index, ctrl = data["events"], data["index"], data["ctrl"]
-    ck = compiled_for(meta["file"], meta.get("params", {}), meta.get("mutant", ""))
+    ck = compiled_for(meta["file"], meta.get("params", {}), meta.get("mutant", ""),
+                      meta.get("structured", False))
     R = Replayer(ck, pending_rule=pending_rule)
     rep.launches = int(ctrl.shape[0])
     rep.ctrl_errors = int(ctrl[:, :, E.C_ERRORS].sum())
@@ -254,7 +276,7 @@ def gpu_available() -> str:
 
 def conform_file(file: str, params: dict[str, Any], runs: int, clusters: int = 4,
                  mutant: str = "", workdir: Optional[str] = None,
-                 timeout_ms: float = 20.0) -> JobReport:
+                 timeout_ms: float = 20.0, structured: bool = True) -> JobReport:
     why = gpu_available()
     if why:
         raise NoGpu(why)
@@ -266,7 +288,7 @@ def conform_file(file: str, params: dict[str, Any], runs: int, clusters: int = 4
     os.makedirs(out, exist_ok=True)
     spec = JobSpec("conform", file, params, mutant, runs=runs, clusters=clusters,
                    extra={"timeout_ns": int(timeout_ms * 1e6),
-                          "grace_ns": int(timeout_ms * 1e5)})
+                          "grace_ns": int(timeout_ms * 1e5)}, structured=structured)
     job = prepare_job(jobs_dir, spec)
     write_index(jobs_dir, [job])
     subprocess.run([sys.executable, str(RUNNER), jobs_dir, out], check=False)

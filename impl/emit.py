@@ -6,6 +6,10 @@ emitter walks the same instruction lists the transition system executes
 (``model/system.py``) and prints, for each, the PTX with the same synchronisation
 effect; there is no second copy of the pipeline rules.  Role dispatch is a switch on
 ``(%cluster_ctarank, warp)``; loops are the compiler's ``Jump``/``Branch`` instructions.
+Programs compiled with run-time kernel arguments (``impl/structured.py``: ``for k in
+range(k_tiles)`` stays a loop) read them from extra ``.param .u32 p_a_NAME`` parameters
+(``Manifest.args`` holds the value the model was compiled with), so the PTX does not
+depend on the trip count.
 
 Execution model of an emitted warp (all 32 lanes follow the program's control flow):
 
@@ -60,6 +64,8 @@ from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, L
 
 ARCHES = ("sm_90a", "sm_100a")
 PTX_VERSION = "8.7"
+#: ``mbarrier.try_wait`` suspend-time hint of the bare waits (CUTLASS's value)
+SUSPEND_HINT_NS = 10_000_000
 #: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
 TICKET_OFF = 4
 
@@ -78,6 +84,16 @@ class EmitOptions:
     trace: bool = True        # record events (tickets)
     jitter: bool = True       # nanosleep jitter before each step
     compact: bool = False     # force compact buffers (stamps only; bytes to the sink)
+    structured: bool = True   # emit_file: loops bounded by parameters stay loops
+    #: watchdog on every wait and data stamps (stores by writers, checks by readers);
+    #: off (with trace and jitter off): the bare synchronisation, for timing
+    checks: bool = True
+    #: how a warp's ``Arrive`` of ``n`` lanes is lowered: ``thread`` -- as CUTLASS does,
+    #: each of ``n`` lanes arrives with count 1 (lane 0 takes the ticket first, the
+    #: warp meets at ``bar.warp.sync``, then the lanes arrive), no pending count is
+    #: observed; ``warp`` -- lane 0 arrives once with count ``n`` and the trace records
+    #: the pending count ``mbarrier.arrive`` returned
+    arrivals: str = "thread"
 
 
 @dataclass
@@ -101,6 +117,11 @@ class Manifest:
     jitter: bool
     compact: bool
     params: list[tuple[str, str]] = field(default_factory=lambda: [list(p) for p in PARAMS])
+    #: run-time kernel arguments (parameter ``a_NAME``) and the value the model's programs
+    #: were compiled with; a launch with another value runs a kernel the model did not see
+    args: dict[str, int] = field(default_factory=dict)
+    #: how the programs were compiled (``impl/structured.py``)
+    compiled: str = "unrolled"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -111,6 +132,8 @@ class Emitted:
     ptx: str
     manifest: Manifest
     layout: Layout
+    #: how the programs were compiled (``impl/structured.Compiled.describe``)
+    note: str = ""
 
 
 class _Regs:
@@ -151,6 +174,8 @@ class _Emitter:
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
+        self.args = dict(ck.runtime_args)
+        self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -245,6 +270,8 @@ class _Emitter:
     def ghost(self, effects: tuple[GhostEffect, ...], st: "_Step", generic_writes: bool) -> None:
         fenced = False
         for e in effects:
+            if not self.o.checks and e.kind != "clean":
+                continue  # stamps are instrumentation; the proxy fence is synchronisation
             if e.kind == "read":
                 self.read_check(e, st)
             elif e.kind in ("write_begin", "write_end") and generic_writes:
@@ -321,10 +348,11 @@ class _Emitter:
             self.program(prog)
         head = self.prologue()
         tail = self.epilogue()
-        params = ",\n".join(f"\t.param .{t} p_{n}" for n, t in PARAMS)
+        params = ",\n".join(f"\t.param .{t} p_{n}" for n, t in self.params)
+        shown = {k: ("<kernel argument>" if k in self.args else v) for k, v in info.params}
         lines = [
             "//", f"// pipeproof: kernel {info.name} ({ck.source_file or '<source>'}), "
-            f"params {dict(info.params)}",
+            f"params {shown}",
             f"// target {self.o.arch}; trace={self.o.trace} jitter={self.o.jitter} "
             f"compact={self.L.compact}", "//",
             f".version {PTX_VERSION}", f".target {self.o.arch}", ".address_size 64", "",
@@ -346,12 +374,14 @@ class _Emitter:
             src_stamps=self.L.src_stamps(), dst_bytes=self.L.dst_bytes, cap=cap,
             cyclic=cyclic, has_clc=any(isinstance(i, TmaLoad) and i.kind == "clc"
                                        for p in ck.programs for i in p.code),
-            trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact)
+            trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact,
+            params=[list(p) for p in self.params], args=dict(self.args),
+            compiled="structured" if self.args else "unrolled")
         return Emitted("\n".join(lines), man, self.L)
 
     def prologue(self) -> list[str]:
         saved, self.body = self.body, []
-        for n, t in PARAMS:
+        for n, t in self.params:
             self.body.append(f"\t.reg .{'b64' if t == 'u64' else 'b32'} %{n};")
         for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
                   "tka", "tmax"):
@@ -359,7 +389,7 @@ class _Emitter:
         for n in ("ev", "t0"):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
-        for n, t in PARAMS:
+        for n, t in self.params:
             self(f"ld.param.{t} %{n}, [p_{n}];")
         self("mov.u32 %k_tid, %tid.x;")
         self("shr.u32 %k_warp, %k_tid, 5;")
@@ -418,13 +448,14 @@ class _Emitter:
         self(f"@{p0} bra {skip};")
         z = self.imm(0)
         self(f"st.shared.v2.u32 [%smem], {{{z}, {z}}};")
-        pz = self.imm(POISON)
-        for bl in self.L.buffers.values():
-            for stg in range(bl.stages):
-                for s in bl.slots.values():
-                    a = self.smem_addr(bl.slot_addr(stg, s.key))
-                    self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
-        self("fence.proxy.async.shared::cta;")
+        if self.o.checks:  # data stamps are instrumentation
+            pz = self.imm(POISON)
+            for bl in self.L.buffers.values():
+                for stg in range(bl.stages):
+                    for s in bl.slots.values():
+                        a = self.smem_addr(bl.slot_addr(stg, s.key))
+                        self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
+            self("fence.proxy.async.shared::cta;")
         self.label(skip)
         self("bar.sync 0;")
         if self.cluster:
@@ -539,6 +570,8 @@ class _Emitter:
             return self.locals[a[0]]
         if op == "const":
             return self.imm(int(a[0]))
+        if op == "arg":  # a run-time kernel argument (structured emission)
+            return f"%a_{a[0]}"
         vals = [self.dyn(x) for x in a]
         out = self.r()
         if op in ("not", "truth"):
@@ -638,6 +671,27 @@ class _Emitter:
             self.record(E.K_STEP, pc, tk, "0", st.flags)
             self.lane0_end(st)
             return
+        lean = not (self.o.trace or self.o.jitter or self.o.checks) and pc not in self.defer_at
+        if lean and t is Wait and ins.bar.cta == self.prog.cta and self.bar_exists(ins.bar):
+            # no instrumentation: every lane waits, as every CUTLASS thread does
+            self.ghost(ins.pre, st, True)
+            self.wait_like(pc, ins, st)
+            self.ghost(ins.post, st, True)
+            return
+        if lean and t is Arrive and self.thread_arrivals(ins):
+            self.ghost(ins.pre, st, True)
+            self.arrive_threads(ins)
+            return
+        if t is Arrive and self.thread_arrivals(ins):
+            self.lane0_begin(st)
+            self.ghost(ins.pre, st, True)
+            tk = self.ticket()
+            self.record(E.K_STEP, pc, tk, "0", st.flags)
+            for cpc, cins in self.defer_at.pop(pc, []):
+                self.umma_fire(cpc, cins)
+            self.lane0_end(st)
+            self.arrive_threads(ins)
+            return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
         if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup):
@@ -705,6 +759,15 @@ class _Emitter:
             self(f"selp.u32 {dest}, 1, 0, {pr};")
             st.obs0 = dest
             self(f"or.b32 {st.flags}, {st.flags}, {E.F_RESULT};")
+            return
+        if not self.o.checks:  # the bare wait loop (no watchdog)
+            # with CUTLASS's suspend-time hint (ClusterBarrier::wait: 0x989680 ns), which
+            # the CuTe DSL emits too; it bounds how long one try may suspend the thread
+            top, pd = self.fresh("w"), self.p()
+            self.label(top)
+            self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity}, "
+                 f"{SUSPEND_HINT_NS};")
+            self(f"@!{pd} bra {top};")
             return
         st.can_stick = True
         t0, now, el = self.rd(), self.rd(), self.rd()
@@ -809,6 +872,57 @@ class _Emitter:
         if tx < 0:
             raise Unsupported(f"unsupported: {op} with a negative byte count ({tx})")
         self(f"mbarrier.{op}.relaxed.{scope}.{space}.b64 [{a}], {tx};")
+
+    def thread_arrivals(self, ins: Arrive) -> bool:
+        """Lower ``ins`` as count-1 arrivals of separate lanes (``EmitOptions.arrivals``):
+        when its arrivals fit in a warp, it is no ``arrive_drop``, and it has no ghost
+        effect after it (a stamp store after the release would race)."""
+        if self.o.arrivals != "thread" or ins.drop or ins.post:
+            return False
+        live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
+        return 0 < sum(a.count for a in live) <= WARP_SIZE and \
+            all(a.count > 0 and a.tx >= 0 for a in live)
+
+    def arrive_threads(self, ins: Arrive) -> None:
+        """Lane ``l`` of the warp makes one arrival of count 1: the arrivals of ``ins`` in
+        order, ``count`` lanes each (the first lane of an arrival also expects its
+        ``tx``), as the threads of a CUTLASS ``CooperativeGroup`` do
+        (``cutlass/pipeline/sm90.py`` consumer_release: every thread arrives; remote
+        targets per lane through ``mapa``).  Arrivals commute on an mbarrier, so the
+        count-``n`` step of the model is the same phase change (PTX ISA
+        ``mbarrier.arrive``)."""
+        lane = 0
+        for arr in ins.arrivals:
+            if not self.bar_exists(arr.bar) or arr.count < 0:
+                continue
+            a, remote = self.cluster_addr(self.bar_off(arr.bar), arr.bar.cta)
+            space = "shared::cluster" if remote else "shared::cta"
+            # the release scope the model gives the arrive (CUTLASS's default ``.cta``,
+            # also for remote arrives: ``ClusterBarrier::arrive(cta_id)``)
+            scope = ins.scope if ins.scope in ("cta", "cluster") else "cluster"
+            dst = "_" if remote else self.rd()
+            lo, hi = lane, lane + arr.count
+            lane = hi
+            skip, pr = self.fresh("ta"), self.p()
+            if arr.tx:
+                first = self.fresh("tx")
+                self(f"setp.ne.u32 {pr}, %k_lane, {lo};")
+                self(f"@{pr} bra {first};")
+                self(f"mbarrier.arrive.expect_tx.release.{scope}.{space}.b64 {dst}, [{a}], "
+                     f"{arr.tx};")
+                self(f"bra {skip};")
+                self.label(first)
+                lo += 1
+                if lo == hi:
+                    self.label(skip)
+                    continue
+            q = self.p()
+            self(f"setp.lt.u32 {pr}, %k_lane, {lo};")
+            self(f"setp.ge.u32 {q}, %k_lane, {hi};")
+            self(f"or.pred {pr}, {pr}, {q};")
+            self(f"@{pr} bra {skip};")
+            self(f"mbarrier.arrive.release.{scope}.{space}.b64 {dst}, [{a}];")
+            self.label(skip)
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
         # ins.scope (the model's release scope) is not lowered: remote arrives and every
@@ -1060,10 +1174,16 @@ def emit(ck: CompiledKernel, opts: Optional[EmitOptions] = None) -> Emitted:
 
 def emit_file(path: str, params: Optional[dict[str, Any]] = None,
               opts: Optional[EmitOptions] = None) -> Emitted:
-    from ..model.compile import compile_kernel
+    """Parse, compile (structured where supported unless ``opts.structured`` is off:
+    ``impl/structured.py``) and emit."""
     from ..model.lang.parser import parse_file
+    from .structured import compile_for_emission
 
-    return emit(compile_kernel(parse_file(path), params or {}), opts)
+    opts = opts or EmitOptions()
+    c = compile_for_emission(parse_file(path), params or {}, opts.structured)
+    em = emit(c.kernel, opts)
+    em.note = c.describe()
+    return em
 
 
 __all__ = ["EmitOptions", "Emitted", "Manifest", "emit", "emit_file", "ARCHES", "PARAMS",

@@ -96,7 +96,11 @@ def _safe_name(path: str, mutant: str = "") -> str:
 def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int = 4,
             with_coverage: bool = True, with_litmus: bool = True, with_bench: bool = True,
             only: str = "", log: Any = None, coverage_variants: Optional[list[dict]] = None,
-            mutate_coverage: bool = False, model_timeout: float = 20.0) -> dict:
+            mutate_coverage: bool = False, model_timeout: float = 20.0,
+            structured: bool = True, arrivals: str = "thread") -> dict:
+    """``structured``: conformance and mutant jobs run the structured programs where the
+    kernel allows (``impl/structured.py``; the table says which), the model's verdicts
+    are on the programs that run."""
     os.makedirs(jobs_dir, exist_ok=True)
     if log is None:
         def log(*a: Any) -> None:
@@ -112,12 +116,16 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             continue
         t0 = time.time()
         try:
-            ck = compiled_for(str(ROOT / f), {})
+            # the checker judges the unrolled programs (structured ones are equivalent:
+            # tests/test_emit_structured.py); the GPU runs ``ck``
+            unrolled = compiled_for(str(ROOT / f), {})
+            ck = compiled_for(str(ROOT / f), {}, structured=structured) if structured \
+                else unrolled
         except (ConfigError, Unsupported) as e:
             table["kernels"][f] = {"model": {"status": "ERROR", "reason": str(e)[:200]}}
             continue
-        mv = model_verdict(ck, model_timeout)
-        entry = {"model": mv}
+        mv = model_verdict(unrolled, model_timeout)
+        entry = {"model": mv, "compiled": "structured" if ck.structured else "unrolled"}
         table["kernels"][f] = entry
         try:
             for arch in ("sm_90a", "sm_100a"):
@@ -129,7 +137,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
         # bug variants get the mutant budget; fixed twins the full one
         is_bug = f.endswith("-bug.pipe") or mv["status"] == "VIOLATED"
         spec = JobSpec(_safe_name(f), str(ROOT / f), runs=mutant_runs if is_bug else runs,
-                       clusters=clusters)
+                       clusters=clusters, structured=structured, arrivals=arrivals)
         try:
             jobs.append(prepare_job(jobs_dir, spec))
         except Exception as e:  # noqa: BLE001
@@ -152,7 +160,8 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
                                      "model": mmv}
             mspec = JobSpec(_safe_name(f, mname), str(ROOT / f), mutant=mname,
                             runs=mutant_runs, clusters=clusters,
-                            extra={"process_s": 240})
+                            extra={"process_s": 240}, structured=structured,
+                            arrivals=arrivals)
             try:
                 jobs.append(prepare_job(jobs_dir, mspec))
                 table["mutants"][key]["job"] = mspec.name
@@ -200,30 +209,45 @@ BENCH_ASYNC = "bench/bench_gpu_async.pipe"
 BENCH_TMA = "bench/bench_gpu_tma.pipe"
 
 
+#: latency variants: (suffix, trace, watchdog and stamps, structured, k_tiles).  ``off``
+#: and ``on`` as before (now structured); ``bare``: no trace, no watchdog, no stamps --
+#: the synchronisation alone, CUTLASS-shaped (every lane waits, every lane arrives with
+#: count 1), to compare with the CuTe DSL kernel; ``bareu``: the same, unrolled;
+#: ``bare64k``: structured with 65536 k-tiles (the same PTX as ``bare``)
+LATENCY_VARIANTS = (("off", False, True, True, 256), ("on", True, True, True, 256),
+                    ("bare", False, False, True, 256), ("bareu", False, False, False, 256),
+                    ("bare64k", False, False, True, 65536))
+
+
 def bench_specs() -> list[tuple[str, str, dict, bool, dict]]:
-    """(name, file, params, trace, runner options) of the benchmark kernels."""
+    """(name, file, params, trace, runner options) of the benchmark kernels; runner
+    options ``checks``/``structured`` are emitter options (``bench_jobs``)."""
     out = []
     for stages in (1, 4):
-        for trace in (False, True):
-            t = "on" if trace else "off"
+        for t, trace, checks, structured, k in LATENCY_VARIANTS:
+            opts = {"clusters": 1, "reps": 20, "checks": checks, "structured": structured}
             out.append((f"bench__lat_async_s{stages}_{t}", BENCH_ASYNC,
-                        {"stages": stages, "k_tiles": 256}, trace,
-                        {"clusters": 1, "reps": 20}))
+                        {"stages": stages, "k_tiles": k}, trace, dict(opts)))
             out.append((f"bench__lat_tma_s{stages}_{t}", BENCH_TMA,
-                        {"stages": stages, "k_tiles": 256, "tile_bytes": 1024}, trace,
-                        {"clusters": 1, "reps": 20}))
+                        {"stages": stages, "k_tiles": k, "tile_bytes": 1024}, trace,
+                        dict(opts)))
+    # bandwidth stays unrolled: every unrolled TMA load reads its own global region (a
+    # structured loop reads the same region every period: L2 hits)
     for stages, tile in ((4, 16384), (6, 16384), (4, 32768), (2, 32768)):
         out.append((f"bench__bw_tma_s{stages}_t{tile // 1024}k", BENCH_TMA,
                     {"stages": stages, "k_tiles": 128, "tile_bytes": tile}, False,
-                    {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30}))
+                    {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": False}))
     return out
 
 
 def bench_jobs(jobs_dir: str) -> list[dict]:
     jobs = []
     for name, f, params, trace, extra in bench_specs():
+        extra = dict(extra)
+        checks, structured = extra.pop("checks", True), extra.pop("structured", True)
         spec = JobSpec(name, str(ROOT / f), params, kind="bench", runs=1, trace=trace,
-                       jitter=False, clusters=extra.get("clusters", 1), extra=dict(extra))
+                       jitter=False, clusters=extra.get("clusters", 1), extra=extra,
+                       structured=structured, checks=checks)
         job = prepare_job(jobs_dir, spec)
         job["process_s"] = 120
         jobs.append(job)
@@ -240,7 +264,9 @@ def reemit(jobs_dir: str, log: Any = print) -> None:
             continue
         m = j["meta"]
         spec = JobSpec(j["name"], m["file"], m.get("params", {}), m.get("mutant", ""),
-                       runs=j["runs"], clusters=j["clusters"])
+                       runs=j["runs"], clusters=j["clusters"],
+                       structured=m.get("structured", False),
+                       arrivals=m.get("arrivals", "warp"))
         if j["name"].startswith("bugs__"):
             spec.extra["hang_s"] = 3.0
         if m.get("mutant"):
@@ -322,6 +348,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--variants", default="all", help="coverage variants: all | default")
     p.add_argument("--mutate-coverage", action="store_true",
                    help="also mutate the default coverage configuration of every class")
+    p.add_argument("--arrivals", choices=("thread", "warp"), default="thread",
+                   help="thread: each lane arrives with count 1 as CUTLASS does (default); "
+                        "warp: lane 0 arrives with count n and the replay checks the pending "
+                        "count it saw")
+    p.add_argument("--unrolled", action="store_true",
+                   help="run the fully unrolled programs (default: structured where the "
+                        "kernel allows, impl/structured.py)")
     r = sub.add_parser("reemit")
     r.add_argument("jobs_dir")
     a = sub.add_parser("analyze")
@@ -340,7 +373,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         variants = [{}] if args.variants == "default" else None
         prepare(args.jobs_dir, args.runs, args.mutant_runs, args.clusters,
                 not args.no_coverage, not args.no_litmus, not args.no_bench, args.only,
-                coverage_variants=variants, mutate_coverage=args.mutate_coverage)
+                coverage_variants=variants, mutate_coverage=args.mutate_coverage,
+                structured=not args.unrolled, arrivals=args.arrivals)
         return 0
     res = analyze_batch(args.jobs_dir, args.results_dir, args.workers, args.max_traces,
                         args.only)

@@ -166,6 +166,7 @@ class Kernel:
 
     def __init__(self, gpu: Gpu, jobs_dir: str, job: dict, clusters: int):
         self.gpu = gpu
+        self.job = job
         self.man = man = json.load(open(os.path.join(jobs_dir, job["manifest"])))
         self.fn = gpu.load(os.path.join(jobs_dir, job["binary"]), man["entry"], man["smem"],
                            man["cluster_size"])
@@ -206,6 +207,10 @@ class Kernel:
                 "src_stride": self.src_stride, "dst_stride": self.dst_stride,
                 "timeout": timeout_ns, "grace": grace_ns, "seed": seed, "jit_prob": jit_prob,
                 "jit_mask": jit_mask, "cap": self.cap, "num_tiles": num_tiles}
+        # run-time kernel arguments (structured emission): the values the model's programs
+        # were compiled with; a job may override them (benchmarks only: no replay)
+        for n, v in dict(man.get("args", {}), **self.job.get("args", {})).items():
+            vals["a_" + n] = v
         args = [(t, int(vals[n])) for n, t in man["params"]]
         cx, cy, cz = man["cluster"]
         g.launch(self.fn, (self.G * cx, cy, cz), man["block"], man["smem"], (cx, cy, cz), args)

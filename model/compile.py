@@ -35,7 +35,7 @@ from .pipelines.tma_store_fence import TmaStoreFence
 from .pipelines.tmem_allocator import TmemAllocator
 from . import program as _program
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
-                      ParamSplit, dyn_locals, dyn_params, eval_dyn,
+                      ParamSplit, dyn_args, dyn_locals, dyn_params, eval_dyn,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
 from .describe import describe  # noqa: F401  (re-exported: messages)
 from .properties import Prop
@@ -135,6 +135,15 @@ class CompiledKernel:
     #: product of their ranges, one point per value combination
     param_names: tuple[str, ...] = ()
     param_points: tuple[tuple[int, ...], ...] = ()
+    #: kernel arguments the programs read at run time (``compile_kernel(runtime=...)``,
+    #: structured emission) and the value this compilation gives them: the model runs
+    #: the programs with that value, the emitted PTX reads it from a kernel parameter
+    runtime_args: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def structured(self) -> bool:
+        """Compiled with run-time loops (``runtime``) rather than fully unrolled."""
+        return bool(self.runtime_args)
 
     def program(self, cta: int, warp: int) -> AgentProgram:
         for p in self.programs:
@@ -157,6 +166,9 @@ class FNode:
     loc: ir.Loc = ir.NOLOC
     role: Optional[ir.RoleBlock] = None
     in_loop: bool = False
+    #: the ``for`` loop whose counter this node sets (its init and its increment):
+    #: structured compilation (``runtime``) keeps such a counter in a run-time local
+    loop: Any = None
 
 
 class _Flow:
@@ -193,7 +205,7 @@ class _Flow:
         if isinstance(s, ir.For):
             head = self.add(FNode("branch", loc=s.loc))
             incr = self.add(FNode("stmt", stmt=ir.AugAssign(s.var, "+", s.step, s.loc),
-                                  next=head, loc=s.loc))
+                                  next=head, loc=s.loc, loop=s))
             after, again = cont, incr
             if not s.constexpr:  # a run-time loop: see _order_through_loop
                 after = self.add(FNode("order", stmt=("exit", head, ()), next=cont, loc=s.loc))
@@ -211,7 +223,7 @@ class _Flow:
                 entry = self.add(FNode("order", stmt=("enter", head, _names_in(s.body)),
                                        next=head, loc=s.loc))
             return self.add(FNode("stmt", stmt=ir.Assign((s.var,), s.start, False, s.loc),
-                                  next=entry, loc=s.loc))
+                                  next=entry, loc=s.loc, loop=s))
         if isinstance(s, ir.While):
             head = self.add(FNode("branch", cond=s.cond, loc=s.loc))
             self.loop_depth += 1
@@ -1185,6 +1197,11 @@ class _Compiler:
         self.track_count = _reads_count(kernel)
         self.param_names: tuple[str, ...] = ()
         self.param_points: tuple[tuple[int, ...], ...] = ()
+        #: parameters passed as kernel arguments (structured compilation): ``for`` loops
+        #: bounded by them stay run-time loops over a counter local
+        self.runtime: frozenset = frozenset()
+        #: visits of one join node before giving up (a loop whose state never repeats)
+        self.max_visits = MAX_SPECIALISATIONS // 10
         self._check_roles()
 
     def _check_roles(self) -> None:
@@ -1372,6 +1389,8 @@ class _Compiler:
         a = _Agent(self, cta, warp)
         a.misused = misused
         env = dict(self.info.params)
+        for name in sorted(self.runtime):
+            env[name] = DynExpr("arg", (name, env[name]))
         env[_LANES] = tuple(range(WARP_SIZE))
         env[_ROLE] = None
         env[_GHOST] = Ghost()
@@ -1416,7 +1435,7 @@ class _Compiler:
                     raise Unsupported(
                         f"unsupported: warp {a.warp} of CTA {a.cta} compiles to more than "
                         f"{MAX_SPECIALISATIONS:,} instructions", n.loc)
-                if cnt > MAX_SPECIALISATIONS // 10 or len(a.code) > MAX_SPECIALISATIONS:
+                if cnt > self.max_visits or len(a.code) > MAX_SPECIALISATIONS:
                     raise Unsupported(
                         "unsupported: this loop does not reach a repeating state within "
                         f"{cnt} iterations (a counter that grows forever in a loop that "
@@ -1430,6 +1449,13 @@ class _Compiler:
                 continue
             if n.kind == "order":
                 _order_through_loop(env, *n.stmt)
+                node = n.next
+                continue
+            if n.kind == "stmt" and n.loop is not None and self.runtime \
+                    and self._runtime_loop(a, n.loop, env):
+                a.in_loop = n.in_loop
+                self._stmt(a, n.stmt, env)
+                self._counter_local(a, n.loop, env)
                 node = n.next
                 continue
             if n.kind == "stmt":
@@ -1507,7 +1533,8 @@ class _Compiler:
             f: ir.For = n.cond[1]
             step = a.ev.eval_static(f.step, env)
             stop = a.ev.eval(f.stop, env)
-            if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)):
+            if isinstance(stop, DynExpr) and (dyn_locals(stop) or not dyn_params(stop)) \
+                    and not (dyn_args(stop) and not dyn_locals(stop)):
                 raise Unsupported("unsupported: a for loop whose bound depends on "
                                   "run-time data", f.loc)
             if not isinstance(step, int) or isinstance(step, bool) or step == 0:
@@ -1518,6 +1545,11 @@ class _Compiler:
                 if isinstance(v, bool) or not isinstance(v, (int, DynExpr)):
                     raise ConfigError(f"range() {what} must be an int, not {describe(v)}",
                                       f.loc)
+            if dyn_args(stop) and not isinstance(cur, DynExpr):
+                # structured compilation: a loop that must be unrolled (range_constexpr)
+                # cannot be bounded by a kernel argument
+                raise Unsupported("unsupported: a loop unrolled at compile time whose bound "
+                                  "is a run-time kernel argument", f.loc)
             # the loop is unrolled: refuse trip counts beyond what the engines handle
             # before unrolling them (spec/language.md "Limits")
             if not isinstance(cur, DynExpr):
@@ -1540,6 +1572,29 @@ class _Compiler:
         if isinstance(cond, DynExpr) and dyn_params(cond):
             return self._split_on_params(a, cond, n.loc, env)
         return cond, (env, env)
+
+    def _runtime_loop(self, a: _Agent, f: ir.For, env: dict) -> bool:
+        """Is ``f`` a run-time loop: not ``range_constexpr``, its bound a kernel argument
+        (an expression over ``runtime`` parameters and compile-time values)?"""
+        if f.constexpr:
+            return False
+        stop = a.ev.eval(f.stop, env)
+        return isinstance(stop, DynExpr) and bool(dyn_args(stop)) and not dyn_locals(stop)
+
+    def _counter_local(self, a: _Agent, f: ir.For, env: dict) -> None:
+        """Keep the counter of run-time loop ``f`` in a local: ``SetLocal`` of the value the
+        statement just gave it, so every iteration sees the same (symbolic) counter and the
+        loop closes into a cycle once the pipeline states repeat (period ``4 * stages``:
+        the ghost phase is counted mod 4), as a persistent loop does."""
+        name = f"{f.var}@{f.loc.line}:{f.loc.column}"
+        if name not in a.locals:
+            a.locals.append(name)
+        v = env[f.var]
+        if isinstance(v, bool) or not isinstance(v, (int, DynExpr)):
+            raise ConfigError(f"range() start must be an int, not {describe(v)}", f.loc)
+        val = v if isinstance(v, DynExpr) else DynExpr("const", (v,))
+        a.emit(SetLocal(dest=name, value=val, loc=f.loc, label=f"{f.var} = {val}"))
+        env[f.var] = dyn_local(name)
 
     def _stmt(self, a: _Agent, s: Any, env: dict) -> None:
         if isinstance(s, ir.Assign):
@@ -1587,6 +1642,17 @@ class _Compiler:
         return v
 
 
+def loop_bound_params(kernel: ir.Kernel) -> tuple[str, ...]:
+    """The kernel parameters named in the bound of a run-time ``for`` loop (``range``, not
+    ``range_constexpr``): the candidates for ``compile_kernel(runtime=...)``."""
+    names = {p.name for p in kernel.params}
+    found: set[str] = set()
+    for s in _walk_stmts(kernel.body):
+        if isinstance(s, ir.For) and not s.constexpr:
+            found |= _names_in(s.stop) & names
+    return tuple(sorted(found))
+
+
 def _param_part(e: DynExpr) -> DynExpr:
     """The first part of ``e`` over symbolic parameters alone (``e`` mixes them with
     run-time data)."""
@@ -1630,7 +1696,8 @@ MAX_PARAM_POINTS = 256
 
 def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None,
                    symbolic: Optional[dict[str, range]] = None,
-                   timeout: Optional[float] = None) -> CompiledKernel:
+                   timeout: Optional[float] = None,
+                   runtime: Optional[Any] = None) -> CompiledKernel:
     """Specialise ``kernel`` for every warp of every CTA of one cluster.
 
     ``symbolic``: parameters left symbolic over a range of values (``--param K=LO..HI``):
@@ -1640,7 +1707,15 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
     the launch needs, or that changes a pipeline's arrive counts, raises ``Unsupported``;
     the caller then checks it value by value.  ``timeout``: seconds after which
     compiling gives up with ``CompileTimeout`` (the command's ``--timeout`` covers the
-    unrolling too)."""
+    unrolling too).
+
+    ``runtime``: parameters passed to the kernel at launch (structured emission,
+    ``impl/emit.py``): a ``for`` loop bounded by them stays a loop over a counter local
+    (``_Compiler._counter_local``) instead of being unrolled, so the programs' size does
+    not depend on the trip count; the programs still run with the value ``overrides``
+    (or the default) gives, which ``CompiledKernel.runtime_args`` records.  A use of such
+    a parameter that needs its value at compile time raises ``ConfigError`` or
+    ``Unsupported`` (the emitter then falls back to the unrolled programs)."""
     symbolic = dict(symbolic or {})
     overrides = dict(overrides or {})
     for k in symbolic:
@@ -1656,6 +1731,11 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
         comp.deadline, comp.timeout = start + timeout, timeout
     comp.param_names = tuple(symbolic)
     comp.param_points = points
+    runtime = frozenset(runtime or ())
+    if runtime:
+        _check_runtime(runtime, info, symbolic, comp.track_count, kernel.loc)
+        comp.runtime = runtime
+        comp.max_visits = MAX_RUNTIME_LOOP_VISITS
     progs = []
     for cta in range(info.cluster_size):
         for warp in range(info.num_warps):
@@ -1679,8 +1759,34 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
                                   f"reaches {type(ins).__name__} {ins.label!r}, not only "
                                   "conditions", ins.loc)
     decls = comp.pipelines()
+    rt = tuple((n, int(dict(info.params)[n])) for n in sorted(runtime))
     return CompiledKernel(info, tuple(progs), decls, tuple(sorted(comp.named_ids)),
-                          kernel.loc.file, tuple(symbolic), points)
+                          kernel.loc.file, tuple(symbolic), points, rt)
+
+
+#: structured compilation: visits of one loop head before giving up (the pipeline states
+#: of a run-time loop repeat after ``4 * stages`` iterations, times the outer loop's period
+#: for a nested one; a state that keeps growing -- a user counter -- never does)
+MAX_RUNTIME_LOOP_VISITS = 1024
+
+
+def _check_runtime(runtime: frozenset, info: KernelInfo, symbolic: dict, track_count: bool,
+                   loc: ir.Loc) -> None:
+    """Parameters that can be kernel arguments: unsigned 32-bit ints, not symbolic; and
+    a kernel that never reads ``PipelineState.count`` (which grows every iteration)."""
+    params = dict(info.params)
+    for n in sorted(runtime):
+        if n not in params:
+            raise ConfigError(f"no parameter {n!r} to pass at run time", loc)
+        v = params[n]
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 31:
+            raise Unsupported(f"unsupported: run-time parameter {n} = {describe(v)} (a "
+                              "non-negative 32-bit int is passed to the kernel)", loc)
+        if n in symbolic:
+            raise Unsupported(f"unsupported: {n} both symbolic and a run-time argument", loc)
+    if track_count:
+        raise Unsupported("unsupported: structured emission of a kernel that reads "
+                          "PipelineState.count (it grows with every iteration)", loc)
 
 
 #: most clusters the transition system holds (every warp of each is a state component)

@@ -547,7 +547,10 @@ class ParamSplit(Instr):
 @dataclass(frozen=True, repr=False)
 class DynExpr:
     """An expression over the warp's dynamic locals (``op`` in local/const/not/and/or/eq/ne/
-    lt/le/add/sub).  Static parts were folded by the compiler.  ``param`` (a symbolic
+    lt/le/add/sub).  Static parts were folded by the compiler.  ``arg`` (``args``: name,
+    value) is a kernel argument read at run time (structured compilation,
+    ``compile_kernel(runtime=...)``): the model evaluates it to the value it was compiled
+    with, the PTX emitter reads the kernel parameter.  ``param`` (a symbolic
     parameter, compile time only: the compiler folds it into ``ParamSplit`` masks) and
     ``within`` (are all parameter values still possible inside ``args[0]``, a mask over
     the parameter domain) come from symbolic parameters."""
@@ -567,7 +570,7 @@ class DynExpr:
             return repr(self.args[0])
         if self.op == "not":
             return f"not {self.args[0]}"
-        if self.op == "param":
+        if self.op in ("param", "arg"):
             return str(self.args[0])
         if self.op == "within":
             return "parameter split taken"
@@ -598,9 +601,20 @@ def dyn_locals(e: Any) -> set[str]:
         return set()
     if e.op == "local":
         return {e.args[0]}
-    if e.op in ("const", "param", "within"):
+    if e.op in ("const", "param", "within", "arg"):
         return set()
     return set().union(*[dyn_locals(x) for x in e.args]) if e.args else set()
+
+
+def dyn_args(e: Any) -> set[str]:
+    """The kernel arguments (``arg``) an expression reads."""
+    if not isinstance(e, DynExpr):
+        return set()
+    if e.op == "arg":
+        return {e.args[0]}
+    if e.op in ("const", "param", "within", "local"):
+        return set()
+    return set().union(*[dyn_args(x) for x in e.args]) if e.args else set()
 
 
 #: ``get`` key of parameter point ``i``'s bit (``eval_dyn`` of ``within``)
@@ -620,6 +634,8 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
         return V.not_(V.or_(*outside)) if outside else True
     if op == "param":
         return get(a[0])
+    if op == "arg":
+        return a[1]
     vals = [eval_dyn(V, x, get) for x in a]
     if op == "not":
         return V.not_(V.ne(vals[0], 0)) if not isinstance(vals[0], bool) else V.not_(vals[0])
