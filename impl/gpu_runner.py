@@ -341,7 +341,38 @@ def run_litmus(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
     return {"status": "ok", "results": results}
 
 
-KINDS = {"conform": run_conform, "bench": run_bench, "litmus": run_litmus}
+def run_raw_bench(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
+    """A kernel compiled elsewhere (a CuTe DSL kernel's PTX or cubin, ``bench/
+    bench_cute_latency.py``): its own parameter list (``args``: ``[type, value]``, with
+    ``"ptr:N"`` a zeroed device buffer of N bytes), dynamic shared memory set at launch;
+    ``warmup`` untimed launches, then ``reps`` launches timed with CUDA events."""
+    cl = tuple(job.get("cluster", (1, 1, 1)))
+    cs = cl[0] * cl[1] * cl[2]
+    smem = int(job.get("smem", 0))
+    fn = gpu.load(os.path.join(jobs_dir, job["binary"]), job["entry"], smem, cs)
+    args = []
+    for t, v in job["args"]:
+        if str(v).startswith("ptr:"):
+            n = int(str(v)[4:])
+            ptr = gpu.alloc(n)
+            gpu.zero(ptr, n)
+            args.append(("u64", ptr))
+        else:
+            args.append((t, int(v)))
+    hang_s = float(job.get("hang_s", 20.0))
+
+    def launch() -> None:
+        gpu.launch(fn, tuple(job.get("grid", cl)), job.get("block", 32), smem, cl, args)
+
+    for _ in range(job.get("warmup", 2)):
+        launch()
+        if not gpu.wait(hang_s):
+            return {"status": f"hang (kernel still running after {hang_s} s)"}
+    return {"status": "ok", "ms": gpu.event_ms(launch, job.get("reps", 10))}
+
+
+KINDS = {"conform": run_conform, "bench": run_bench, "litmus": run_litmus,
+         "raw_bench": run_raw_bench}
 
 
 def _run_job(gpu: Any, jobs_dir: str, job: dict, out: str) -> dict:
