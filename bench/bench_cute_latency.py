@@ -1,7 +1,8 @@
 """Hand-off latency of pipeproof's emitted pipelines against CuTe DSL twins (issue 25 item 3).
 
-The CuTe DSL kernels (``bench/cute_latency_kernels.py``: PipelineAsync, one producer and
-one consumer warp, 1 and 4 stages, ``k_tiles`` a run-time argument) are compiled here by
+The CuTe DSL kernels (``bench/cute_latency_kernels.py``: PipelineAsync and PipelineTmaAsync
+with 1 KB bulk copies, one producer and one consumer warp, 1 and 4 stages, ``k_tiles`` a
+run-time argument) are compiled here by
 ``cute.compile`` (sm_90a, no GPU needed); their PTX, assembled by ``ptxas`` when it is on
 the machine, becomes ``raw_bench`` jobs of ``impl/gpu_runner.py`` (cuda-python; dynamic
 shared memory set at launch).  pipeproof's own jobs are the ``bare`` and ``bare64k``
@@ -33,6 +34,8 @@ RESULTS = HERE / "results"
 #: the two trip counts of every kernel: the marginal cost of a k-tile is their difference
 K_SHORT, K_LONG = 256, 65536
 STAGES = (1, 4)
+#: the benchmark kernels: PipelineAsync and PipelineTmaAsync (1 KB bulk copies)
+KINDS = ("async", "tma")
 REPS = 20
 #: acceptance bound of issue 25 (pipeproof / CuTe DSL, per k-tile)
 BOUND = 1.1
@@ -62,18 +65,39 @@ def entry_name(ptx: str) -> str:
 
 
 def param_types(ptx: str, entry: str) -> list[str]:
-    """The kernel's parameters, in order: ``u32`` / ``u64`` (the runner's two kinds)."""
+    """The kernel's parameters, in order, as the runner passes them: ``u32``, ``u64``
+    (a pointer: a ``.u64`` or an 8-byte ``.b8`` array, the DSL's tensor), ``bN`` (an
+    N-byte ``.b8`` array passed by value, e.g. a copy atom)."""
     m = re.search(re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
     out = []
     for p in (m.group(1).split(",") if m and m.group(1).strip() else []):
-        t = re.search(r"\.param\s+\.(?:align\s+\d+\s+)?\.?([bsu]\d+)", p)
-        if not t or t.group(1)[1:] not in ("32", "64"):
+        arr = re.search(r"\.b8\s+\w+\[(\d+)\]", p)
+        scalar = re.search(r"\.param\s+\.[bsu](32|64)\s", p + " ")
+        if arr:
+            n = int(arr.group(1))
+            out.append("u64" if n == 8 else f"b{n}")
+        elif scalar:
+            out.append("u" + scalar.group(1))
+        else:
             raise RuntimeError(f"kernel parameter the runner cannot pass: {p.strip()}")
-        out.append("u" + t.group(1)[1:])
     return out
 
 
-def cute_jobs(jobs_dir: str, kinds: tuple[str, ...] = ("async",),
+#: bytes of the zeroed global buffer a pointer parameter gets (the TMA twin's source)
+PTR_BYTES = 1 << 16
+
+
+def launch_args(types: list[str], k_tiles: int) -> list[list]:
+    """The first parameter is ``k_tiles`` (u32); a pointer gets a zeroed buffer
+    (``ptr:N``, the runner allocates it); a by-value struct zeros (the DSL kernels here
+    read none)."""
+    if not types or types[0] != "u32":
+        raise RuntimeError(f"expected k_tiles (u32) as the first parameter, got {types}")
+    rest = [[t, f"ptr:{PTR_BYTES}" if t == "u64" else 0] for t in types[1:]]
+    return [["u32", k_tiles]] + rest
+
+
+def cute_jobs(jobs_dir: str, kinds: tuple[str, ...] = KINDS,
               log: Callable[..., None] = print) -> list[dict]:
     """``raw_bench`` jobs for the CuTe DSL twins: one binary per (kind, stages), launched
     with ``K_SHORT`` and ``K_LONG`` k-tiles (its first parameter)."""
@@ -95,7 +119,7 @@ def cute_jobs(jobs_dir: str, kinds: tuple[str, ...] = ("async",),
             entry = entry_name(ptx)
             types = param_types(ptx, entry)
             for k in (K_SHORT, K_LONG):
-                args = [[types[0], k]] + [[t, 0] for t in types[1:]]
+                args = launch_args(types, k)
                 jobs.append({"name": f"{base}_k{k}", "kind": "raw_bench", "binary": binary,
                              "entry": entry, "args": args, "grid": [1, 1, 1], "block": 64,
                              "cluster": [1, 1, 1], "smem": smem, "reps": REPS, "warmup": 2,
@@ -106,7 +130,7 @@ def cute_jobs(jobs_dir: str, kinds: tuple[str, ...] = ("async",),
     return jobs
 
 
-def pipeproof_jobs(jobs_dir: str, kinds: tuple[str, ...] = ("async",)) -> list[dict]:
+def pipeproof_jobs(jobs_dir: str, kinds: tuple[str, ...] = KINDS) -> list[dict]:
     """pipeproof's ``bare`` (256 k-tiles) and ``bare64k`` (65536) latency jobs, as
     ``bench/bench_gpu.py`` prepares them."""
     from pipeproof.impl.conform import JobSpec, prepare_job
@@ -129,7 +153,7 @@ def pipeproof_jobs(jobs_dir: str, kinds: tuple[str, ...] = ("async",)) -> list[d
     return jobs
 
 
-def prepare(jobs_dir: str, kinds: tuple[str, ...] = ("async",)) -> list[str]:
+def prepare(jobs_dir: str, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Write both sets of jobs into ``jobs_dir``; jobs already in its index (e.g. from
     ``bench/bench_gpu.py prepare``) stay, ones of the same name are replaced."""
     from pipeproof.impl.conform import write_index
@@ -166,7 +190,7 @@ def marginal_ns(short: dict, long: dict, key: str = "ms") -> float:
         / (K_LONG - K_SHORT)
 
 
-def report(jobs_dir: str, out_dir: str, kinds: tuple[str, ...] = ("async",)) -> dict:
+def report(jobs_dir: str, out_dir: str, kinds: tuple[str, ...] = KINDS) -> dict:
     res: dict = {"rows": [], "errors": {}, "bound": BOUND,
                  "k_tiles": [K_SHORT, K_LONG], "reps": REPS}
     devices = set()
@@ -204,11 +228,15 @@ def markdown(res: dict) -> str:
              f"GPU: {res['device']}; every job in one `impl/gpu_runner.py` command (one "
              "process, one GPU, the same run).  Written by `bench/bench_cute_latency.py`.",
              "",
-             "Same configuration on both sides: one CTA, warp 0 producer, warp 1 consumer "
-             "(groups of 32 threads, every lane arrives), no data work, `k_tiles` a "
-             "run-time kernel argument.  pipeproof: `bench/bench_gpu_async.pipe`, "
-             "structured emission without instrumentation (`bare`).  CuTe DSL: "
-             "`bench/cute_latency_kernels.py`, `cute.compile` for sm_90a.  Per k-tile: "
+             "Same configuration on both sides: one CTA, warp 0 producer, warp 1 consumer, "
+             "no data work besides the TMA loads, `k_tiles` a run-time kernel argument.  "
+             "async: PipelineAsync, groups of 32 threads (every lane arrives).  tma: "
+             "PipelineTmaAsync, producer and consumer groups of one thread, 1 KB per stage "
+             "by `cp.async.bulk` from one global region.  pipeproof: "
+             "`bench/bench_gpu_async.pipe`, `bench/bench_gpu_tma.pipe`, structured "
+             "emission without instrumentation (`bare`, `bare64k`).  CuTe DSL: "
+             "`bench/cute_latency_kernels.py`, `cute.compile` for sm_90a, PTX assembled "
+             "by ptxas, launched through cuda-python.  Per k-tile: "
              f"(t({K_LONG}) - t({K_SHORT})) / {K_LONG - K_SHORT}, t the median of "
              f"{res['reps']} launches timed with CUDA events (launch overhead cancels).  "
              "With 1 stage a k-tile is a round trip (two hand-offs).  Bound (issue 25): "

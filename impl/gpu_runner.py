@@ -117,7 +117,12 @@ class Gpu:
         attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
         cfg.attrs = [attr]
         cfg.numAttrs = 1
-        holders = [ctypes.c_uint64(v) if t == "u64" else ctypes.c_uint32(v & 0xFFFFFFFF)
+        # "u64", "u32", or "bN": an N-byte parameter (a struct passed by value, e.g. a
+        # CuTe DSL kernel's copy atom), ``v`` its bytes as a little-endian integer
+        holders = [ctypes.c_uint64(v) if t == "u64" else
+                   (ctypes.c_uint8 * int(t[1:])).from_buffer_copy(v.to_bytes(int(t[1:]),
+                                                                             "little"))
+                   if t.startswith("b") else ctypes.c_uint32(v & 0xFFFFFFFF)
                    for t, v in args]
         ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
         ck(d.cuLaunchKernelEx(cfg, fn, ctypes.addressof(ptrs), 0))
