@@ -169,3 +169,38 @@ def test_prepare_compiles_the_dsl_twins_into_runner_jobs(tmp_path):
                 if kind == "tma":
                     assert "cp.async.bulk.shared::cluster.global" in ptx
                     assert "mbarrier.arrive.expect_tx" in ptx
+
+
+def _fake_gpu(R, d, name="FAKE GPU"):
+    gpu = object.__new__(R.Gpu)
+    gpu.d, gpu.stream, gpu.name = d, 0, name
+
+    def load(path, entry, smem, cs):
+        assert Path(path).exists() and entry, (path, entry)
+        return "fn"
+
+    gpu.load = load
+    gpu.alloc = lambda n: 0x1000
+    gpu.zero = lambda p, n: None
+    return gpu
+
+
+def test_prepared_dsl_jobs_run_through_the_runner(tmp_path, monkeypatch):
+    """The index ``prepare`` writes, run by ``gpu_runner.run_many`` (one process, one
+    context) on a fake driver: every DSL job ends ``ok`` with the kernel's k_tiles in its
+    first parameter, and the report reads the results."""
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+    from pipeproof.impl import gpu_runner as R
+
+    names = [n for n in B.prepare(str(tmp_path), kinds=("tma",)) if n.startswith("cute__")]
+    d = _FakeDriver({0: 4, 1: 8, 2: 16})
+    gpu = _fake_gpu(R, d)
+    monkeypatch.setattr(R, "Gpu", lambda: gpu)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert R.run_many(str(tmp_path), names, str(out)) == 0
+    for n in names:
+        res = json.loads((out / f"{n}.json").read_text())
+        assert res["status"] == "ok" and res["device"] == "FAKE GPU", res
+    ks = sorted(int.from_bytes(launch[0], "little") for launch in d.launches)
+    assert set(ks) == {B.K_SHORT, B.K_LONG}
