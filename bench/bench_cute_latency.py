@@ -118,10 +118,13 @@ def cute_jobs(jobs_dir: str, kinds: tuple[str, ...] = KINDS,
                 binary = base + ".cubin"
             entry = entry_name(ptx)
             types = param_types(ptx, entry)
+            # the block the DSL's launch asked for (it writes it into the PTX: .reqntid)
+            m = re.search(r"\.reqntid\s+(\d+)\s*,\s*1\s*,\s*1", ptx)
+            block = int(m.group(1)) if m else 64
             for k in (K_SHORT, K_LONG):
                 args = launch_args(types, k)
                 jobs.append({"name": f"{base}_k{k}", "kind": "raw_bench", "binary": binary,
-                             "entry": entry, "args": args, "grid": [1, 1, 1], "block": 64,
+                             "entry": entry, "args": args, "grid": [1, 1, 1], "block": block,
                              "cluster": [1, 1, 1], "smem": smem, "reps": REPS, "warmup": 2,
                              "hang_s": 20.0, "process_s": 120,
                              "meta": {"kind": kind, "stages": s, "k_tiles": k,

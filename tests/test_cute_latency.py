@@ -161,6 +161,7 @@ def test_prepare_compiles_the_dsl_twins_into_runner_jobs(tmp_path):
             for k in (B.K_SHORT, B.K_LONG):
                 j = by[f"cute__lat_{kind}_s{s}_k{k}"]
                 assert j["kind"] == "raw_bench" and j["args"][0] == ["u32", k]
+                assert j["block"] == 64  # the .pipe's launch(block=64), the DSL's .reqntid
                 assert (tmp_path / j["binary"]).exists() and j["smem"] >= 16 * s
                 ptx = (tmp_path / f"cute__lat_{kind}_s{s}.ptx").read_text()
                 assert B.entry_name(ptx) == j["entry"]
