@@ -68,7 +68,7 @@ from . import liveness
 from .certificate import MAX_STATES, certify, certify_reduced
 from .chain import ChainUnrolling
 from .concrete import ConcreteRunner, first_violation
-from .errors import InternalError, Timeout
+from .errors import InternalError, SetupTimeout, Timeout
 from .invariants import find_invariants
 from .lasso import report_lasso
 from .properties import DEADLOCK, DEADLOCK_MSG, PRIORITY
@@ -253,7 +253,12 @@ def _solve(system: System, runner: ConcreteRunner, sample: Any, opts: BmcOptions
     caps: dict[int, int] = {}
     ranges: dict[str, tuple[int, int]] = {}
     while True:
-        enc = Encoding(system, caps, ranges, sample)
+        try:
+            enc = Encoding(system, caps, ranges, sample, deadline=run.deadline)
+        except SetupTimeout as e:
+            return (Verdict(UNKNOWN, reason=f"timeout after {opts.timeout:.0f} s while "
+                            f"building {e}; no level finished", depth=0), None, 0,
+                    None)
         try:
             v, u, k = _search(system, enc, runner, opts, run, sample)
         except _Overflow as o:
