@@ -79,3 +79,17 @@ def test_waits_from_is_computed_for_the_pcs_a_search_reaches() -> None:
     v = check_explicit(system, max_states=20_000, timeout=1e9, por=True)
     w = check_explicit(system, max_states=20_000, timeout=1e9, reduce=False)
     assert (v.status, v.prop) == (w.status, w.prop)
+
+
+def test_a_parameter_range_compiles_within_the_timeout() -> None:
+    """``--param stages=1..256 --timeout 10`` was still compiling at 60 s: the trial
+    compilations that decide which range parameters stay symbolic had no deadline.  A
+    deadline passed before they start ends the check with UNKNOWN (not "checked value by
+    value"), whatever the machine's speed."""
+    from pipeproof.api import check_file
+    from pipeproof.model.errors import CompileTimeout, Unsupported
+
+    with pytest.raises(CompileTimeout) as e:  # the command line: UNKNOWN, exit 3
+        check_file(EX / "textbook/pipeline_async.pipe", {"stages": range(1, 257)},
+                   timeout=1e-9, jobs=1)
+    assert isinstance(e.value, Unsupported)
