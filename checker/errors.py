@@ -22,3 +22,9 @@ class Timeout(Exception):
     def __init__(self, depth: int):
         super().__init__(depth)
         self.depth = depth
+
+
+class SetupTimeout(Exception):
+    """The deadline passed while an engine prepared its search (the partial-order
+    reduction's static footprints, ``checker/por.py``: seconds on a program of thousands
+    of instructions); the engine answers UNKNOWN."""

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from ..model.system import System
 from .concrete import ConcreteRunner
+from .errors import SetupTimeout
 from .graphs import fair_cycle, starving_component
 from .lasso import poll_pcs, report_lasso
 from .por import stubborn_sets
@@ -71,7 +72,16 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     t0 = time.perf_counter()
     if por is None:
         por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
-    ex = Explorer(system, symmetry=reduce, reduction=stubborn_sets(full=por) if reduce else None)
+    try:
+        ex = Explorer(system, symmetry=reduce,
+                      reduction=stubborn_sets(full=por, deadline=t0 + timeout) if reduce
+                      else None)
+    except SetupTimeout as e:
+        st = Stats(engine="explicit")
+        st.seconds = time.perf_counter() - t0
+        return Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s while preparing {e} "
+                       f"({sum(len(a.program.code) for a in system.agents):,} instructions)",
+                       stats=st, depth=0)
     if ex.cyclic and ex.groups:
         # the starvation search follows each warp along cycles: no permuted warps
         ex = Explorer(system, symmetry=False)

@@ -36,6 +36,7 @@ release flags, "MR"), and an init while no promotion can happen (``_init_settles
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
@@ -50,6 +51,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 from ..model.values import CONCRETE
+from .errors import SetupTimeout
 
 # Operation modes on an object.  Two operations on the same object conflict unless the
 # pair is listed here (the relation is symmetric).
@@ -132,8 +134,12 @@ INF = 1 << 40
 class Footprints:
     """Static footprints of every step of every warp and of environment completions."""
 
-    def __init__(self, sysm: System):
+    def __init__(self, sysm: System, deadline: Optional[float] = None):
         self.sys = sysm
+        #: ``time.perf_counter()`` value past which the set-up gives up (``SetupTimeout``):
+        #: the per-instruction passes below are quadratic in a warp's straight-line code
+        #: (an unrolled prologue of 256 stages: over a minute)
+        self.deadline = deadline
         n = len(sysm.agents)
         self.init_agent = set().union(*sysm.initers.values()) if sysm.initers else set()
         # thread counts each named barrier is used with (None: all threads of the CTA)
@@ -175,6 +181,7 @@ class Footprints:
         self.acyclic: list[bool] = [is_acyclic(sysm.code(a)) for a in range(len(sysm.agents))]
         self.blocking: list[list[bool]] = []
         for a in range(n):
+            self._due()
             code = sysm.code(a)
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
@@ -182,6 +189,7 @@ class Footprints:
                                                  CpAsyncWaitGroup, TmemWait, GmemWait))
                                   for i in code])
         for a in range(n):
+            self._due()
             self.writers_from.append(self._suffix_writes(a))
         self.arrivers_from: list[list[frozenset]] = [self._suffix_arrivals(a) for a in range(n)]
         # footprint of a cluster arrive / exit that cannot complete the cluster barrier
@@ -207,33 +215,22 @@ class Footprints:
         for a in range(n):
             fps, nxts = [], []
             for pc in range(len(sysm.code(a))):
+                self._due()
                 f, nx = self._segment(a, pc)
                 fps.append(f)
                 nxts.append(nx)
             self.seg_fp.append(fps)
             self.seg_next.append(nxts)
-        # the blocking waits each warp may reach from each pc (settle-blocked refinement)
-        self.waits_from: dict = {}
-        for a in range(n):
-            code = sysm.code(a)
-            for pc in range(len(code)):
-                ws = []
-                seen = set()
-                work = [pc]
-                while work:
-                    p = work.pop()
-                    if p in seen or p >= len(code):
-                        continue
-                    seen.add(p)
-                    if isinstance(code[p], Wait):
-                        ws.append(p)
-                    work.extend(self._successors(a, p))
-                self.waits_from[(a, pc)] = tuple(ws)
+        # the blocking waits each warp may reach from each pc (settle-blocked
+        # refinement): computed when a state asks (``waits_from``), for the pcs the search
+        # reaches -- all of them up front cost a walk of the program per pc
+        self._waits_from: dict = {}
         # barrier operations per segment (for the settle analysis); None marks a loop
         self.seg_ops: list[list[Optional[tuple]]] = []
         for a in range(n):
             row = []
             for pc in range(len(sysm.code(a))):
+                self._due()
                 row.append(self._segment_ops(a, pc))
             self.seg_ops.append(row)
         # arrivals (pending decrements) per barrier within each segment
@@ -241,6 +238,7 @@ class Footprints:
         for a in range(n):
             row = []
             for pc in range(len(sysm.code(a))):
+                self._due()
                 row.append(self._segment_arrivals(a, pc))
             self.seg_arr.append(row)
         # segment footprints with non-completing cluster arrivals/exits
@@ -248,6 +246,7 @@ class Footprints:
         for a in range(n):
             row = []
             for pc in range(len(sysm.code(a))):
+                self._due()
                 row.append(self._segment(a, pc, noncompleting=True)[0])
             self.seg_fp_nc.append(row)
         # named-barrier participants per (cta, id): agents with a NamedBarrierOp on it
@@ -256,6 +255,29 @@ class Footprints:
             for ins in ag.program.code:
                 if isinstance(ins, NamedBarrierOp):
                     self.nb_users[(ag.cta, ins.id)].add(a)
+
+    def _due(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise SetupTimeout("the partial-order reduction's set-up")
+
+    def waits_from(self, a: int, pc: int) -> tuple:
+        """The pcs of the mbarrier waits warp ``a`` may reach from ``pc`` (memoized)."""
+        r = self._waits_from.get((a, pc))
+        if r is None:
+            code = self.sys.code(a)
+            ws = []
+            seen = set()
+            work = [pc]
+            while work:
+                p = work.pop()
+                if p in seen or p >= len(code):
+                    continue
+                seen.add(p)
+                if isinstance(code[p], Wait):
+                    ws.append(p)
+                work.extend(self._successors(a, p))
+            r = self._waits_from[(a, pc)] = tuple(ws)
+        return r
 
     # ------------------------------------------------------------------ per instruction
 
@@ -656,10 +678,11 @@ class Reducer:
     order.  Only when no such step exists is the full computation run (``full=True``).
     """
 
-    def __init__(self, sysm: System, explorer: Any, full: bool = True):
+    def __init__(self, sysm: System, explorer: Any, full: bool = True,
+                 deadline: Optional[float] = None):
         self.sys = sysm
         self.ex = explorer
-        self.fp = Footprints(sysm)
+        self.fp = Footprints(sysm, deadline)
         self.full = full
         #: a list to collect why units join a stubborn set (debugging), or None
         self.why: Optional[list] = None
@@ -1405,7 +1428,7 @@ class _Ctx:
             out = set()
             if self.pcs[a] != DONE:
                 g = _Getter(self.get)
-                for pc in self.fp.waits_from.get((a, self.pcs[a]), ()):
+                for pc in self.fp.waits_from(a, self.pcs[a]):
                     ins = self.sys.code(a)[pc]
                     if ins.bar in self.sys.bar and not self.sys._concrete_enabled(g, a, ins):
                         out.add(ins.bar)
@@ -1557,8 +1580,10 @@ class _Getter:
         return self.get(slot).count(x)
 
 
-def stubborn_sets(full: bool) -> Callable[[Any], Reducer]:
+def stubborn_sets(full: bool, deadline: Optional[float] = None) -> Callable[[Any], Reducer]:
     """The ``reduction`` argument of ``statespace.Explorer``: a ``Reducer`` over that
     explorer -- the safe steps alone, or with ``full`` the whole stubborn-set
-    computation.  Passed from above so that the state space knows nothing of it."""
-    return lambda explorer: Reducer(explorer.sys, explorer, full=full)
+    computation.  Passed from above so that the state space knows nothing of it.
+    ``deadline`` (a ``time.perf_counter()`` value): its set-up raises ``SetupTimeout``
+    past it."""
+    return lambda explorer: Reducer(explorer.sys, explorer, full=full, deadline=deadline)

@@ -32,6 +32,7 @@ semantics; it only encodes values.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
@@ -42,6 +43,7 @@ from ..model.program import (Branch, BulkCommit, CpAsync, CpAsyncArrive, CpAsync
                              TmaStore, UmmaCommit, is_acyclic)
 from ..model.system import DONE, ConcreteState, QueueOps, System
 from ..model.values import CONCRETE
+from .errors import SetupTimeout
 from .por import stubborn_sets
 from .statespace import Explorer
 
@@ -600,12 +602,19 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
         # the reduced search (symmetry, partial-order reduction) gets much further in
         # the same time; it may skip states, which the shape-wide ranges and headroom
         # below, and in the end the overflow restarts of the BMC engine, make up for
-        ex = Explorer(system, symmetry=True,
-                      reduction=stubborn_sets(full=True) if acyclic else None)
-        rseen = {ex.initial}
-        rtodo = deque([ex.initial])
         t_end = t0 + seconds if reduced_seconds is None else \
             time.perf_counter() + reduced_seconds
+        try:
+            ex = Explorer(system, symmetry=True,
+                          reduction=stubborn_sets(full=True, deadline=t_end) if acyclic
+                          else None)
+        except SetupTimeout:
+            # the reduction's set-up outlasted the sampling's time: the symmetric
+            # search without it (the ranges decide how soon the encoding fits, never
+            # a verdict)
+            ex = Explorer(system, symmetry=True)
+        rseen = {ex.initial}
+        rtodo = deque([ex.initial])
         while rtodo and len(rseen) < 4 * max_states and time.perf_counter() < t_end:
             for _, nxt, viol in ex.successors(rtodo.popleft()):
                 if viol is None and nxt not in rseen:
@@ -656,8 +665,12 @@ class Encoding:
 
     def __init__(self, system: System, caps: Optional[dict[int, int]] = None,
                  ranges: Optional[dict[str, tuple[int, int]]] = None,
-                 sample: Optional[Sample] = None):
+                 sample: Optional[Sample] = None, deadline: Optional[float] = None):
         self.sys = system
+        #: ``time.perf_counter()`` value past which building the templates gives up
+        #: (``SetupTimeout``): a cp.async queue of 256 entries makes every template of
+        #: a 1,000-instruction program cost a fraction of a second
+        self.deadline = deadline
         self.V = V = Z3Values()
         sample = sample or Sample()
         self.caps: dict[int, int] = {}
@@ -827,6 +840,8 @@ class Encoding:
             for pc, ins in enumerate(ag.program.code):
                 if isinstance(ins, (Jump, Branch, SetLocal)):
                     continue
+                if self.deadline is not None and time.perf_counter() > self.deadline:
+                    raise SetupTimeout("the symbolic encoding")
                 for choice in range(sysm.agent_choices(ag.index, pc)):
                     S = self.base.fork()
                     out = sysm.exec_agent(V, S, ag.index, pc, choice)

@@ -872,6 +872,11 @@ class _Agent:
                        "stages (the engines' limit; a kernel's shared memory holds far "
                        "fewer)", hint="check the kernel with the stage count it is "
                                       "launched with (CUTLASS kernels use 2 to 16)")
+        if key in ("depth", "length") and v > MAX_STAGES:
+            # PipelineOrder's stages and groups: depth * length barriers (2**31 of them
+            # kept the explicit engine busy for minutes past --timeout; the fuzz harness)
+            self.error(f"{key}={describe(v)}: pipeproof checks at most {MAX_STAGES} "
+                       f"(PipelineOrder holds depth * length barriers)")
         return v
 
     def as_int(self, v: Any, what: str) -> int:
@@ -1752,6 +1757,8 @@ def compile_kernel(kernel: ir.Kernel, overrides: Optional[dict[str, Any]] = None
         for prog in progs:
             _check_grid_program(prog, info)
     for prog in progs:
+        if comp.deadline is not None and time.monotonic() > comp.deadline:
+            raise CompileTimeout(comp.timeout, kernel.loc)
         for ins in prog.code:
             left = _params_in(ins) if symbolic else set()
             if left:

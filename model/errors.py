@@ -123,7 +123,7 @@ class CompileTimeout(Unsupported):
     unrolled: a trip count of thousands takes seconds): UNKNOWN, as a search timeout."""
 
     def __init__(self, seconds: float, loc: Optional[Loc] = None):
-        super().__init__(f"timeout after {seconds:g} s while compiling the kernel (its loops "
+        super().__init__(f"timeout after {seconds:.3g} s while compiling the kernel (its loops "
                          f"are unrolled; smaller trip counts, or a longer {option('timeout')})",
                          loc)
         self.seconds = seconds

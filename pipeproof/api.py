@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional
 from .checker.trace import render_text
 from .checker.verdict import SAFE, UNKNOWN, Verdict
 from .model.compile import CompiledKernel, compile_kernel
-from .model.errors import ConfigError, Unsupported, option
+from .model.errors import CompileTimeout, ConfigError, Unsupported, option
 from .model.ir import Kernel
 from .model.lang.parser import parse, parse_file
 from .model.system import System
@@ -416,12 +416,14 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     from .checker.verdict import VIOLATED
 
     names = [k for k, v in params.items() if isinstance(v, range)]
-    sym, by_value = _symbolic_names(kernel, params, names) if kw["symbolic_params"] \
-        else ([], {})
+    # --timeout covers the trial compilations too (stages=1..256: a minute of them)
+    t_end = time.perf_counter() + kw["timeout"]
+    sym, by_value = _symbolic_names(kernel, params, names, t_end) \
+        if kw["symbolic_params"] else ([], {})
+    kw = dict(kw, timeout=max(t_end - time.perf_counter(), 0.01))
     if sym and len(sym) == len(names):
         return _check_symbolic(kernel, params, sym, **kw)
     names = [k for k in names if k not in sym]  # the others stay ranges: symbolic
-    t_end = time.perf_counter() + kw["timeout"]
     combos = [dict(params, **dict(zip(names, values)))
               for values in itertools.product(*[params[k] for k in names])]
     jobs = default_jobs() if kw.get("jobs") is None else kw["jobs"]
@@ -489,8 +491,8 @@ def _range_text(r: range) -> str:
     return f"{r.start}..{r.stop - 1}"
 
 
-def _symbolic_names(kernel: Kernel, params: dict[str, Any], names: list[str]
-                    ) -> tuple[list[str], dict[str, str]]:
+def _symbolic_names(kernel: Kernel, params: dict[str, Any], names: list[str],
+                    t_end: Optional[float] = None) -> tuple[list[str], dict[str, str]]:
     """Which range parameters can stay symbolic: those ``compile_kernel(symbolic=...)``
     accepts (tried one more at a time: not the launch's), and why each other one is
     checked value by value."""
@@ -500,8 +502,12 @@ def _symbolic_names(kernel: Kernel, params: dict[str, Any], names: list[str]
         trial = sym + [k]
         fixed = {n: (v.start if isinstance(v, range) else v)
                  for n, v in params.items() if n not in trial}
+        left = None if t_end is None else max(t_end - time.perf_counter(), 1e-9)
         try:
-            compile_kernel(kernel, fixed, symbolic={n: params[n] for n in trial})
+            compile_kernel(kernel, fixed, symbolic={n: params[n] for n in trial},
+                           timeout=left)
+        except CompileTimeout:
+            raise  # out of time: UNKNOWN, not "checked value by value"
         except (ConfigError, Unsupported) as e:
             by_value[k] = str(e)
             continue
@@ -522,7 +528,8 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
 
     t_end = time.perf_counter() + kw["timeout"]
     fixed = {k: v for k, v in params.items() if k not in sym}
-    compiled = compile_kernel(kernel, fixed, symbolic={k: params[k] for k in sym})
+    compiled = compile_kernel(kernel, fixed, symbolic={k: params[k] for k in sym},
+                              timeout=kw["timeout"])
     info = compiled.info
     names, points = compiled.param_names, compiled.param_points
     left = set(range(len(points)))

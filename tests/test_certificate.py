@@ -118,7 +118,7 @@ def test_no_certificate_without_a_complete_enumeration() -> None:
     assert sample.reachable is None
     cert, why = prove_certificate(enc, sample, 10.0)
     assert cert is None and "did not finish" in why
-    v = check_bmc(system, timeout=60)  # the full enumeration: certificate
+    v = check_bmc(system, timeout=600, phase_budgets=False)  # full enumeration: certificate
     assert v.status == "PROVEN" and v.stats.extra["certificate"]["problem_free"]
 
 
@@ -172,9 +172,28 @@ def test_cli_reports_the_certificate(capsys: Any) -> None:
 def test_unfinished_starvation_search_says_how_far_it_got(monkeypatch: Any) -> None:
     """Safety certified, the lasso search cut off by the timeout: UNKNOWN, with the lasso
     length it ruled out (not the depth asked for)."""
+    from pipeproof.checker import liveness
+    from pipeproof.checker.errors import Timeout
+
     _no_graph(monkeypatch)
+    real = liveness.find_lasso
+
+    def cut_off(system: Any, lu: Any, runner: Any, depth: int, check: Any,
+                done: Any = None) -> Any:
+        # the deadline, as a count of solver queries (was: timeout=6, which a loaded
+        # machine spent before the certificate was built)
+        asked = [0]
+
+        def limited(*a: Any) -> Any:
+            asked[0] += 1
+            if asked[0] > 12:
+                raise Timeout(depth)
+            return check(*a)
+        return real(system, lu, runner, depth, limited, done)
+
+    monkeypatch.setattr(liveness, "find_lasso", cut_off)
     v = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
-                  depth=60, timeout=6)
+                  depth=60, timeout=600, phase_budgets=False)
     assert v.status == "UNKNOWN" and "at any depth (certified invariant)" in v.reason
     assert f"no starvation lasso of up to {v.depth} steps" in v.reason and v.depth < 60
 
@@ -454,7 +473,9 @@ def test_looping_interchangeable_warps_get_the_certified_graph(name: str, status
     e = check_file(f, engine="explicit", timeout=120).verdict
     assert b.status == e.status == status
     assert b.stats.extra["certificate"]["symmetry"] == []
-    assert b.stats.seconds < 20
+    # decided on the certified graph, not by a bounded lasso search (state, not time:
+    # the default run must pass on a loaded machine)
+    assert b.stats.extra.get("starvation_free") is (status == "PROVEN"), b.stats.extra
     if status == "VIOLATED":
         assert b.prop == e.prop == "starvation"
         assert b.reason == e.reason and "cta0.w1 (consumer), cta0.w2 (consumer)" in b.reason

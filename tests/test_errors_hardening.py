@@ -453,3 +453,16 @@ def test_timeout_covers_compiling() -> None:
         compile_kernel(k, {"k_tiles": 2000}, timeout=1e-9)
     assert isinstance(e.value, Unsupported)  # the command line: UNKNOWN, exit 3
     assert compile_kernel(k, {"k_tiles": 20}, timeout=600).programs
+
+
+@pytest.mark.parametrize("arg", ["depth=0x7fffffff", "length=2**20"])
+def test_pipeline_order_sizes_are_bounded(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                          arg: str) -> None:
+    """Found by bench/fuzz_pipe.py: PipelineOrder.create(depth=0x7fffffff) kept the
+    explicit engine busy for minutes past --timeout (depth * length barriers)."""
+    src = (EX / "textbook/pipeline_order.pipe").read_text()
+    key = arg.split("=")[0]
+    text = re.sub(rf"\b{key}=\w+,", arg + ",", src, count=1)
+    assert text != src
+    err = _error(tmp_path, capsys, text, "pipeproof checks at most 1024")
+    assert f"{key}=" in err

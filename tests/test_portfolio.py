@@ -129,18 +129,18 @@ def test_a_long_lasso_search_leaves_time_to_the_explicit_engine(monkeypatch: Any
             time.sleep(0.05)
 
     monkeypatch.setattr(liveness, "find_lasso", endless)
-    t0 = time.perf_counter()
     f = EX / "liveness/persistent_consumer_stops_releasing.pipe"
     v = check_auto(System(compile_file(f)), depth=60, timeout=40, jobs=1)
     assert v.status == "VIOLATED" and v.prop == "starvation" and v.stats.engine == "explicit"
     (stage,) = v.stats.extra["auto"]
     assert stage["stage"] == "bmc certificate" and "no starvation lasso" in stage["reason"]
-    assert time.perf_counter() - t0 < 25
+    # (one after the other, the explicit engine's verdict within the 40 s shows that the
+    # lasso search stopped at its share; no wall-clock assertion: a loaded machine)
     # racing, the explicit engine's lasso is taken once the certificate's head start is over
-    t0 = time.perf_counter()
     v = check_auto(System(compile_file(f)), depth=60, timeout=40, jobs=2)
     assert v.status == "VIOLATED" and v.prop == "starvation" and v.stats.engine == "explicit"
-    assert time.perf_counter() - t0 < 8
+    (stage,) = v.stats.extra["auto"]
+    assert stage["reason"] == "stopped when the explicit engine decided first", stage
 
 
 def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any) -> None:
