@@ -55,6 +55,7 @@ unrolling after the safety levels.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -162,7 +163,7 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
               max_cap: int = 64, steps: str = "auto",
               confirm_timeout: float = CONFIRM_TIMEOUT, certificate: bool = True,
               certificate_only: bool = False,
-              max_states: Optional[int] = None, phase_budgets: bool = True,
+              max_states: Optional[int] = None, phase_budgets: Optional[bool] = None,
               on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
     """Check every safety property and deadlock up to ``depth`` levels (and starvation
     lassos for non-terminating warps); see the module docstring.
@@ -189,13 +190,18 @@ def check_bmc(system: System, depth: int = DEFAULT_DEPTH, timeout: float = 600.0
     the reduced certificate by the overall deadline only -- so a slower machine changes
     when the answer comes, not which one (tests; ``timeout`` still ends the run, with
     UNKNOWN).  The default shares suit the command line: a slow phase leaves time to
-    the next.  Either way running out of time only ever gives UNKNOWN.
+    the next.  Either way running out of time only ever gives UNKNOWN.  ``None``
+    (default): on, unless the environment sets ``PIPEPROOF_PHASE_BUDGETS=0``.
 
     ``on_found``: called with a chain counterexample (shortened) before the single-step
     search confirms it is shortest (``explicit.check_explicit`` says how);
     ``confirm_timeout=0`` skips that search."""
     if steps not in STEP_MODES:
         raise ValueError(f"steps must be one of {', '.join(STEP_MODES)}, not {steps!r}")
+    if phase_budgets is None:
+        # the test suite turns the shares off (tests/conftest.py): a loaded machine must
+        # change when an answer comes, never which one
+        phase_budgets = os.environ.get("PIPEPROOF_PHASE_BUDGETS", "1") != "0"
     if steps == "auto":
         acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
         steps = "chain" if acyclic else "single"
