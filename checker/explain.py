@@ -366,9 +366,21 @@ def surplus_arrival(trace: Trace) -> Optional[str]:
         mine = [ev for ev, _ in arrivals if ev.actor == last.actor]
         peers = sorted({ev.actor for ev, _ in arrivals if ev.role == last.role}
                        | {last.actor}, key=_agent_order)
+        twice: dict[str, list[int]] = {}
+        for ev, _ in arrivals:
+            twice.setdefault(ev.actor, []).append(ev.step)
+        twice = {w: steps for w, steps in twice.items() if len(steps) > 1}
         if mine:
             text += (f": {last.actor} had arrived in that phase already (step "
                      f"{mine[-1].step}), so it arrived twice for one phase")
+        elif twice:
+            # the surplus arrival is a victim: other warps each arrived more than once
+            text += ": " + "; ".join(
+                f"{w} arrived {len(st)} times in that phase (steps "
+                f"{', '.join(map(str, st))})" for w, st in
+                sorted(twice.items(), key=lambda kv: _agent_order(kv[0])))
+            text += (", so a warp arrived more than once for one phase and left no room "
+                     f"for {last.actor}'s arrival")
         elif len(peers) > 1:
             text += (f": {len(peers)} warps of role {last.role} ({_names(peers)}) each "
                      f"arrive where the count expects {expected} -- count every "

@@ -152,8 +152,11 @@ def test_over_arrival_by_the_same_warp_twice() -> None:
     text = explain(r.verdict)
     last = r.verdict.trace.events[-1]
     assert f"{last.barrier} counts 128 arrivals per phase" in text, text
-    assert f"{last.actor} had arrived in that phase already" in text
-    assert "arrived twice for one phase" in text
+    # which shortest counterexample the search returns is not fixed: either the surplus
+    # warp itself arrived before, or others arrived twice and filled the phase
+    assert (f"{last.actor} had arrived in that phase already" in text
+            or "times in that phase (steps" in text), text
+    assert "arrived twice for one phase" in text or "more than once for one phase" in text
 
 
 # --------------------------------------------------------------- multicast left out

@@ -114,7 +114,7 @@ class _Cx:
     def error(self, msg: str, hint: str = "", prop: str = "") -> None:
         raise ValueError(msg)
 
-    def no_more_kwargs(self, kw: dict, what: str) -> None:
+    def no_more_kwargs(self, kw: dict, what: str, known: object = ()) -> None:
         assert not kw
 
 
