@@ -329,7 +329,10 @@ def _caught(mv: dict, g: dict) -> str:
         or g.get("runner_status", "ok") != "ok"
     if mv["status"] == "VIOLATED":
         return "yes" if bad else "NO"
-    return "n/a (model: correct)" + (" but GPU flagged" if bad else "")
+    # an UNKNOWN model verdict (the checker ran out of time on the mutant) says nothing
+    # about the mutant being correct
+    said = "correct" if mv["status"] in ("PROVEN", "SAFE") else mv["status"]
+    return f"n/a (model: {said})" + (" but GPU flagged" if bad else "")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
