@@ -33,7 +33,7 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish,
                       TmemWait, TryWait, UmmaCommit, Wait, eval_dyn, GMEM_CTA, FlagRef,
-                      GmemAtomic, GmemFence, GmemWait)
+                      GmemAtomic, GmemFence, GmemWait, control_successors)
 from .pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
@@ -1618,8 +1618,9 @@ class System:
                     f"holds {state[self.gflag[ins.flag]]}); {why}")
         return f"at {ins.label or type(ins).__name__}"
 
-    def _may_update(self, a: int, pc: int, flag: FlagRef) -> bool:
-        """Can warp ``a``, from ``pc`` on, still update the global flag ``flag``?"""
+    def _reaches(self, a: int, pc: int, hit: Callable[[Instr], bool]) -> bool:
+        """Can warp ``a``, from ``pc`` on, still execute an instruction ``hit`` accepts?
+        (Reachability over its program's control flow; for deadlock reports.)"""
         code = self.code(a)
         seen: set[int] = set()
         todo = [pc]
@@ -1628,46 +1629,26 @@ class System:
             if p in seen or p < 0 or p >= len(code):
                 continue
             seen.add(p)
-            ins = code[p]
-            if isinstance(ins, GmemAtomic) and ins.flag == flag:
+            if hit(code[p]):
                 return True
-            if isinstance(ins, Jump):
-                todo.append(ins.target)
-            elif isinstance(ins, Branch):
-                todo.extend((ins.then, ins.orelse))
-            elif not isinstance(ins, Exit):
-                todo.append(p + 1)
+            todo.extend(control_successors(code, p))
         return False
+
+    def _may_update(self, a: int, pc: int, flag: FlagRef) -> bool:
+        """Can warp ``a``, from ``pc`` on, still update the global flag ``flag``?"""
+        return self._reaches(a, pc, lambda ins: isinstance(ins, GmemAtomic)
+                             and ins.flag == flag)
 
     def _may_signal(self, a: int, pc: int, ref: BarRef) -> bool:
         """Can warp ``a``, from ``pc`` on, still arrive on ``ref`` or have bytes or a
-        commit complete on it?  (Reachability over its program; for deadlock reports.)"""
-        code = self.code(a)
-        seen: set[int] = set()
-        todo = [pc]
-        while todo:
-            p = todo.pop()
-            if p in seen or p < 0 or p >= len(code):
-                continue
-            seen.add(p)
-            ins = code[p]
+        commit complete on it?"""
+        def hit(ins: Instr) -> bool:
             t = type(ins)
-            if t is Arrive and any(x.bar == ref for x in ins.arrivals):
-                return True
-            if t is TmaLoad and any(d.bar == ref for d in ins.deliveries):
-                return True
-            if t is UmmaCommit and ref in ins.bars:
-                return True
-            if t in (CpAsyncArrive, CompleteTx) and ins.bar == ref:
-                return True
-            if t is Jump:
-                todo.append(ins.target)
-            elif t is Branch:
-                todo.extend((ins.then, ins.orelse))
-            elif t is not Exit:
-                todo.append(p + 1)
-        return False
-
+            return ((t is Arrive and any(x.bar == ref for x in ins.arrivals))
+                    or (t is TmaLoad and any(d.bar == ref for d in ins.deliveries))
+                    or (t is UmmaCommit and ref in ins.bars)
+                    or (t in (CpAsyncArrive, CompleteTx) and ins.bar == ref))
+        return self._reaches(a, pc, hit)
 
 
 def _label(checks: list[Check], prefix: str) -> list[Check]:
