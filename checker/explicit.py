@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
+from ..model.errors import option
 from ..model.system import System
 from .concrete import ConcreteRunner
 from .errors import SetupTimeout
@@ -232,7 +233,8 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         if len(parent) > max_states and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "
                                   f"(explored to depth {max_depth}){bounded_note(d)}; use "
-                                  "--engine bmc or smaller parameters", depth=max_depth))
+                                  f"{option('engine', 'bmc')} or smaller parameters",
+                                  depth=max_depth))
         now = time.perf_counter()
         if now - t0 > timeout and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "

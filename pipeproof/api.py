@@ -118,8 +118,8 @@ class CheckResult:
                          f"{t['reason']})")
         if v.status == "UNKNOWN" and "dsl_version" in st.extra and st.extra.get(
                 "data_races", True):
-            lines.append("  (--data-races off checks the barrier protocol alone, without "
-                         "the shared-memory accesses: far fewer states)")
+            lines.append(f"  ({option('data_races', 'off')} checks the barrier protocol "
+                         "alone, without the shared-memory accesses: far fewer states)")
         for note in st.extra.get("lift_notes", ()):
             lines.append(f"  note: {note}")
         cc = st.extra.get("cross_check")
@@ -132,9 +132,10 @@ class CheckResult:
                 lines.append(f"  not compared: {s}")
         if self.engine == "bmc" and v.status == "UNKNOWN":
             # the user chose the unrolling; say where an unbounded answer may come from
-            lines.append("  (--engine explicit, or the default --engine auto, may decide "
-                         "it: the explicit engine's partial-order reduction reaches the "
-                         "end of runs that the unrolling does not)")
+            lines.append(f"  ({option('engine', 'explicit')}, or the default "
+                         f"{option('engine', 'auto')}, may decide it: the explicit engine's "
+                         "partial-order reduction reaches the end of runs that the "
+                         "unrolling does not)")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             note = shortest_note(v)
@@ -164,6 +165,13 @@ class CheckResult:
         return "\n".join(lines)
 
 
+
+def _skip_confirm() -> str:
+    """How the caller skips the confirming search: a flag on the command line, the
+    keyword argument in Python (which has no ``no_confirm``)."""
+    flag = option("no_confirm")
+    return flag if flag.startswith("--") else option("confirm_timeout", 0)
+
 def shortest_note(v: Verdict) -> str:
     """What is known of a counterexample's length when it may not be a shortest one
     ("" when it is: breadth-first, certified, or confirmed by the search without the
@@ -174,20 +182,20 @@ def shortest_note(v: Verdict) -> str:
     search = "single-step search" if st.engine == "bmc" else "unreduced search"
     if "confirming" in st.extra:
         return (f"{how}; now proving that no counterexample is shorter, for up to "
-                f"{st.extra['confirming']:.0f} s (--no-confirm skips this)")
+                f"{st.extra['confirming']:.0f} s ({_skip_confirm()} skips this)")
     if st.extra.get("confirm_skipped"):
-        return (f"{how} and not confirmed shortest (--no-confirm, or --confirm-timeout 0): "
+        return (f"{how} and not confirmed shortest ({_skip_confirm()}): "
                 "a shorter counterexample may exist")
     if st.extra.get("shortest") is not False:
         return ""
     if st.engine == "bmc":
         return (f"{how}; a shorter counterexample may exist: the {search} for one stopped "
                 f"after {st.extra.get('confirm_seconds', 0):.0f} s, with none of up to "
-                f"{st.extra.get('confirm_depth', 0)} steps; raise --confirm-timeout to "
+                f"{st.extra.get('confirm_depth', 0)} steps; raise {option('confirm_timeout')} to "
                 "finish it")
     return (f"{how}; a shorter counterexample may exist: the {search} for one stopped "
             f"after {st.extra.get('confirm_seconds', 0):.0f} s, "
-            f"{st.extra.get('confirm_states', 0):,} states; raise --confirm-timeout to "
+            f"{st.extra.get('confirm_states', 0):,} states; raise {option('confirm_timeout')} to "
             "finish it")
 
 

@@ -34,7 +34,7 @@ def test_explicit_engine_shows_the_reduced_counterexample_before_confirming() ->
     first = shown[0]
     assert first.status == VIOLATED and first.prop == r.prop == "overwrite-before-release"
     assert "now proving that no counterexample is shorter" in first.render_text()
-    assert "--no-confirm skips this" in first.render_text()
+    assert "confirm_timeout=0 skips this" in first.render_text()
     assert r.verdict.stats.extra["shortest"] is True
     assert _key(first) == _key(r)
     assert "confirming" not in r.verdict.stats.extra
@@ -50,7 +50,7 @@ def test_no_confirm_skips_the_search_and_says_so() -> None:
     assert v.status == VIOLATED and v.stats.extra["confirm_skipped"] is True
     assert v.stats.extra["shortest"] is False
     text = r.render_text()
-    assert "not confirmed shortest (--no-confirm" in text
+    assert "not confirmed shortest (confirm_timeout=0" in text
     assert "a shorter counterexample may exist" in text
 
 

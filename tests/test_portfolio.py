@@ -57,7 +57,8 @@ def test_bmc_unknown_says_why_there_is_no_certificate_and_what_may_decide(
     assert r.status == "UNKNOWN"
     text = r.render_text()
     assert "(no certificate: the unreduced enumeration did not finish" in text
-    assert "--engine explicit, or the default --engine auto, may decide it" in text
+    # the Python API names keyword arguments (the command line: --engine explicit)
+    assert "engine='explicit', or the default engine='auto', may decide it" in text
 
 
 def test_unrolling_gets_the_time_the_explicit_engine_left() -> None:
