@@ -15,7 +15,6 @@ from collections import deque
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
-from ..model.errors import option
 from ..model.system import System
 from .concrete import ConcreteRunner
 from .errors import SetupTimeout
@@ -25,7 +24,7 @@ from .por import stubborn_sets
 from .properties import DEADLOCK_MSG, PRIORITY
 from .shorten import SHORTEN_TIMEOUT, shorten
 from .statespace import Explorer
-from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
+from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 
 #: seconds the search for a shorter counterexample than the reduced one may take
 CONFIRM_TIMEOUT = 20.0
@@ -231,9 +230,8 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
                           ("deadlock", DEADLOCK_MSG), state))
             found_len = d if found_len is None else min(found_len, d)
         if len(parent) > max_states and found_len is None:
-            return finish(Verdict(UNKNOWN, reason=f"state limit: more than {max_states} states "
-                                  f"(explored to depth {max_depth}){bounded_note(d)}; use "
-                                  f"{option('engine', 'bmc')} or smaller parameters",
+            return finish(Verdict(UNKNOWN, reason=state_limit_reason(max_states, max_depth,
+                                                                 bounded_note(d)),
                                   depth=max_depth))
         now = time.perf_counter()
         if now - t0 > timeout and found_len is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..model.errors import option
 from .trace import Trace
 
 SAFE, PROVEN, VIOLATED, UNKNOWN = "SAFE", "PROVEN", "VIOLATED", "UNKNOWN"
@@ -77,3 +78,10 @@ class Verdict:
             },
             "trace": self.trace.to_json() if self.trace is not None else None,
         }
+
+
+def state_limit_reason(max_states: int, max_depth: int, note: str = "") -> str:
+    """The UNKNOWN reason of an explicit-state search that ran out of states (one
+    sentence for every engine that enumerates states, so they agree word for word)."""
+    return (f"state limit: more than {max_states} states (explored to depth {max_depth})"
+            f"{note}; use {option('engine', 'bmc')} or smaller parameters")

@@ -71,7 +71,12 @@ def test_unconfirmed_reduced_counterexample_is_valid_and_says_so() -> None:
     assert v.stats.extra["shortest"] is False
     assert v.stats.extra["reduced_length"] == 55 and len(v.trace) == v.depth == 51
     assert "shorter counterexample may exist" in r.render_text()
-    assert "--confirm-timeout" in r.render_text()
+    # the way out is named as the caller writes it: an argument in Python, a flag in the CLI
+    from pipeproof.model.errors import command_line_wording
+    assert "confirm_timeout" in r.render_text() and "--confirm" not in r.render_text()
+    with command_line_wording():
+        cli = r.render_text()
+        assert "--no-confirm" in cli or "--confirm-timeout" in cli
     # the real-warp steps replay through the unreduced model, ending in the violation
     assert _is_counterexample(System(r.compiled), v.trace.steps, v.prop)
     # a confirmed one is not flagged

@@ -36,7 +36,7 @@ from ..properties import DEADLOCK_MSG, PRIORITY
 from ..packed import component_of
 from ..statespace import Explorer, symmetric_groups
 from ..symbolic import Encoding, bits_for, same_shape, sample_ranges
-from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict
+from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 from .build import BuildFailed, NativeUnavailable, core_source, load
 from .ccode import Program, Unsupported, generate
 
@@ -289,8 +289,7 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
         note = (f"; no violation or deadlock in any run of up to {d - 1} steps (every one "
                 "explored; starvation not checked)") if d >= 2 else ""
         if st == ST_LIMIT:
-            why = (f"state limit: more than {max_states} states (explored to depth "
-                   f"{max_depth}){note}; use --engine bmc or smaller parameters")
+            why = state_limit_reason(max_states, max_depth, note)
         else:
             why = (f"timeout after {timeout:.0f} s with {stats.states} states explored to "
                    f"depth {max_depth}{note}")
