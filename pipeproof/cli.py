@@ -287,11 +287,13 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
     c = sub.add_parser("check", help=c_help, description=c_help[0].upper() + c_help[1:] + ".",
                        usage="pipeproof check KERNEL [--param NAME=VALUE ...] [options]",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog=CHECK_EXAMPLES)
+                       epilog=CHECK_EXAMPLES, add_help=False)
     what = c.add_argument_group("what to check")
     out = c.add_argument_group("output")
     lim = c.add_argument_group("engine and limits")
     adv = c.add_argument_group("advanced engine tuning")
+    # -h among the output options, not alone in a generic "options" group at the top
+    out.add_argument("-h", "--help", action="help", help="show this help and exit")
     what.add_argument("file", metavar="KERNEL",
                    help="a .pipe skeleton, or a CuTe DSL kernel as path/to/kernel.py::entry "
                         "where entry() calls cute.compile(...) with fake tensors (needs "

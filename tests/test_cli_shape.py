@@ -36,6 +36,9 @@ def test_check_help_puts_user_options_first() -> None:
                  "--smt2"):
         assert text.index("  " + flag) > advanced, flag
     assert text.startswith("usage: pipeproof check KERNEL [--param NAME=VALUE ...] [options]")
+    # no generic "options:" group holding -h alone before the user's options
+    assert "\noptions:" not in text and "-h, --help" in text
+    assert text.index("-h, --help") > text.index("output:")
 
 
 @pytest.mark.parametrize("command", ["check", "recheck", "emit", "conform"])
