@@ -22,8 +22,10 @@ instance, which must then be resident at the same time: ``resident_instances`` c
 instances so that every CTA of the launch has an SM of its own (at most 4 clusters of
 one CTA per instance are modelled, so a few instances fill far less than an H100's 132
 SMs); a spin that still waits on a cluster the GPU never scheduled ends at the watchdog
-as STUCK, and the replay rejects it (the model can move), never a silent pass.  Results: ``OUT_DIR/NAME.npz`` (events,
-control blocks, timings) and ``OUT_DIR/NAME.json`` (status, timings in ms).
+as STUCK, and the replay rejects it (the model can move), never a silent pass.
+
+Results: ``OUT_DIR/NAME.npz`` (events, control blocks, timings) and ``OUT_DIR/NAME.json``
+(status, timings in ms).
 """
 
 from __future__ import annotations
