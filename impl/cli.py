@@ -187,8 +187,9 @@ possible here, 2 bad input.  More: docs/gpu.md.""")
     c.add_argument("file", nargs="?", default="",
                    help="FILE.pipe, or KERNEL.py::entry (a function that calls cute.compile)")
     c.add_argument("--runs", type=int, default=200, help="launches (default 200)")
-    c.add_argument("--clusters", type=int, default=4, help="clusters per launch (default 4; "
-                                                             ".pipe only)")
+    c.add_argument("--clusters", type=int, default=4,
+                   help="clusters per launch (default 4; .pipe only); a kernel with global "
+                        "memory or several clusters runs that many copies of its grid")
     c.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="set a kernel parameter (repeatable), as for check")
     c.add_argument("--mutant", default="", help="inject a fault (impl/mutants.py; .pipe only)")

@@ -113,6 +113,10 @@ def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
                     "arrivals": spec.arrivals}}
     if em.manifest.cyclic:
         job["process_s"] = 300
+    if em.manifest.grid_clusters > 1:
+        # a grid of a few tiny clusters ends in milliseconds, or at the watchdog (20 ms);
+        # a launch still running after 5 s is a hang (a bar.sync no watchdog covers)
+        job["hang_s"] = 5.0
     job.update(spec.extra)
     return job
 

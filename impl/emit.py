@@ -34,6 +34,24 @@ Execution model of an emitted warp (all 32 lanes follow the program's control fl
   them, the GPU does not fault).
 * **jitter**: before each step lane 0 may ``nanosleep`` a pseudo-random time
   (xorshift32 seeded per run, CTA and warp).
+* **global memory and several clusters** (``gmem_flags``/``gmem_buffer``, or a kernel
+  that reads ``cluster_idx()``/``block_idx()``/``num_clusters()``): the model checks
+  every cluster of the grid as one system (``model/compile.py`` compiles each cluster's
+  path with its own ``cluster_idx()``, resolved at compile time).  The emitted kernel
+  runs *instances* of that grid side by side: cluster ``%clusterid`` (linearised with
+  ``%nclusterid``) is cluster ``k = id mod clusters`` of instance ``id / clusters``, and
+  dispatch is on ``(k * cluster_size + %cluster_ctarank, warp)`` -- so ``cluster_idx()``
+  is ``%clusterid`` when one instance is launched, and ``block_idx()`` is ``%ctaid``.
+  Every instance has its own trace, control block (its ticket counter in global
+  memory, ``C_GTICKET``) and global-memory block (``%gm``: flags and region stamps,
+  ``impl/layout.GmemLayout``, zeroed by the runner).  Flag operations run in lane 0
+  like every step (CUTLASS's ``GenericBarrier``: thread 0 spins or adds, a CTA barrier
+  around it): ``atom.{release,relaxed}.gpu.global.add`` (an ``add`` by ``n`` lanes is
+  one atomic of ``n * value``, the model's step), ``st.{release,relaxed}.gpu.global``,
+  spins of ``ld.{acquire,relaxed}.gpu.global`` under the same watchdog as mbarrier
+  waits (a spin nobody satisfies ends as ``STUCK``: a deadlock, not a hang), and
+  ``fence.acq_rel.gpu``.  Region data are weak ``st.global``/``ld.global`` of stamps,
+  so a read the flags do not order can see a stale or poisoned stamp on the GPU.
 
 Targets: ``sm_90a`` (runs on Hopper; Blackwell-only operations are emulated with the
 same synchronisation effect, see ``spec/hardware.md``) and ``sm_100a`` (the real
@@ -51,7 +69,9 @@ from ..model.compile import CompiledKernel
 from ..model.errors import Unsupported
 from ..model.system import ANY_FILL
 from ..model.groups import WARP_SIZE
-from ..model.program import (PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
+from ..model.pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
+from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
+                             BufRef, GmemAtomic, GmemFence, GmemWait,
                              BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait,
                              CompleteTx, CpAsync, CpAsyncArrive, CpAsyncCommit,
                              CpAsyncWaitGroup, DynExpr, ExpectTx, Exit,
@@ -122,6 +142,12 @@ class Manifest:
     args: dict[str, int] = field(default_factory=dict)
     #: how the programs were compiled (``impl/structured.py``)
     compiled: str = "unrolled"
+    #: clusters of one instance (the grid the model checks as one system); a launch of
+    #: ``G`` instances has ``G * grid_clusters`` clusters
+    grid_clusters: int = 1
+    #: bytes of an instance's global-memory block (flags, region stamps): parameter
+    #: ``gmem``, ``gmem_stride`` apart, zeroed before every launch
+    gmem_bytes: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -158,11 +184,13 @@ class _Emitter:
         self.ck = ck
         self.o = opts
         self.info = ck.info
-        if any(d.cls in ("gmem_flags", "gmem_buffer") for d in ck.pipelines):
-            # the runner launches one program per cluster rank on many clusters; a grid
-            # whose clusters run different programs over shared flags is not emitted yet
-            raise Unsupported("unsupported: global memory (gmem_flags/gmem_buffer, several "
-                              "clusters of a grid) in the PTX emitter")
+        #: clusters of an instance, and whether the kernel has global memory
+        self.nclus = max(1, self.info.clusters)
+        self.gmem = any(d.cls in (GMEM_FLAGS, GMEM_BUFFER) for d in ck.pipelines)
+        self.multi = self.nclus > 1
+        if self.multi and self.info.cluster_size > 1:
+            raise Unsupported("unsupported: several clusters of more than one CTA in the "
+                              "PTX emitter (the model checks one CTA per cluster)")
         self.L = compute_layout(ck, opts.compact)
         self.R = _Regs()
         self.body: list[str] = []
@@ -176,6 +204,8 @@ class _Emitter:
         self.prog: Optional[AgentProgram] = None
         self.args = dict(ck.runtime_args)
         self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
+        if self.gmem:
+            self.params += (("gmem", "u64"), ("gmem_stride", "u64"))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -238,8 +268,11 @@ class _Emitter:
         scope); much cheaper than a global atomic and as ordered."""
         t = self.r()
         if self.o.trace:
-            space = "shared::cluster" if self.cluster else "shared::cta"
-            self(f"atom.{space}.add.u32 {t}, [%tka], 1;")
+            if self.multi:  # several clusters: the instance's counter in global memory
+                self(f"atom.relaxed.gpu.global.add.u32 {t}, [%ctrl+{4 * E.C_GTICKET}], 1;")
+            else:
+                space = "shared::cluster" if self.cluster else "shared::cta"
+                self(f"atom.{space}.add.u32 {t}, [%tka], 1;")
             x = self.r()
             self(f"add.u32 {x}, {t}, 1;")
             self(f"max.u32 %tmax, %tmax, {x};")
@@ -277,11 +310,24 @@ class _Emitter:
             elif e.kind in ("write_begin", "write_end") and generic_writes:
                 val = POISON if e.kind == "write_begin" else stamp_of(e.tag)
                 self.store_stamp(e.buf, GEN_KEY, val)
-            elif e.kind == "clean" and not fenced:
+            elif e.kind == "clean" and not fenced and e.buf.cta != GMEM_CTA:
                 self("fence.proxy.async.shared::cta;")
                 fenced = True
 
+    def gmem_addr(self, off: int) -> str:
+        """The generic address of byte ``off`` of the instance's global-memory block."""
+        a = self.rd()
+        self(f"add.u64 {a}, %gm, {off};")
+        return a
+
     def store_stamp(self, buf: BufRef, key: tuple, val: int) -> None:
+        if buf.cta == GMEM_CTA:
+            # a weak store: only the flags' release/acquire orders it for another CTA
+            # (PTX ISA "Memory Consistency Model": data races on weak accesses)
+            a = self.gmem_addr(self.L.gmem.buf_addr(buf))
+            v, z = self.imm(val), self.imm(0)
+            self(f"st.global.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
+            return
         bl = self.L.buffers.get(buf.buffer)
         if bl is None or key not in bl.slots:
             return
@@ -292,6 +338,12 @@ class _Emitter:
         self(f"st.{space}.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
 
     def read_check(self, e: GhostEffect, st: "_Step") -> None:
+        if e.buf.cta == GMEM_CTA:  # a weak load of the global region's stamp
+            a = self.gmem_addr(self.L.gmem.buf_addr(e.buf))
+            v = self.r()
+            self(f"ld.global.u32 {v}, [{a}];")
+            self.stamp_error(v, e.tag, st)
+            return
         bl = self.L.buffers.get(e.buf.buffer)
         if bl is None:
             return
@@ -301,19 +353,23 @@ class _Emitter:
             a, remote = self.cluster_addr(bl.slot_addr(e.buf.stage, s.key), s.home(e.buf.cta))
             v = self.r()
             self(f"ld.{'shared::cluster' if remote else 'shared::cta'}.u32 {v}, [{a}];")
-            bad = self.stamp_bad(v, e.tag)
-            ok = self.fresh("rdok")
-            self(f"@!{bad} bra {ok};")
-            self(f"or.b32 {st.flags}, {st.flags}, {E.F_DATA};")
-            lo = self.r()
-            self(f"shl.b32 {lo}, {v}, 16;")
-            self(f"or.b32 {st.flags}, {st.flags}, {lo};")
-            self(f"red.global.add.u32 [%ctrl+{4 * E.C_ERRORS}], 1;")
-            who = self.imm(self.prog.cta << 16 | self.prog.warp)  # type: ignore[union-attr]
-            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_WHO}], {who};")
-            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {st.pc};")
-            self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_STAMP}], {v};")
-            self.label(ok)
+            self.stamp_error(v, e.tag, st)
+
+    def stamp_error(self, v: str, tag: int, st: "_Step") -> None:
+        """Count a data error when stamp register ``v`` does not hold fill ``tag``."""
+        bad = self.stamp_bad(v, tag)
+        ok = self.fresh("rdok")
+        self(f"@!{bad} bra {ok};")
+        self(f"or.b32 {st.flags}, {st.flags}, {E.F_DATA};")
+        lo = self.r()
+        self(f"shl.b32 {lo}, {v}, 16;")
+        self(f"or.b32 {st.flags}, {st.flags}, {lo};")
+        self(f"red.global.add.u32 [%ctrl+{4 * E.C_ERRORS}], 1;")
+        who = self.imm(self.prog.cta << 16 | self.prog.warp)  # type: ignore[union-attr]
+        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_WHO}], {who};")
+        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {st.pc};")
+        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_STAMP}], {v};")
+        self.label(ok)
 
     def stamp_bad(self, v: str, tag: int) -> str:
         """Predicate: stamp register ``v`` does not hold fill ``tag`` (model ``read`` rule)."""
@@ -376,7 +432,8 @@ class _Emitter:
                                        for p in ck.programs for i in p.code),
             trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact,
             params=[list(p) for p in self.params], args=dict(self.args),
-            compiled="structured" if self.args else "unrolled")
+            compiled="structured" if self.args else "unrolled", grid_clusters=self.nclus,
+            gmem_bytes=self.L.gmem.size)
         return Emitted("\n".join(lines), man, self.L)
 
     def prologue(self) -> list[str]:
@@ -386,7 +443,9 @@ class _Emitter:
         for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
                   "tka", "tmax"):
             self.body.append(f"\t.reg .b32 %{n};")
-        for n in ("ev", "t0"):
+        for n in ("k_inst", "k_cin"):
+            self.body.append(f"\t.reg .b32 %{n};")
+        for n in ("ev", "t0") + (("gm",) if self.gmem else ()):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
         for n, t in self.params:
@@ -405,6 +464,14 @@ class _Emitter:
         t = self.r()
         self(f"mad.lo.u32 {t}, {cz}, {ny}, {cy};")
         self(f"mad.lo.u32 %k_clus, {t}, {nx}, {cx};")
+        # the instance (a grid of ``nclus`` clusters the model checks as one system) and
+        # the cluster's index in it: the model's ``cluster_idx()``
+        if self.multi:
+            self(f"div.u32 %k_inst, %k_clus, {self.nclus};")
+            self(f"rem.u32 %k_cin, %k_clus, {self.nclus};")
+        else:
+            self("mov.u32 %k_inst, %k_clus;")
+            self("mov.u32 %k_cin, 0;")
         self("mov.u32 %smem, pp_smem;")
         self("mov.u32 %stuck, 0;")
         self("mov.u32 %tmax, 0;")
@@ -414,8 +481,8 @@ class _Emitter:
         else:
             self(f"add.u32 %tka, %smem, {TICKET_OFF};")
         c64, off = self.rd(), self.rd()
-        self(f"cvt.u64.u32 {c64}, %k_clus;")
-        # per-cluster bases
+        self(f"cvt.u64.u32 {c64}, %k_inst;")
+        # per-instance bases (an instance is one cluster unless the kernel spans a grid)
         capb = self.rd()
         self(f"cvt.u64.u32 {capb}, %cap;")
         self(f"mul.lo.u64 {off}, {c64}, {capb};")
@@ -430,6 +497,10 @@ class _Emitter:
         o4 = self.rd()
         self(f"mul.lo.u64 {o4}, {c64}, %dst_stride;")
         self(f"add.u64 %dst, %dst, {o4};")
+        if self.gmem:
+            o6 = self.rd()
+            self(f"mul.lo.u64 {o6}, {c64}, %gmem_stride;")
+            self(f"add.u64 %gm, %gmem, {o6};")
         slot = self.r()
         self(f"mad.lo.u32 {slot}, %k_clus, {self.csize}, %k_rank;")
         self(f"mad.lo.u32 {slot}, {slot}, {self.nw}, %k_warp;")
@@ -462,8 +533,11 @@ class _Emitter:
             # CTA 0's ticket counter must be zero before any CTA takes a ticket
             self("barrier.cluster.arrive.relaxed.aligned;")
             self("barrier.cluster.wait.aligned;")
-        # dispatch on (rank, warp)
-        self(f"mad.lo.u32 %key, %k_rank, {self.nw}, %k_warp;")
+        # dispatch on (the CTA's index in the instance, warp): program ``cta`` of the model
+        # is CTA ``cta mod cluster_size`` of cluster ``cta / cluster_size``
+        cta = self.r()
+        self(f"mad.lo.u32 {cta}, %k_cin, {self.csize}, %k_rank;")
+        self(f"mad.lo.u32 %key, {cta}, {self.nw}, %k_warp;")
         for k, prog in enumerate(self.ck.programs):
             pk = self.p()
             self(f"setp.eq.u32 {pk}, %key, {prog.cta * self.nw + prog.warp};")
@@ -694,7 +768,7 @@ class _Emitter:
             return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
-        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup):
+        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait):
             self.ghost(ins.pre, st, generic)
             self.wait_like(pc, ins, st)
             if t is not TryWait:
@@ -735,6 +809,9 @@ class _Emitter:
     # ---- waits
 
     def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
+        if isinstance(ins, GmemWait):
+            self.gmem_spin(pc, ins, st)
+            return
         if isinstance(ins, BulkWaitRead):
             self(f"cp.async.bulk.wait_group.read {ins.n};")
             return
@@ -769,6 +846,15 @@ class _Emitter:
                  f"{SUSPEND_HINT_NS};")
             self(f"@!{pd} bra {top};")
             return
+        st.obs0 = self.watched(
+            pc, st, lambda pd: self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, "
+                                    f"[{a}], {ins.parity};"))
+
+    def watched(self, pc: int, st: "_Step", attempt: Any) -> str:
+        """A wait loop under the watchdog: ``attempt(pd)`` emits one try that sets
+        predicate ``pd`` when the wait is over.  Past ``%timeout`` the warp sets the
+        instance's abort flag, records ``STUCK`` and leaves; past ``%grace`` with the
+        abort flag set it does the same.  Returns the register counting failed tries."""
         st.can_stick = True
         t0, now, el = self.rd(), self.rd(), self.rd()
         spins, ab = self.r(), self.r()
@@ -777,7 +863,7 @@ class _Emitter:
         self(f"mov.u64 {t0}, %globaltimer;")
         self(f"mov.u32 {spins}, 0;")
         self.label(top)
-        self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, [{a}], {ins.parity};")
+        attempt(pd)
         self(f"@{pd} bra {done};")
         self(f"add.u32 {spins}, {spins}, 1;")
         self(f"mov.u64 {now}, %globaltimer;")
@@ -800,7 +886,65 @@ class _Emitter:
             self.record(E.K_STUCK, pc, tk, spins, str(flag))
             self(f"bra {st.skip};")
         self.label(done)
-        st.obs0 = spins
+        return spins
+
+    # ---- global memory (PTX ISA "Memory Consistency Model"; spec/primitives.md 13)
+
+    def flag_addr(self, ins: Any) -> str:
+        try:
+            off = self.L.gmem.flags[ins.flag]
+        except KeyError:
+            raise Unsupported(f"unsupported: flag {ins.flag} has no storage") from None
+        return self.gmem_addr(off)
+
+    def gmem_spin(self, pc: int, ins: GmemWait, st: "_Step") -> None:
+        """``wait_eq``/``wait_ge``: lane 0 spins with ``ld.acquire.gpu.global`` (or
+        ``ld.relaxed.gpu``) until the flag satisfies the predicate, as CUTLASS's
+        ``GenericBarrier::wait_eq``/``wait_lt`` and ``Semaphore::wait`` do with thread
+        0.  PTX ISA "Memory Consistency Model" (acquire patterns: the load that reads
+        a release's value, or a later value of its release sequence, synchronizes with
+        it) and "ld" (``.acquire``/``.relaxed``, ``.gpu`` scope).  Under the watchdog
+        (``watched``): a spin on a value nobody writes ends as ``STUCK``, which the
+        replay judges as a deadlock.  The event records the value that ended the spin
+        (``F_FLAG``)."""
+        a = self.flag_addr(ins)
+        v = self.r()
+        cmp = "eq" if ins.cmp == "eq" else "ge"
+        val = ins.value & 0xFFFFFFFF
+
+        def attempt(pd: str) -> None:
+            self(f"ld.{ins.sem}.gpu.global.u32 {v}, [{a}];")
+            self(f"setp.{cmp}.s32 {pd}, {v}, {val};")
+
+        if not self.o.checks:  # the bare spin (no watchdog)
+            top, pd = self.fresh("g"), self.p()
+            self.label(top)
+            attempt(pd)
+            self(f"@!{pd} bra {top};")
+            return
+        self.watched(pc, st, attempt)
+        st.obs0 = v
+        self(f"or.b32 {st.flags}, {st.flags}, {E.F_FLAG};")
+
+    def gmem_update(self, ins: GmemAtomic, st: "_Step") -> None:
+        """``arrive_inc``: ``atom.{release,relaxed}.gpu.global.add`` of ``lanes * value``
+        by lane 0 (the model's step: ``n`` lanes' ``red`` of ``value`` each, one atomic
+        here; ``atom`` rather than ``red`` so the trace records the value before the
+        add, ``F_FLAG``); ``store``: ``st.{release,relaxed}.gpu.global.b32``.  PTX ISA
+        "atom", "red", "st" (``.release``: a release pattern at ``.gpu`` scope; every
+        later atomic add continues its release sequence), "Memory Consistency Model".
+        CUTLASS ``cutlass/barrier.h`` ``GenericBarrier::arrive_inc``,
+        ``cutlass/semaphore.h`` ``Semaphore::release``."""
+        a = self.flag_addr(ins)
+        if ins.op == "add":
+            old = self.r()
+            n = (ins.value * ins.lanes) & 0xFFFFFFFF
+            self(f"atom.{ins.sem}.gpu.global.add.u32 {old}, [{a}], {n};")
+            st.obs0 = old
+            self(f"or.b32 {st.flags}, {st.flags}, {E.F_FLAG};")
+        else:
+            v = self.imm(ins.value)
+            self(f"st.{ins.sem}.gpu.global.b32 [{a}], {v};")
 
     # ---- signals
 
@@ -862,6 +1006,13 @@ class _Emitter:
                     self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")
         elif t is FenceMbarInit:
             self("fence.mbarrier_init.release.cluster;")
+        elif t is GmemAtomic:
+            self.gmem_update(ins, st)
+        elif t is GmemFence:
+            # PTX ISA "membar/fence": fence.acq_rel is a lightweight fence; with a relaxed
+            # load before it an acquire pattern, with a relaxed update after it a release
+            # pattern ("Memory Consistency Model"); CUTLASS barrier.h red_release
+            self("fence.acq_rel.gpu;")
         elif t in (Nop, Fail, Exit):
             pass
         else:

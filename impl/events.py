@@ -1,9 +1,12 @@
 """The binary trace format shared by emitted kernels and the decoder.
 
-Every cluster of a launch owns a control block (``CTRL_WORDS`` u32) and an event buffer
-of ``cap`` records of 16 bytes.  An event's index in the buffer *is* its ticket: a
-per-cluster ``atom.global.add`` taken before any signal and after any wait returns, so
-that ticket order respects every happens-before edge between traced steps.
+Every cluster of a launch (every *instance*: the clusters of a grid that the model checks
+as one system, when the kernel uses global memory or its place in the grid) owns a
+control block (``CTRL_WORDS`` u32) and an event buffer of ``cap`` records of 16 bytes.
+An event's index in the buffer *is* its ticket: a per-instance atomic counter (in CTA
+0's shared memory for one cluster, ``C_GTICKET`` in global memory for several) taken
+before any signal and after any wait returns, so that ticket order respects every
+happens-before edge between traced steps.
 
 Record (4 x u32):
   word 0  header: ``VALID | kind << 24 | cta << 8 | warp``
@@ -27,11 +30,15 @@ F_DATA = 0x2     # a stamp check failed at this step (data error)
 F_CHOICE = 0x4   # obs0 is the validity of a (emulated) CLC response
 F_RESULT = 0x8   # obs0 is a try_wait/test_wait result
 F_ABORT = 0x10   # STUCK because another warp's watchdog expired (abort flag)
+F_FLAG = 0x20    # obs0 is a global flag's value: the one an ``atom`` returned (before its
+                 # add) or the one that ended a spin (diagnostic: the replay judges steps)
 
 # control block words (u32) per cluster
 CTRL_WORDS = 16
 C_TICKET, C_ABORT, C_EXITED, C_ERRORS, C_OVERFLOW, C_STUCK, C_ERR_WHO, C_ERR_PC, \
-    C_ERR_STAMP = range(9)
+    C_ERR_STAMP, C_GTICKET = range(10)
+# C_GTICKET: the ticket counter of an instance of several clusters (global memory; a
+# one-cluster instance keeps it in CTA 0's shared memory)
 
 EVENT_BYTES = 16
 

@@ -10,8 +10,22 @@ the model happen elsewhere (``impl/conform.py``).
 ``JOBS_DIR/index.json`` lists jobs.  A job names a cubin (or PTX) and a manifest written by
 ``impl/emit.py``, and says how many runs, clusters per launch, jitter and watchdog to use.
 Each job runs in its own process with a time limit, so a kernel that faults (a sticky
-CUDA error) or never ends costs that job only.  Results: ``OUT_DIR/NAME.npz`` (events,
-control blocks, timings) and ``OUT_DIR/NAME.json`` (status, timings in ms).
+CUDA error) or never ends costs that job only.
+
+A job's ``clusters`` counts *instances*: copies of the grid the model checks as one
+system, each with its own trace, control block and (``gmem_bytes``) global-memory block
+of flags and region stamps, zeroed before every launch.  An instance is one cluster,
+or ``grid_clusters`` clusters for a kernel that uses global memory or its place in the
+grid; the launch is ``cuLaunchKernelEx`` of ``instances * grid_clusters`` clusters with
+the kernel's cluster dimensions.  Spins on global flags wait for other clusters of the
+instance, which must then be resident at the same time: ``resident_instances`` caps the
+instances so that every CTA of the launch has an SM of its own (at most 4 clusters of
+one CTA per instance are modelled, so a few instances fill far less than an H100's 132
+SMs); a spin that still waits on a cluster the GPU never scheduled ends at the watchdog
+as STUCK, and the replay rejects it (the model can move), never a silent pass.
+
+Results: ``OUT_DIR/NAME.npz`` (events, control blocks, timings) and ``OUT_DIR/NAME.json``
+(status, timings in ms).
 """
 
 from __future__ import annotations
@@ -166,8 +180,18 @@ def _src_image(man: dict) -> np.ndarray:
     return words
 
 
+def resident_instances(man: dict, want: int, sms: int) -> int:
+    """Instances per launch such that every CTA of the launch can be resident at once
+    (one CTA per SM, the conservative bound), at least 1 and at most ``want``."""
+    n = int(man.get("grid_clusters", 1))
+    if n <= 1:  # one cluster per instance: no spin waits on another cluster
+        return want
+    return max(1, min(want, sms // (n * int(man["cluster_size"]))))
+
+
 class Kernel:
-    """An emitted kernel with its buffers, for ``clusters`` clusters per launch."""
+    """An emitted kernel with its buffers, for ``clusters`` instances per launch (an
+    instance: ``grid_clusters`` clusters, the grid the model checks as one system)."""
 
     def __init__(self, gpu: Gpu, jobs_dir: str, job: dict, clusters: int):
         self.gpu = gpu
@@ -176,6 +200,7 @@ class Kernel:
         self.fn = gpu.load(os.path.join(jobs_dir, job["binary"]), man["entry"], man["smem"],
                            man["cluster_size"])
         self.G = clusters
+        self.nclus = int(man.get("grid_clusters", 1))
         self.cap = int(job.get("cap", man["cap"]))
         cs, nw = man["cluster_size"], man["num_warps"]
         self.src_stride = (man["src_bytes"] + 255) // 256 * 256
@@ -184,10 +209,14 @@ class Kernel:
         self.ctrl = gpu.alloc(clusters * CTRL_WORDS * 4)
         self.src = gpu.alloc(clusters * self.src_stride)
         self.dst = gpu.alloc(clusters * self.dst_stride)
-        self.timing_n = clusters * cs * nw * 2
+        self.timing_n = clusters * self.nclus * cs * nw * 2
         self.timing = gpu.alloc(self.timing_n * 8)
         self.work = gpu.alloc(256)
         self.tmap = gpu.alloc(256)
+        # global flags and region stamps of every instance (zero: flags at launch, and
+        # a stamp no one wrote)
+        self.gmem_stride = (int(man.get("gmem_bytes", 0)) + 255) // 256 * 256
+        self.gmem = gpu.alloc(clusters * self.gmem_stride) if self.gmem_stride else 0
         img = _src_image(man)
         full = np.zeros(clusters * self.src_stride // 4, dtype=np.uint32)
         for g in range(clusters):
@@ -201,6 +230,8 @@ class Kernel:
         g.zero(self.ctrl, self.G * CTRL_WORDS * 4)
         g.zero(self.work, 256)
         g.zero(self.timing, self.timing_n * 8)
+        if self.gmem:
+            g.zero(self.gmem, self.G * self.gmem_stride)
 
     def run(self, seed: int, jit_prob: int, jit_mask: int, timeout_ns: int, grace_ns: int,
             num_tiles: int, reset: bool = True) -> None:
@@ -211,14 +242,16 @@ class Kernel:
                 "timing": self.timing, "work": self.work, "tmap": self.tmap,
                 "src_stride": self.src_stride, "dst_stride": self.dst_stride,
                 "timeout": timeout_ns, "grace": grace_ns, "seed": seed, "jit_prob": jit_prob,
-                "jit_mask": jit_mask, "cap": self.cap, "num_tiles": num_tiles}
+                "jit_mask": jit_mask, "cap": self.cap, "num_tiles": num_tiles,
+                "gmem": self.gmem, "gmem_stride": self.gmem_stride}
         # run-time kernel arguments (structured emission): the values the model's programs
         # were compiled with; a job may override them (benchmarks only: no replay)
         for n, v in dict(man.get("args", {}), **self.job.get("args", {})).items():
             vals["a_" + n] = v
         args = [(t, int(vals[n])) for n, t in man["params"]]
         cx, cy, cz = man["cluster"]
-        g.launch(self.fn, (self.G * cx, cy, cz), man["block"], man["smem"], (cx, cy, cz), args)
+        g.launch(self.fn, (self.G * self.nclus * cx, cy, cz), man["block"], man["smem"],
+                 (cx, cy, cz), args)
 
     def collect(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
         ctrl = np.zeros(self.G * CTRL_WORDS, dtype=np.uint32)
@@ -238,7 +271,8 @@ class Kernel:
 
 def run_conform(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
     """``runs`` jittered launches of ``clusters`` clusters; keep every trace."""
-    k = Kernel(gpu, jobs_dir, job, job.get("clusters", 4))
+    man = json.load(open(os.path.join(jobs_dir, job["manifest"])))
+    k = Kernel(gpu, jobs_dir, job, resident_instances(man, job.get("clusters", 4), gpu.sms))
     rng = np.random.default_rng(job.get("seed", 1))
     all_ev, index, ctrls, tims, seeds, status = [], [], [], [], [], "ok"
     pos = 0
@@ -282,7 +316,7 @@ def run_bench(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
                       man["cluster_size"])
         per_sm = ck(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, man["block"],
                                                                    man["smem"]))
-        G = max(1, per_sm * gpu.sms // man["cluster_size"])
+        G = max(1, per_sm * gpu.sms // (man["cluster_size"] * man.get("grid_clusters", 1)))
     k = Kernel(gpu, jobs_dir, job, G)
     nt = job.get("num_tiles", 3 * G)
 

@@ -19,6 +19,12 @@ where everything lives, from the same compiled programs:
 * **global source**: one region per (issuing warp, instruction) that loads, holding the
   stamp the instruction's deliveries carry; one copy per cluster, so that every cluster
   of a launch streams its own bytes (``bench/``).
+* **global memory of the kernel** (``gmem_flags``/``gmem_buffer``, ``GmemLayout``): one
+  32-bit word per flag and one 16-byte stamp per stage of every global region, each on
+  its own 128-byte line, in a block the runner zeroes before every launch (flags are
+  zero at launch; a zero stamp is no fill: a read of a never-written stage is a data
+  error, as the model's ``gmem-race``).  One block per *instance* (the grid of clusters
+  the model checks as one system).
 
 Offsets are static: the compiler already resolved every stage index and CTA rank.
 """
@@ -29,9 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from ..model.compile import CompiledKernel
+from ..model.pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from ..model.system import ANY_FILL
-from ..model.program import (NO_DATA, PARITY_TAG, BufRef, CpAsync, CpAsyncArrive,
-                             GhostEffect, Instr, TmaLoad, TmaStore, UmmaCommit)
+from ..model.program import (GMEM_CTA, NO_DATA, PARITY_TAG, BufRef, CpAsync, CpAsyncArrive,
+                             FlagRef, GhostEffect, Instr, TmaLoad, TmaStore, UmmaCommit)
 
 #: bytes of a stamp (first 16 bytes of every slot; ``cp.async``/bulk granule)
 STAMP_BYTES = 16
@@ -112,6 +119,41 @@ class SrcRegion:
     clc: bool = False
 
 
+#: bytes between two global words of ``GmemLayout`` (one L2 line each: no false sharing
+#: between a flag and the data it publishes)
+GMEM_LINE = 128
+
+
+@dataclass
+class GmemLayout:
+    """Byte offsets in an instance's global-memory block (``impl/emit.py`` ``%gm``)."""
+
+    flags: dict[FlagRef, int] = field(default_factory=dict)
+    #: global region -> (offset of stage 0, stages); stage ``s`` at ``+ s * GMEM_LINE``
+    buffers: dict[str, tuple[int, int]] = field(default_factory=dict)
+    size: int = 0
+
+    def buf_addr(self, buf: BufRef) -> int:
+        base, stages = self.buffers[buf.buffer]
+        return base + buf.stage * GMEM_LINE
+
+
+def gmem_layout(ck: CompiledKernel) -> GmemLayout:
+    """Place every flag word and global region stage the kernel declares."""
+    out = GmemLayout()
+    off = 0
+    for d in ck.pipelines:
+        if d.cls == GMEM_FLAGS:
+            for i in range(d.stages):
+                out.flags[FlagRef(d.var, i)] = off
+                off += GMEM_LINE
+        elif d.cls == GMEM_BUFFER:
+            out.buffers[d.buffer] = (off, d.stages)
+            off += GMEM_LINE * d.stages
+    out.size = off
+    return out
+
+
 @dataclass
 class Layout:
     """Everything the emitter and the runner need to agree on."""
@@ -127,6 +169,7 @@ class Layout:
     dst: dict[tuple[int, int, int], int]                  # TMA store regions
     dst_bytes: int
     compact: bool = False                                 # TMA data to the sink (smem)
+    gmem: GmemLayout = field(default_factory=GmemLayout)  # flags and global regions
 
     def src_stamps(self) -> list[tuple[int, int, int]]:
         """(byte offset, word, value) triples the host writes into every cluster's source."""
@@ -218,10 +261,14 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
     # ---- buffer slots
     buffers: dict[str, BufferLayout] = {}
     for d in ck.pipelines:
+        if d.cls in (GMEM_FLAGS, GMEM_BUFFER):
+            continue  # global memory: GmemLayout
         buffers.setdefault(d.buffer, BufferLayout(d.buffer, d.stages))
 
     def slot(buf: BufRef, key: tuple, size: int, home: Optional[int] = None,
              tag: Optional[int] = None) -> None:
+        if buf.cta == GMEM_CTA:
+            return  # a global region's stamps live in GmemLayout
         bl = buffers.setdefault(buf.buffer, BufferLayout(buf.buffer, buf.stage + 1))
         bl.stages = max(bl.stages, buf.stage + 1)
         s = bl.slots.get(key)
@@ -257,6 +304,8 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
         if isinstance(ins, TmaStore):
             refs.append(ins.buf)
         for b in refs:
+            if b.cta == GMEM_CTA:
+                continue
             bl = buffers.get(b.buffer)
             if bl is None or not any(b.cta in s.receivers for s in bl.slots.values()):
                 slot(b, GEN_KEY, STAMP_BYTES)
@@ -315,7 +364,7 @@ def compute_layout(ck: CompiledKernel, force_compact: bool = False) -> Layout:
             dst[(prog.cta, prog.warp, pc)] = do
             do += 128
     return Layout(bar_offset, arrays, buffers, sink_offset, sink_bytes, smem, src,
-                  max(so, 128), dst, max(do, 128), compact)
+                  max(so, 128), dst, max(do, 128), compact, gmem_layout(ck))
 
 
 def _psize(s: Slot, compact: bool) -> int:
@@ -335,6 +384,7 @@ def tag_matches(stamp: int, tag: int) -> bool:
     return st == tag
 
 
-__all__ = ["Layout", "BufferLayout", "Slot", "SrcRegion", "compute_layout", "stamp_of",
+__all__ = ["Layout", "BufferLayout", "GmemLayout", "gmem_layout", "GMEM_LINE", "Slot",
+           "SrcRegion", "compute_layout", "stamp_of",
            "STAMP_BASE", "POISON", "STAMP_BYTES", "SMEM_LIMIT", "GEN_KEY", "delivery_key",
            "is_split", "tag_matches", "Optional"]

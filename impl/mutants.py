@@ -14,7 +14,13 @@ Operators (each returns ``None`` where it does not apply):
 * ``consumer-parity``: a consumer's state starts in phase 1 (its waits on ``full`` flip);
 * ``tx-mismatch``: every ``arrive.expect_tx`` on a full barrier expects 16 bytes more than
   the copies deliver;
-* ``skipped-tail``: the producer of the last CTA of the cluster skips ``producer_tail``.
+* ``skipped-tail``: the producer of the last CTA of the cluster skips ``producer_tail``;
+* ``relaxed-flag`` (global memory, spec/primitives.md 13): every release update of a
+  global flag (``red``/``atom``/``st`` ``.release.gpu``) becomes ``.relaxed`` -- it
+  publishes nothing (CUTLASS ``Semaphore::release`` stores with release semantics);
+* ``flag-wait+1``: the first spin on a global flag waits for one more than it should;
+* ``missing-flag-update``: the first flag update of the grid is dropped (its CTA never
+  signals the tile).
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from ..model.compile import CompiledKernel
-from ..model.program import (AgentProgram, Arrival, Arrive, BarRef, Instr, MbarInit, Nop,
-                             TryWait, UmmaCommit, Wait)
+from ..model.program import (AgentProgram, Arrival, Arrive, BarRef, GmemAtomic, GmemWait,
+                             Instr, MbarInit, Nop, TryWait, UmmaCommit, Wait)
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,57 @@ def skipped_tail(ck: CompiledKernel) -> Optional[Mutant]:
                   m) if n else None
 
 
+def relaxed_flag(ck: CompiledKernel) -> Optional[Mutant]:
+    def fn(p: AgentProgram, pc: int, ins: Instr) -> Optional[Instr]:
+        if isinstance(ins, GmemAtomic) and ins.sem == "release":
+            return replace(ins, sem="relaxed",
+                           label="(mutant: relaxed) " + ins.label.replace("release", "relaxed"))
+        return None
+    m, n = _map(ck, fn)
+    return Mutant("relaxed-flag", "global flag updates are relaxed instead of release",
+                  m) if n else None
+
+
+def _first(ck: CompiledKernel, cls: type) -> Optional[tuple[AgentProgram, int]]:
+    for p in ck.programs:
+        for pc, ins in enumerate(p.code):
+            if isinstance(ins, cls):
+                return p, pc
+    return None
+
+
+def flag_wait_plus_one(ck: CompiledKernel) -> Optional[Mutant]:
+    hit = _first(ck, GmemWait)
+    if hit is None:
+        return None
+    target, first = hit
+
+    def fn(p: AgentProgram, pc: int, ins: Instr) -> Optional[Instr]:
+        if pc != first:
+            return None
+        return replace(ins, value=ins.value + 1, label=f"(mutant: waits for {ins.value + 1}) "
+                       + ins.label)
+    m, _ = _map(ck, fn, lambda p: p is target)
+    return Mutant("flag-wait+1", f"{target.name} ({target.role}) spins on its first global "
+                  "flag for one more than it should", m)
+
+
+def missing_flag_update(ck: CompiledKernel) -> Optional[Mutant]:
+    hit = _first(ck, GmemAtomic)
+    if hit is None:
+        return None
+    target, first = hit
+
+    def fn(p: AgentProgram, pc: int, ins: Instr) -> Optional[Instr]:
+        if pc != first:
+            return None
+        return Nop(loc=ins.loc, label="(mutant: flag update removed) " + ins.label,
+                   pre=ins.pre, post=ins.post)
+    m, _ = _map(ck, fn, lambda p: p is target)
+    return Mutant("missing-flag-update", f"{target.name} ({target.role}) skips its first "
+                  "global flag update", m)
+
+
 OPERATORS: dict[str, Callable[[CompiledKernel], Optional[Mutant]]] = {
     "init-count+1": init_count,
     "missing-release": missing_release,
@@ -163,6 +220,9 @@ OPERATORS: dict[str, Callable[[CompiledKernel], Optional[Mutant]]] = {
     "consumer-parity": consumer_parity,
     "tx-mismatch": tx_mismatch,
     "skipped-tail": skipped_tail,
+    "relaxed-flag": relaxed_flag,
+    "flag-wait+1": flag_wait_plus_one,
+    "missing-flag-update": missing_flag_update,
 }
 
 

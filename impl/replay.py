@@ -105,7 +105,10 @@ class _Frame:
 
 
 class Replayer:
-    """Replay traces of one compiled kernel (one cluster per trace)."""
+    """Replay traces of one compiled kernel (one trace per instance: one cluster, or
+    every cluster of the grid for a kernel with global memory -- its flag updates and
+    spins are steps like any other, ``GmemWait`` enabled only when the model's flag
+    satisfies it, and its ``gmem-race`` checks run on the replayed steps)."""
 
     def __init__(self, ck: CompiledKernel, pending_rule: str = "before",
                  observed_env: tuple[str, ...] = ("tcgen05",), window: int = 64,

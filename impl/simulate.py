@@ -19,14 +19,15 @@ from typing import Optional
 
 from ..model.compile import CompiledKernel
 from ..model.program import (Arrive, ClusterArrive, CompleteTx, CpAsyncArrive, Exit,
-                             ExpectTx, MbarInit, NamedBarrierOp, TmaLoad, TryWait, UmmaCommit)
+                             ExpectTx, GmemAtomic, GmemFence, GmemWait, MbarInit,
+                             NamedBarrierOp, TmaLoad, TryWait, UmmaCommit)
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE as V
 from . import events as E
 from .events import GpuEvent
 
 SIGNALS = (Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsyncArrive, UmmaCommit, ClusterArrive,
-           NamedBarrierOp, Exit, MbarInit)
+           NamedBarrierOp, Exit, MbarInit, GmemAtomic, GmemFence)
 
 
 def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tcgen05",),
@@ -86,6 +87,10 @@ def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tc
                     break
         if isinstance(ins, TmaLoad) and ins.kind == "clc":
             obs, flags = choice, E.F_CHOICE
+        if isinstance(ins, (GmemWait, GmemAtomic)) and \
+                (isinstance(ins, GmemWait) or ins.op == "add"):
+            # the flag's value: what the emitted atom returns / the spin's last load saw
+            obs, flags = S.v[sysm.gflag[ins.flag]], E.F_FLAG
         sysm.exec_agent(V, S, a, pc, choice)
         if isinstance(ins, TryWait):
             obs, flags = int(bool(S.v[ag.locals[ins.dest]])), E.F_RESULT

@@ -110,15 +110,6 @@ def test_tensor_memory_allocation_is_not_emitted_yet():
         emit(ck, EmitOptions("sm_100a"))
 
 
-@pytest.mark.parametrize("name", ["split_k_serial", "stream_k_fixup"])
-def test_global_memory_is_not_emitted_yet(name):
-    from pipeproof.model.errors import Unsupported
-
-    ck = compile_file(ROOT / "examples" / "textbook" / f"{name}.pipe")
-    with pytest.raises(Unsupported, match="global memory"):
-        emit(ck, EmitOptions("sm_90a"))
-
-
 def test_emit_options_remove_tracing_and_jitter(ck):
     ptx = emit(ck, EmitOptions(trace=False, jitter=False)).ptx
     assert "nanosleep.u32 %r" not in ptx
