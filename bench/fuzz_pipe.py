@@ -32,7 +32,7 @@ Usage::
 
     python bench/fuzz_pipe.py --inputs 200 --seed 0          # what CI runs (tests/)
     python bench/fuzz_pipe.py --minutes 30 --seed 1 --out bench/results/fuzz.json
-    python bench/fuzz_pipe.py --atheris -- -max_total_time=600   # libFuzzer, if installed
+    python bench/fuzz_pipe.py --atheris --minutes 15 --out bench/results/fuzz_atheris.json
 
 Failing inputs are written to ``--crashes DIR`` (default ``bench/results/fuzz-crashes``)
 so that each becomes a regression test.
@@ -48,6 +48,7 @@ import os
 import random
 import re
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,14 @@ def small_examples() -> list[Path]:
     """The examples that check in a second (the kernel skeletons take longer)."""
     return sorted(p for d in ("textbook", "bugs", "liveness")
                   for p in (EX / d).glob("*.pipe"))
+
+
+def atheris_seeds() -> list[Path]:
+    """libFuzzer's seed corpus: the textbook examples (every pipeline class).  Each seed
+    costs a full explicit + BMC check before fuzzing starts (about 6 s under
+    instrumentation on the loaded 2-core machine), so the bug/fix pairs and the liveness
+    examples are left to the worker mode."""
+    return sorted((EX / "textbook").glob("*.pipe"))
 
 
 # --------------------------------------------------------------------------- generation
@@ -346,13 +355,38 @@ def case(rng: random.Random, sources: list[bytes]) -> tuple[str, bytes, list[str
 # --------------------------------------------------------------------------- worker
 
 
-def worker(mem_mb: int) -> None:
-    """Run requests from stdin in this process under an address-space cap: one JSON
-    line in (``data`` base64, ``argv`` with ``{file}``), one JSON line out."""
+def set_memory_cap(mem_mb: int) -> None:
+    """Cap this process's address space (``RLIMIT_AS``): a run that allocates past it
+    gets a ``MemoryError`` inside ``main()``, which must report it (exit 3)."""
     import resource
 
     cap = mem_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def run_main(main: Any, f: Path, data: bytes, argv: list[str]) -> dict[str, Any]:
+    """Run ``main(argv)`` in this process on ``data`` written to ``f`` (``{file}`` in
+    ``argv``): exit code, the tails of its output, and the traceback of anything that
+    escaped ``main()``."""
+    f.write_bytes(data)
+    argv = [a.replace("{file}", str(f)) for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    tb = None
+    rc: Any = None
+    t0 = time.perf_counter()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = main(argv)
+    except BaseException:  # noqa: BLE001 - the point: nothing may escape main()
+        tb = traceback.format_exc()
+    return {"rc": rc, "out": out.getvalue()[-4000:], "err": err.getvalue()[-4000:],
+            "tb": tb, "seconds": time.perf_counter() - t0}
+
+
+def worker(mem_mb: int) -> None:
+    """Run requests from stdin in this process under an address-space cap: one JSON
+    line in (``data`` base64, ``argv`` with ``{file}``), one JSON line out."""
+    set_memory_cap(mem_mb)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     from pipeproof.cli import main
 
@@ -360,20 +394,7 @@ def worker(mem_mb: int) -> None:
     out_stream = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
-        f = tmp / "k.pipe"
-        f.write_bytes(base64.b64decode(req["data"]))
-        argv = [a.replace("{file}", str(f)) for a in req["argv"]]
-        out, err = io.StringIO(), io.StringIO()
-        tb = None
-        rc: Any = None
-        t0 = time.perf_counter()
-        try:
-            with redirect_stdout(out), redirect_stderr(err):
-                rc = main(argv)
-        except BaseException:  # noqa: BLE001 - the point: nothing may escape main()
-            tb = traceback.format_exc()
-        resp = {"rc": rc, "out": out.getvalue()[-4000:], "err": err.getvalue()[-4000:],
-                "tb": tb, "seconds": time.perf_counter() - t0}
+        resp = run_main(main, tmp / "k.pipe", base64.b64decode(req["data"]), req["argv"])
         out_stream.write(json.dumps(resp) + "\n")
         out_stream.flush()
 
@@ -426,9 +447,12 @@ class Worker:
 REPR = re.compile(r"<function |<class |<bound method | at 0x[0-9a-f]+|Builtin\(")
 
 
-def classify(resp: dict[str, Any]) -> Optional[str]:
-    """None when the outcome is acceptable, else the kind of failure."""
+def classify(resp: dict[str, Any], limit: Optional[float] = None) -> Optional[str]:
+    """None when the outcome is acceptable, else the kind of failure (``limit``: the
+    seconds past which an answer counts as a hang, for runs that were not killed)."""
     if resp.get("hang"):
+        return "hang"
+    if limit is not None and resp.get("seconds", 0.0) > limit:
         return "hang"
     if "died" in resp:
         return "crash"
@@ -487,6 +511,57 @@ class Tally:
     max_seconds: float = 0.0
 
 
+def judge(run: Any, cmd: str, extra: list[str], timeout: float, differential: bool,
+          t: Tally, origin: str, data: bytes, crashes: Optional[Path], tag: str,
+          log: Any = None) -> Optional[str]:
+    """Run one input through ``cmd`` (``check``: the explicit engine, then BMC where
+    that gives a verdict; or ``emit``) with ``run(argv) -> response``, classify the
+    outcome, count it in ``t`` and save a failure under ``crashes``; the failure's kind
+    or None.  Both modes (worker process, libFuzzer in process) judge through this."""
+    if cmd == "emit":
+        argv = ["emit", "{file}", *extra]
+    else:
+        argv = ["check", "{file}", "--engine", "explicit", "--timeout", str(timeout),
+                "--json", *BOUND, *extra]
+    resp = run(argv)
+    t.runs += 1
+    t.max_seconds = max(t.max_seconds, resp.get("seconds", 0.0))
+    bad = classify(resp, timeout + SLACK)
+    key = str(resp.get("rc", "hang" if resp.get("hang") else "died"))
+    t.by_exit[key] = t.by_exit.get(key, 0) + 1
+    if bad is None and differential and cmd == "check":
+        e = _verdict(resp)
+        if e is not None and e.get("status") in ("PROVEN", "VIOLATED", "SAFE"):
+            argv_b = ["check", "{file}", "--engine", "bmc", "--depth", str(BMC_DEPTH),
+                      "--timeout", str(timeout), "--json", *BOUND, *extra]
+            rb = run(argv_b)
+            t.runs += 1
+            t.differential += 1
+            t.max_seconds = max(t.max_seconds, rb.get("seconds", 0.0))
+            bad = classify(rb, timeout + SLACK)
+            if bad is None:
+                b = _verdict(rb)
+                why = disagreement(e, b) if b is not None else None
+                if why is not None:
+                    bad, resp = "disagreement", dict(rb, why=why)
+            else:
+                resp, argv = rb, argv_b
+    if bad is not None:
+        rec = {"kind": bad, "origin": origin, "argv": argv, "input": t.inputs,
+               "why": resp.get("why", ""), "tb": (resp.get("tb") or "")[-1500:],
+               "out": (resp.get("out", "") + resp.get("err", ""))[-1500:]}
+        t.failures.append(rec)
+        if crashes is not None:
+            crashes.mkdir(parents=True, exist_ok=True)
+            stem = f"{bad}-{tag}"
+            (crashes / f"{stem}.pipe").write_bytes(data)
+            (crashes / f"{stem}.json").write_text(json.dumps(rec, indent=2))
+        if log is not None:
+            print(f"[{t.inputs}] {bad} ({origin}) {rec['why']}"
+                  f"{rec['tb'][-300:] or rec['out'][-300:]}", file=log, flush=True)
+    return bad
+
+
 def fuzz(n_inputs: Optional[int], minutes: Optional[float], seed: int,
          timeout: float = TIMEOUT, mem_mb: int = MEM_MB,
          crashes: Optional[Path] = None, differential: bool = True,
@@ -506,47 +581,8 @@ def fuzz(n_inputs: Optional[int], minutes: Optional[float], seed: int,
             t.inputs += 1
             t.by_origin[origin] = t.by_origin.get(origin, 0) + 1
             cmd = "emit" if rng.random() < 0.1 else "check"
-            if cmd == "emit":
-                argv = ["emit", "{file}", *extra]
-            else:
-                argv = ["check", "{file}", "--engine", "explicit", "--timeout", str(timeout),
-                        "--json", *BOUND, *extra]
-            resp = w.run(data, argv, limit)
-            t.runs += 1
-            t.max_seconds = max(t.max_seconds, resp.get("seconds", 0.0))
-            bad = classify(resp)
-            key = str(resp.get("rc", "hang" if resp.get("hang") else "died"))
-            t.by_exit[key] = t.by_exit.get(key, 0) + 1
-            if bad is None and differential and cmd == "check":
-                e = _verdict(resp)
-                if e is not None and e.get("status") in ("PROVEN", "VIOLATED", "SAFE"):
-                    argv_b = ["check", "{file}", "--engine", "bmc", "--depth",
-                              str(BMC_DEPTH), "--timeout", str(timeout), "--json",
-                              *BOUND, *extra]
-                    rb = w.run(data, argv_b, limit)
-                    t.runs += 1
-                    t.differential += 1
-                    bad = classify(rb)
-                    if bad is None:
-                        b = _verdict(rb)
-                        why = disagreement(e, b) if b is not None else None
-                        if why is not None:
-                            bad, resp = "disagreement", dict(rb, why=why)
-                    else:
-                        resp, argv = rb, argv_b
-            if bad is not None:
-                rec = {"kind": bad, "origin": origin, "argv": argv, "input": t.inputs,
-                       "why": resp.get("why", ""), "tb": (resp.get("tb") or "")[-1500:],
-                       "out": (resp.get("out", "") + resp.get("err", ""))[-1500:]}
-                t.failures.append(rec)
-                if crashes is not None:
-                    crashes.mkdir(parents=True, exist_ok=True)
-                    stem = f"{bad}-{seed}-{t.inputs}"
-                    (crashes / f"{stem}.pipe").write_bytes(data)
-                    (crashes / f"{stem}.json").write_text(json.dumps(rec, indent=2))
-                if log is not None:
-                    print(f"[{t.inputs}] {bad} ({origin}) {rec['why']}"
-                          f"{rec['tb'][-300:] or rec['out'][-300:]}", file=log, flush=True)
+            judge(lambda argv: w.run(data, argv, limit), cmd, extra, timeout, differential,
+                  t, origin, data, crashes, f"{seed}-{t.inputs}", log)
             if log is not None and t.inputs % 100 == 0:
                 print(f"{t.inputs} inputs, {t.differential} differential, "
                       f"{len(t.failures)} failures", file=log, flush=True)
@@ -558,36 +594,194 @@ def fuzz(n_inputs: Optional[int], minutes: Optional[float], seed: int,
 # --------------------------------------------------------------------------- atheris
 
 
-def run_atheris(args: list[str], mem_mb: int) -> int:
-    """libFuzzer-driven mutation of the examples through ``main()`` in process (its own
-    ``-timeout`` and ``-rss_limit_mb`` catch hangs and memory)."""
+#: libFuzzer's own hang limit for one input (explicit + BMC + maybe emit, each bounded by
+#: --timeout): past it libFuzzer writes a ``timeout-`` artifact and stops
+def _hard_limit(timeout: float) -> int:
+    return int(3 * timeout + SLACK)
+
+
+def _dictionary() -> str:
+    """A libFuzzer dictionary of the vocabulary (its byte mutations insert these)."""
+    words = sorted(set(CLASSES + METHODS + KWARGS + BOUNDARY + ["with role(", "for ", " in ",
+                                                               "range(", ":\n", "    ",
+                                                               ".create(", "launch("]
+                       + [f.split(".")[-1] for f in FUNCS]))
+    def quote(w: str) -> str:  # libFuzzer's format: printable ASCII, else \xNN
+        return "".join(chr(b) if 32 <= b < 127 and chr(b) not in '\\"' else f"\\x{b:02x}"
+                       for b in w.encode())
+
+    return "".join(f'"{quote(w_)}"\n' for w_ in words)
+
+
+def atheris_child(args: argparse.Namespace, libfuzzer: list[str]) -> int:
+    """The libFuzzer process: coverage-guided mutation of ``.pipe`` bytes (libFuzzer's
+    byte mutations with the vocabulary as dictionary, and half the time one of
+    ``mutate_text``'s grammar-aware mutations), each input judged in process exactly as
+    the worker mode judges it (``judge``).  The tally goes to ``args.tally`` after every
+    input, since libFuzzer ends the process itself."""
     try:
         import atheris  # type: ignore[import-not-found]
-    except ImportError:
-        print("fuzz_pipe: atheris is not installed (pip install '.[fuzz]')", file=sys.stderr)
+    except ImportError as e:
+        print(f"fuzz_pipe: atheris does not import ({e}); pip install '.[fuzz]'",
+              file=sys.stderr)
         return 2
-    with atheris.instrument_imports():
+    import importlib
+    import pkgutil
+    import zlib
+
+    set_memory_cap(args.mem_mb)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    # instrument pipeproof only (lark, z3 and the standard library are not under test);
+    # the engines are imported lazily by the CLI, so import every module here
+    with atheris.instrument_imports(include=["pipeproof"]):
         from pipeproof.cli import main
+        import pipeproof.checker
+        import pipeproof.model
+
+        for pkg in (pipeproof.model, pipeproof.checker):
+            for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                try:
+                    importlib.import_module(m.name)
+                except Exception:  # noqa: BLE001 - an optional module (cffi...) is absent
+                    pass
     tmp = Path(tempfile.mkdtemp(prefix="pipeproof-atheris-"))
     f = tmp / "k.pipe"
-
-    def one(data: bytes) -> None:
-        f.write_bytes(data)
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            rc = main(["check", str(f), "--engine", "explicit", "--timeout", str(TIMEOUT),
-                       *BOUND])
-        if rc not in (0, 1, 2, 3) or "Traceback" in out.getvalue() + err.getvalue():
-            raise RuntimeError(f"exit {rc}: {err.getvalue()[-500:]}")
-
     corpus = tmp / "corpus"
     corpus.mkdir()
-    for p in small_examples():
+    for p in atheris_seeds():
         (corpus / p.name).write_bytes(p.read_bytes())
-    atheris.Setup([sys.argv[0], f"-rss_limit_mb={mem_mb}",
-                   f"-timeout={int(TIMEOUT + SLACK)}", *args, str(corpus)], one)
+    (tmp / "pipe.dict").write_text(_dictionary())
+    crashes: Path = args.crashes
+    crashes.mkdir(parents=True, exist_ok=True)
+    t = Tally()
+    mutations = {"grammar": 0, "bytes": 0}
+
+    def save() -> None:
+        tally = {"inputs": t.inputs, "runs": t.runs, "differential": t.differential,
+                 "by_exit": t.by_exit, "max_seconds": round(t.max_seconds, 2),
+                 "mutations": mutations, "failures": t.failures}
+        args.tally.write_text(json.dumps(tally, indent=2) + "\n")
+
+    def one(data: bytes) -> None:
+        t.inputs += 1
+        tag = f"atheris-{args.seed}-{t.inputs}"
+
+        def run(argv: list[str]) -> dict[str, Any]:
+            return run_main(main, f, data, argv)
+
+        judge(run, "check", [], args.timeout, True, t, "libfuzzer", data, crashes, tag,
+              sys.stderr)
+        if zlib.crc32(data) % 10 == 0:  # one input in ten is emitted too, as in the worker
+            judge(run, "emit", [], args.timeout, False, t, "libfuzzer", data, crashes,
+                  tag + "-emit", sys.stderr)
+        save()
+
+    def mutator(data: bytes, max_size: int, seed: int) -> bytes:
+        r = random.Random(seed)
+        if r.random() < 0.5:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text:
+                mutations["grammar"] += 1
+                return mutate_text(text, r).encode("utf-8", "surrogatepass")[:max_size]
+        mutations["bytes"] += 1
+        return atheris.Mutate(data, max_size)
+
+    save()
+    # libFuzzer keeps a SIGINT handler it finds installed (Python's, which would raise
+    # KeyboardInterrupt inside a check): the default lets libFuzzer install its own, so
+    # that the parent's SIGINT at the time limit ends the run with libFuzzer's statistics
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # libFuzzer takes -seed=0 as "random": seed + 1 keeps a run reproducible
+    atheris.Setup([sys.argv[0], f"-seed={args.seed + 1}", f"-rss_limit_mb={args.mem_mb}",
+                   f"-timeout={_hard_limit(args.timeout)}", "-max_len=65536",
+                   f"-dict={tmp / 'pipe.dict'}", f"-artifact_prefix={crashes}/atheris-",
+                   "-print_final_stats=1", *libfuzzer, str(corpus)],
+                  one, custom_mutator=mutator)
     atheris.Fuzz()
     return 0
+
+
+LIBFUZZER_STAT = re.compile(r"^#(\d+)\s+(?:DONE|pulse|NEW|REDUCE|INITED)\s+cov: (\d+) ft: (\d+)"
+                            r"(?: corp: (\d+)/)?", re.M)
+
+
+def run_atheris(minutes: float, seed: int, timeout: float, mem_mb: int, crashes: Path,
+                out: Optional[Path], libfuzzer: list[str]) -> int:
+    """libFuzzer mode: run ``atheris_child`` for ``minutes`` in a child process (libFuzzer
+    ends its process on a hang or at the end), then read its tally and artifacts.
+    Exit 2 when atheris is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("atheris") is None:
+        print("fuzz_pipe: atheris is not installed: pip install '.[fuzz]' (libFuzzer for "
+              "Python; wheels for CPython 3.8-3.11 on x86_64 Linux)", file=sys.stderr)
+        return 2
+    crashes.mkdir(parents=True, exist_ok=True)
+    before = set(crashes.iterdir())
+    tmp = Path(tempfile.mkdtemp(prefix="pipeproof-atheris-run-"))
+    tally_f, log_f = tmp / "tally.json", tmp / "libfuzzer.log"
+    cmd = [sys.executable, __file__, "--atheris-child", "--seed", str(seed), "--timeout",
+           str(timeout), "--mem-mb", str(mem_mb), "--crashes", str(crashes), "--tally",
+           str(tally_f), "--", f"-max_total_time={int(60 * minutes)}", *libfuzzer]
+    t0 = time.monotonic()
+    interrupted = False
+    with open(log_f, "w") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            # libFuzzer checks -max_total_time only after loading the seed corpus, so
+            # the time is kept here: SIGINT makes libFuzzer stop and print its stats
+            rc = p.wait(60 * minutes)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGINT)
+            try:
+                rc = p.wait(2 * _hard_limit(timeout))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = p.wait()
+            interrupted = True
+    secs = time.monotonic() - t0
+    text = log_f.read_text(errors="replace")
+    if rc == 2 and not tally_f.exists():
+        print(text[-2000:], file=sys.stderr)
+        return 2
+    tally = json.loads(tally_f.read_text()) if tally_f.exists() else {"failures": []}
+    artifacts = sorted(str(x.name) for x in set(crashes.iterdir()) - before
+                       if x.name.startswith("atheris-") and not x.suffix)
+    stats = LIBFUZZER_STAT.findall(text)
+    last = stats[-1] if stats else None
+    units = re.search(r"stat::number_of_executed_units: (\d+)", text)
+    kinds: dict[str, int] = {}
+    for fl in tally["failures"]:
+        kinds[fl["kind"]] = kinds.get(fl["kind"], 0) + 1
+    slow_units = [a for a in artifacts if a.startswith("atheris-slow-unit-")]
+    for a in artifacts:  # libFuzzer's own findings: timeout-, crash-, oom-, leak-
+        if a in slow_units:  # -report_slow_units: a record, not a failure
+            continue
+        k = "libfuzzer-" + a.split("-")[1]
+        kinds[k] = kinds.get(k, 0) + 1
+    result = {"mode": "atheris", "seed": seed, "seconds": round(secs), "exit": rc,
+              "stopped_at_time_limit": interrupted,
+              "executed_units": int(units.group(1)) if units else None,
+              "timeout": timeout, "mem_mb": mem_mb, "hard_limit_s": _hard_limit(timeout),
+              "libfuzzer": {"execs": int(last[0]), "cov": int(last[1]), "ft": int(last[2]),
+                            "corpus": int(last[3]) if last[3] else None} if last else None,
+              "artifacts": artifacts, "slow_units": len(slow_units), "failure_kinds": kinds,
+              **{k: v for k, v in tally.items()}}
+    # libFuzzer exits 0 at -max_total_time, 72 (its -interrupted_exitcode) on SIGINT
+    done = rc == 0 or (interrupted and rc == 72)
+    if not done and not artifacts and not tally["failures"]:
+        # libFuzzer stopped for a reason of its own: show it
+        result["log_tail"] = text[-3000:]
+    print(f"atheris seed {seed}: {tally.get('inputs', 0)} inputs, {tally.get('runs', 0)} runs "
+          f"of which {tally.get('differential', 0)} explicit-vs-bmc pairs, in {secs:.0f} s; "
+          f"exit codes {dict(sorted(tally.get('by_exit', {}).items()))}; libFuzzer "
+          f"{result['libfuzzer']}; failures: {kinds or 'none'}")
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    return 1 if kinds or not done else 0
 
 
 # --------------------------------------------------------------------------- command line
@@ -616,13 +810,20 @@ def cli(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the tally as JSON")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--atheris", action="store_true",
-                    help="libFuzzer mode (arguments after -- go to libFuzzer)")
+                    help="libFuzzer mode for --minutes (default 10); arguments after -- go "
+                         "to libFuzzer")
+    ap.add_argument("--atheris-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tally", type=Path, help=argparse.SUPPRESS)
     args, rest = ap.parse_known_args(argv)
     if args.worker:
         worker(args.mem_mb)
         return 0
+    libfuzzer = [a for a in rest if a != "--"]
+    if args.atheris_child:
+        return atheris_child(args, libfuzzer)
     if args.atheris:
-        return run_atheris([a for a in rest if a != "--"], args.mem_mb)
+        return run_atheris(10.0 if args.minutes is None else args.minutes, args.seed,
+                           args.timeout, args.mem_mb, args.crashes, args.out, libfuzzer)
     if rest:
         ap.error(f"unknown arguments: {' '.join(rest)}")
     if args.inputs is None and args.minutes is None:

@@ -157,6 +157,8 @@ def test_dev_zero_as_input(capsys: pytest.CaptureFixture) -> None:
     for cmd in ("check", "emit"):
         rc, out, err = _run(capsys, cmd, "/dev/zero")
         assert rc == 2 and "is not a regular file" in err, err
+    rc, out, err = _run(capsys, "recheck", "/dev/zero")  # reading it would never end
+    assert rc == 2 and "not a pipeproof proof file: not a regular file" in err, err
 
 
 def test_an_oversized_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -295,6 +297,13 @@ def test_recheck_refuses_a_bogus_stamp(capsys: pytest.CaptureFixture, proof: Pat
     proof.write_text(edit(proof.read_text()))
     rc, text = _recheck(capsys, proof)
     assert rc == 2 and "not a pipeproof proof file" in text, text
+
+
+def test_recheck_of_a_file_that_is_not_utf8(capsys: pytest.CaptureFixture,
+                                            proof: Path) -> None:
+    proof.write_bytes(proof.read_bytes() + b"; caf\xe9\n")
+    rc, text = _recheck(capsys, proof)
+    assert rc == 2 and "not a pipeproof proof file: not UTF-8" in text, text
 
 
 def test_recheck_refuses_a_file_without_a_stamp(tmp_path: Path,

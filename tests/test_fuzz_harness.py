@@ -101,3 +101,45 @@ def test_the_worker_reports_a_hang_and_a_memory_cap() -> None:
         assert r["rc"] in (0, 3) and r["tb"] is None, r
     finally:
         w.stop()
+
+
+def test_atheris_mode_without_atheris_exits_2(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture,
+                                              tmp_path: Path) -> None:
+    """The libFuzzer mode is optional: absent atheris, exit 2 with what to install."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "atheris" else real(name, *a))
+    assert F.cli(["--atheris", "--minutes", "0.1", "--crashes", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "atheris is not installed" in err and "pip install '.[fuzz]'" in err
+
+
+def test_the_libfuzzer_dictionary_is_well_formed() -> None:
+    """libFuzzer refuses a whole dictionary over one badly quoted entry (it did: a
+    JSON-quoted newline), and the run then never starts."""
+    import re
+
+    entry = re.compile(r'^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})+"$')
+    lines = F._dictionary().splitlines()
+    assert len(lines) > 100
+    bad = [ln for ln in lines if not entry.match(ln)]
+    assert not bad, bad
+    assert '":\\x0a"' in lines  # the newline after a block header, escaped
+
+
+@pytest.mark.slow
+def test_atheris_mode_runs(tmp_path: Path) -> None:
+    """A short libFuzzer run (where atheris is installed): it loads the seeds, judges
+    each input as the worker mode does, stops at --minutes and finds nothing."""
+    pytest.importorskip("atheris")
+    out = tmp_path / "a.json"
+    rc = F.cli(["--atheris", "--minutes", "1.5", "--seed", "0", "--crashes",
+                str(tmp_path / "crashes"), "--out", str(out)])
+    import json
+
+    r = json.loads(out.read_text())
+    assert r["inputs"] > 0 and r["runs"] >= r["inputs"], r
+    assert rc == 0 and not r["failures"] and not r["failure_kinds"], r
