@@ -223,9 +223,19 @@ class Partition:
         if self.edges is not None and src[0] >= 0:
             self.edges.append((src[0], src[1], i, _actor(step)))
 
-    def seed(self, comps: tuple) -> tuple[int, int]:
+    def seed(self, comps: tuple) -> None:
+        """The initial state: the first level's frontier."""
         self._add(self.ex.local(comps), (-1, -1), None)
-        return self.advance()
+
+    def level(self, inbox: list[tuple[int, list]], depth: int, depth_limit: Optional[int],
+              deadline: float) -> tuple[dict[int, list], list[tuple], int, bool, int, int]:
+        """One level in one call (one round trip): take the states other partitions sent
+        (``receive``), make the next level the frontier (``advance``) and expand it
+        (``expand``).  Returns ``expand``'s answer plus (states owned, frontier size)."""
+        self.receive(inbox)
+        owned, front = self.advance()
+        out, cands, transitions, complete = self.expand(depth, depth_limit, deadline)
+        return out, cands, transitions, complete, len(self.states), front
 
     def expand(self, depth: int, depth_limit: Optional[int], deadline: float
                ) -> tuple[dict[int, list], list[tuple], int, bool]:
@@ -439,8 +449,8 @@ class _Search:
         stats = Stats(engine="distributed")
         stats.extra["partitions"] = n
         owner, init = parts[0].initial().result()
+        parts[owner].seed(init).result()
         counts = [0] * n
-        counts[owner] = parts[owner].seed(init).result()[0]
         deadline = time.time() + max(timeout - (time.perf_counter() - t0), 0.0)
         depth = 0
         max_depth = 0
@@ -458,9 +468,16 @@ class _Search:
             v.stats = stats
             return v
 
+        inbox: list[list[tuple[int, list]]] = [[] for _ in range(n)]
         while True:
-            calls = [p.expand(depth, depth_limit, deadline) for p in parts]
+            # level ``depth``: every partition takes what was sent to it and expands
+            calls = [p.level(inbox[i], depth, depth_limit, deadline)
+                     for i, p in enumerate(parts)]
             results = [c.result() for c in calls]
+            counts = [r[4] for r in results]
+            if not any(r[5] for r in results):
+                break  # nothing at this depth: every reachable state was expanded
+            max_depth = depth
             complete = all(r[3] for r in results)
             transitions += sum(r[2] for r in results)
             cands = [c for r in results for c in r[1]]
@@ -479,26 +496,18 @@ class _Search:
                 return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "
                                       f"{sum(counts)} states explored to depth {max_depth}",
                                       depth=max_depth))
-            inbox: list[list[tuple[int, list]]] = [[] for _ in range(n)]
+            inbox = [[] for _ in range(n)]
             for src, r in enumerate(results):
                 for dst, items in r[0].items():
                     inbox[dst].append((src, items))
                     sent += len(items)
-            recv = [parts[d].receive(inbox[d]) for d in range(n) if inbox[d]]
-            for c in recv:
-                c.result()
-            adv = [c.result() for c in [p.advance() for p in parts]]
-            counts = [a[0] for a in adv]
             total = sum(counts)
-            if not any(a[1] for a in adv):
-                break
             if total > max_states:
                 return finish(Verdict(UNKNOWN, reason=state_limit_reason(
                     max_states, depth + 1), depth=depth + 1))
-            depth += 1
-            max_depth = depth
             if progress is not None:
                 progress(total, max_depth, time.perf_counter() - t0)
+            depth += 1
         if depth_limit is not None:
             return finish(Verdict(PROVEN, depth=max_depth, bounded=True))
         if self.graph:
