@@ -46,6 +46,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..model.errors import option
 from ..model.program import is_acyclic
 from ..model.system import System
 from .concrete import ConcreteRunner
@@ -71,7 +72,7 @@ def require_dask() -> Any:
     try:
         import distributed
     except ImportError:
-        raise DaskUnavailable("the distributed search and sweeps need Dask: "
+        raise DaskUnavailable(f"{option('dask')} needs Dask, which is not installed: "
                               "pip install 'pipeproof[dask]' (dask[distributed])") from None
     return distributed
 
@@ -90,7 +91,8 @@ def connect(address: Optional[str] = None) -> Any:
             except ValueError:
                 n = 0
             if n < 1:
-                raise DaskUnavailable(f"--dask {addr}: local:N needs N >= 1 workers")
+                raise DaskUnavailable(f"{option('dask', addr)}: local:N needs N >= 1 "
+                                      "workers")
         import os
 
         n = n or max(os.cpu_count() or 1, 1)
@@ -100,7 +102,8 @@ def connect(address: Optional[str] = None) -> Any:
     try:
         return distributed.Client(addr, timeout=20)
     except (OSError, TimeoutError, ValueError) as e:
-        raise DaskUnavailable(f"--dask {addr}: cannot reach the Dask scheduler ({e})") from None
+        raise DaskUnavailable(f"{option('dask', addr)}: cannot reach the Dask scheduler "
+                              f"({e})") from None
 
 
 def close(client: Any) -> None:
@@ -388,7 +391,11 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
             w.stats.seconds = time.perf_counter() - t0
             return w
         v.stats.extra["shortest"] = w.status in (VIOLATED, PROVEN)
-        v.stats.extra["confirm_states"] = w.stats.states
+        if w.status == VIOLATED:
+            v.stats.extra["reduced_states"] = v.stats.states
+            v.stats.states += w.stats.states
+        else:
+            v.stats.extra["confirm_states"] = w.stats.states
         if w.status == UNKNOWN:
             v.stats.extra["confirm_stopped"] = w.reason
     v.stats.seconds = time.perf_counter() - t0
