@@ -808,6 +808,35 @@ def _dask_value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: flo
         client.cancel(futures)
 
 
+def _dask_check_file(path: str, params: dict[str, Any], kw: dict) -> CheckResult:
+    """A Dask task: ``check_file`` in one process, the result without its compiled
+    kernel (it is large; the client compiles again where it needs it)."""
+    return replace(check_file(path, params, **kw), compiled=None)
+
+
+def check_many(items: list[tuple[str, Optional[dict[str, Any]]]], dask: Any = None,
+               **kw: Any) -> list[CheckResult]:
+    """Check several kernels (``(path, params)`` each), every one a Dask task when
+    ``dask`` is given (an address, ``local``, ``local:N`` or a ``distributed.Client``),
+    one after another in this process otherwise; the results in the order of ``items``.
+    ``kw``: ``check_file``'s options; each task runs with ``jobs=1``."""
+    if dask is None:
+        return [check_file(path, params, **kw) for path, params in items]
+    client = _dask_connect(dask) if isinstance(dask, str) else dask
+    try:
+        one = dict(kw, jobs=1)
+        one.pop("progress", None)
+        one.pop("on_found", None)
+        futures = [client.submit(_dask_check_file, str(path), dict(params or {}), one,
+                                 pure=False) for path, params in items]
+        return [f.result() for f in futures]
+    finally:
+        if isinstance(dask, str):
+            from .checker.distributed import close
+
+            close(client)
+
+
 def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:
     kernel = parse_file(path)
     return check_kernel(kernel, params, file=str(path), **kw)
