@@ -422,6 +422,8 @@ class _Search:
                                      for i in range(nparts)]
         else:
             workers = list(client.scheduler_info()["workers"])
+            if not workers:
+                raise DaskUnavailable("the Dask scheduler has no workers")
             sys_future = client.scatter(system, broadcast=True)
             self.futures = [client.submit(Partition, sys_future, i, *args, actor=True,
                                           workers=[workers[i % len(workers)]],

@@ -389,12 +389,15 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
     """The verdict of ``engine`` on ``system`` (``check_kernel``'s options; ``dask``: a
     ``distributed.Client``)."""
     if dask is not None and engine in ("auto", "explicit"):
-        from .checker.distributed import check_distributed
+        from .checker.distributed import DaskUnavailable, check_distributed
 
-        verdict = check_distributed(system, client=dask, max_states=max_states,
-                                    timeout=timeout, progress=progress, reduce=reduce,
-                                    por=por, **({} if confirm_timeout is None
-                                                else {"confirm_timeout": confirm_timeout}))
+        try:
+            verdict = check_distributed(system, client=dask, max_states=max_states,
+                                        timeout=timeout, progress=progress, reduce=reduce,
+                                        por=por, **({} if confirm_timeout is None
+                                                    else {"confirm_timeout": confirm_timeout}))
+        except DaskUnavailable as e:
+            raise ConfigError(str(e)) from None
     elif engine == "auto" and smt2 is None and bmc_certificate:
         from .checker.bmc import DEFAULT_DEPTH
         from .checker.portfolio import check_auto
