@@ -59,6 +59,10 @@ from .shorten import SHORTEN_TIMEOUT, shorten
 from .statespace import Explorer, symmetric_groups
 from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 
+#: with a Dask client, levels run in the client process until one would hold this many
+#: states (``check_distributed``'s ``warm_states``)
+WARM_STATES = 1000
+
 #: a global state id: (partition, index in that partition)
 Gid = tuple[int, int]
 
@@ -196,8 +200,11 @@ class Partition:
     A Dask actor (``client.submit(Partition, ..., actor=True)``) or a plain object."""
 
     def __init__(self, system: System, me: int, parts: int, symmetry: bool,
-                 por: Optional[bool], deadline: float, graph: bool):
-        self.ex = make_explorer(system, symmetry, por, deadline)
+                 por: Optional[bool], deadline: float, graph: bool,
+                 ex: Optional[PortableExplorer] = None):
+        # ``ex``: an explorer shared by the partitions of one process (the client's
+        # first levels); a worker's partition builds its own
+        self.ex = ex if ex is not None else make_explorer(system, symmetry, por, deadline)
         self.me, self.parts = me, parts
         self.index: dict[tuple, int] = {}
         self.states: list[tuple] = []
@@ -238,7 +245,21 @@ class Partition:
         self.receive(inbox)
         owned, front = self.advance()
         out, cands, transitions, complete = self.expand(depth, depth_limit, deadline)
-        return out, cands, transitions, complete, len(self.states), front
+        return out, cands, transitions, complete, len(self.states), front, len(self.next)
+
+    def dump(self) -> tuple:
+        """Everything this partition holds, process-free (``load`` takes it)."""
+        return ([self.ex.portable(st) for st in self.states], self.parent, self.frontier,
+                self.next, self.edges, self.received)
+
+    def load(self, dumped: tuple) -> int:
+        """Take over a partition of another process (same index, same owner function:
+        every state keeps its index, so parent links stay valid)."""
+        comps, self.parent, self.frontier, self.next, self.edges, self.received = dumped
+        local = self.ex.local
+        self.states = [local(c) for c in comps]
+        self.index = {st: i for i, st in enumerate(self.states)}
+        return len(self.states)
 
     def expand(self, depth: int, depth_limit: Optional[int], deadline: float
                ) -> tuple[dict[int, list], list[tuple], int, bool]:
@@ -331,14 +352,19 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
                       max_states: int = 2_000_000, timeout: float = 600.0,
                       progress: Optional[Callable[[int, int, float], None]] = None,
                       reduce: bool = True, por: Optional[bool] = None,
-                      confirm_timeout: float = CONFIRM_TIMEOUT) -> Verdict:
+                      confirm_timeout: float = CONFIRM_TIMEOUT,
+                      warm_states: int = WARM_STATES) -> Verdict:
     """Exhaustive breadth-first search, hash-partitioned (module docstring).
 
     ``client``: a Dask client (``connect``); one partition per worker (``partitions``
     overrides), each an actor on its worker.  Without a client, ``partitions`` plain
     partitions in this process (default 1): the same algorithm, for tests and as the
     single-process reference.  ``reduce``, ``por`` and ``confirm_timeout``: as
-    ``check_explicit``'s, with the same verdicts."""
+    ``check_explicit``'s, with the same verdicts.  ``warm_states`` (with a client): the
+    first levels run in this process, partitioned the same way, until a level would
+    hold this many states; then the partitions move to the workers, state for state (a
+    level costs a round trip to every worker, which small levels do not repay; 0: on
+    the workers from the first level)."""
     t0 = time.perf_counter()
     if por is None:
         por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
@@ -357,7 +383,8 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
     else:
         nparts = partitions or 1
     try:
-        search = _Search(system, client, nparts, symmetry, reduction, ex, deadline)
+        search = _Search(system, client, nparts, symmetry, reduction, ex, deadline,
+                         warm_states)
     except SetupTimeout as e:
         return _unknown(f"timeout after {timeout:.0f} s while preparing {e}", t0)
     try:
@@ -380,7 +407,8 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
             v.stats.seconds = time.perf_counter() - t0
             return v
         budget = min(max(timeout - (time.perf_counter() - t0), 1.0), confirm_timeout)
-        exact = _Search(system, client, nparts, symmetry, None, ex, time.time() + budget)
+        exact = _Search(system, client, nparts, symmetry, None, ex, time.time() + budget,
+                        warm_states)
         try:
             w = exact.run(max_states, v.depth, None, time.perf_counter(), budget)
         finally:
@@ -412,26 +440,47 @@ class _Search:
     """One level-synchronous search over ``nparts`` partitions."""
 
     def __init__(self, system: System, client: Any, nparts: int, symmetry: bool,
-                 por: Optional[bool], ex: PortableExplorer, deadline: float):
+                 por: Optional[bool], ex: PortableExplorer, deadline: float,
+                 warm_states: int = 0):
         self.sys, self.ex, self.nparts = system, ex, nparts
         self.graph = ex.cyclic
         self.futures: list[Any] = []
+        self.remote: list[Any] = []
+        self.warm_states = warm_states
         args = (nparts, symmetry, por, deadline, self.graph)
         if client is None:
             self.parts: list[Any] = [_InProcess(Partition(system, i, *args))
                                      for i in range(nparts)]
+            return
+        workers = list(client.scheduler_info()["workers"])
+        if not workers:
+            raise DaskUnavailable("the Dask scheduler has no workers")
+        sys_future = client.scatter(system, broadcast=True)
+        # the actors start on the workers while the client runs the first levels
+        self.futures = [client.submit(Partition, sys_future, i, *args, actor=True,
+                                      workers=[workers[i % len(workers)]], pure=False)
+                        for i in range(nparts)]
+        if warm_states > 0:
+            shared = make_explorer(system, symmetry, por, deadline)
+            self.parts = [_InProcess(Partition(system, i, *args, ex=shared))
+                          for i in range(nparts)]
         else:
-            workers = list(client.scheduler_info()["workers"])
-            if not workers:
-                raise DaskUnavailable("the Dask scheduler has no workers")
-            sys_future = client.scatter(system, broadcast=True)
-            self.futures = [client.submit(Partition, sys_future, i, *args, actor=True,
-                                          workers=[workers[i % len(workers)]],
-                                          pure=False)
-                            for i in range(nparts)]
-            self.parts = [f.result() for f in self.futures]
-            for p in self.parts:
+            self.parts = self._actors()
+
+    def _actors(self) -> list[Any]:
+        if not self.remote:
+            self.remote = [f.result() for f in self.futures]
+            for p in self.remote:
                 p.ready().result()
+        return self.remote
+
+    def _move_to_workers(self) -> None:
+        """The client's partitions move to the workers' actors, state for state."""
+        remote = self._actors()
+        calls = [r.load(p.dump().result()) for r, p in zip(remote, self.parts)]
+        for c in calls:
+            c.result()
+        self.parts = remote
 
     def release(self) -> None:
         for f in self.futures:
@@ -457,6 +506,8 @@ class _Search:
         ex, parts, n = self.ex, self.parts, self.nparts
         stats = Stats(engine="distributed")
         stats.extra["partitions"] = n
+        if self.futures:
+            stats.extra["levels_in_client"] = 0 if self.parts is self.remote else None
         owner, init = parts[0].initial().result()
         parts[owner].seed(init).result()
         counts = [0] * n
@@ -467,6 +518,9 @@ class _Search:
         sent = 0
 
         def finish(v: Verdict) -> Verdict:
+            if self.futures and stats.extra.get("levels_in_client") is None:
+                # never more than warm_states states a level: the workers were not needed
+                stats.extra["levels_in_client"] = max_depth + 1
             stats.states = sum(counts)
             stats.transitions = transitions
             stats.depth = max_depth
@@ -510,6 +564,15 @@ class _Search:
                 for dst, items in r[0].items():
                     inbox[dst].append((src, items))
                     sent += len(items)
+            if parts is not self.remote and self.futures:
+                # the next level's size, at most: what stays and what is sent
+                coming = sum(r[6] for r in results) + sum(
+                    len(items) for box in inbox for _src, items in box)
+                if coming >= self.warm_states:
+                    self._move_to_workers()
+                    parts = self.parts
+                    stats.extra["levels_in_client"] = depth + 1
+                    stats.extra["states_moved"] = sum(counts)
             total = sum(counts)
             if total > max_states:
                 return finish(Verdict(UNKNOWN, reason=state_limit_reason(

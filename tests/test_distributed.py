@@ -161,12 +161,18 @@ DASK_CASES = ["textbook/pipeline_async.pipe", "bugs/p2-bug.pipe",
 
 
 def test_dask_partitioned_search_equals_one_process(client) -> None:
+    """On the workers from the first level (``warm_states=0``), and after the first
+    levels in the client (a level of 2 states moves the partitions to the workers)."""
     for rel in DASK_CASES:
         want = check_explicit(_system(rel), max_states=50_000, timeout=120)
-        got = check_distributed(_system(rel), client=client, max_states=50_000,
-                                timeout=120)
-        _same(got, want)
-        assert got.stats.extra["partitions"] == 2
+        for warm in (0, 2):
+            got = check_distributed(_system(rel), client=client, max_states=50_000,
+                                    timeout=120, warm_states=warm)
+            _same(got, want)
+            assert got.stats.extra["partitions"] == 2
+            moved_at = got.stats.extra["levels_in_client"]
+            assert moved_at == 0 if warm == 0 else 0 < moved_at < got.stats.depth, \
+                (rel, warm, moved_at, got.stats.depth)
 
 
 def test_dask_param_range_and_many_kernels(client) -> None:
