@@ -383,14 +383,14 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
     else:
         nparts = partitions or 1
     try:
-        search = _Search(system, client, nparts, symmetry, reduction, ex, deadline,
-                         warm_states)
+        v = _search(system, client, nparts, symmetry, reduction, ex, deadline, warm_states,
+                    max_states, None, progress, t0, timeout)
     except SetupTimeout as e:
         return _unknown(f"timeout after {timeout:.0f} s while preparing {e}", t0)
-    try:
-        v = search.run(max_states, None, progress, t0, timeout)
-    finally:
-        search.release()
+    except Exception as e:  # noqa: BLE001 -- only a lost worker or connection, see _lost
+        if not _lost(e):
+            raise
+        return _unknown(f"a Dask worker or the connection to it was lost ({e})", t0)
     if v.status == VIOLATED and reduction is not None and v.prop != "starvation":
         # as check_explicit: drop needless steps, then confirm with an unreduced search
         # bounded to the counterexample's length
@@ -407,12 +407,13 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
             v.stats.seconds = time.perf_counter() - t0
             return v
         budget = min(max(timeout - (time.perf_counter() - t0), 1.0), confirm_timeout)
-        exact = _Search(system, client, nparts, symmetry, None, ex, time.time() + budget,
-                        warm_states)
         try:
-            w = exact.run(max_states, v.depth, None, time.perf_counter(), budget)
-        finally:
-            exact.release()
+            w = _search(system, client, nparts, symmetry, None, ex, time.time() + budget,
+                        warm_states, max_states, v.depth, None, time.perf_counter(), budget)
+        except Exception as e:  # noqa: BLE001 -- as above
+            if not _lost(e):
+                raise
+            w = _unknown(f"a Dask worker or the connection to it was lost ({e})", t0)
         if w.status == VIOLATED and (w.depth, w.prop) != (v.depth, v.prop):
             w.stats.extra["reduced_states"] = v.stats.states
             w.stats.states += v.stats.states
@@ -428,6 +429,25 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
             v.stats.extra["confirm_stopped"] = w.reason
     v.stats.seconds = time.perf_counter() - t0
     return v
+
+
+def _search(system: System, client: Any, nparts: int, symmetry: bool, por: Optional[bool],
+            ex: PortableExplorer, deadline: float, warm_states: int, max_states: int,
+            depth_limit: Optional[int], progress: Optional[Callable[[int, int, float], None]],
+            t0: float, timeout: float) -> Verdict:
+    """One search, its partitions released at the end whatever happens."""
+    search = _Search(system, client, nparts, symmetry, por, ex, deadline, warm_states)
+    try:
+        return search.run(max_states, depth_limit, progress, t0, timeout)
+    finally:
+        search.release()
+
+
+def _lost(e: BaseException) -> bool:
+    """A Dask worker died or a connection broke (not a bug of ours: UNKNOWN)."""
+    return (isinstance(e, (OSError, TimeoutError)) or
+            type(e).__name__ in ("KilledWorker", "CommClosedError", "CancelledError",
+                                 "FutureCancelledError"))
 
 
 def _unknown(reason: str, t0: float) -> Verdict:
