@@ -475,9 +475,11 @@ class _Search:
         workers = list(client.scheduler_info()["workers"])
         if not workers:
             raise DaskUnavailable("the Dask scheduler has no workers")
-        sys_future = client.scatter(system, broadcast=True)
+        # held until the search ends: the actors may still be starting (a released
+        # dependency cancels them); never shared with another search's (hash=False)
+        self.sys_future = client.scatter(system, broadcast=True, hash=False)
         # the actors start on the workers while the client runs the first levels
-        self.futures = [client.submit(Partition, sys_future, i, *args, actor=True,
+        self.futures = [client.submit(Partition, self.sys_future, i, *args, actor=True,
                                       workers=[workers[i % len(workers)]], pure=False)
                         for i in range(nparts)]
         if warm_states > 0:
@@ -505,8 +507,11 @@ class _Search:
     def release(self) -> None:
         for f in self.futures:
             f.release()
+        if self.futures:
+            self.sys_future.release()
         self.futures = []
         self.parts = []
+        self.remote = []
 
     def path(self, gid: Gid) -> list:
         steps = []

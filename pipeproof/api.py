@@ -798,7 +798,7 @@ def _dask_value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: flo
     one_kw = dict(kw, jobs=1, dask=None, smt2=None)
     one_kw.pop("progress", None)
     wall_end = time.time() + (t_end - time.perf_counter())
-    kernel_f = client.scatter(kernel, broadcast=True)
+    kernel_f = client.scatter(kernel, broadcast=True, hash=False)
     futures = [client.submit(_dask_check_value, kernel_f, c, one_kw, wall_end, pure=False)
                for c in combos]
     try:
