@@ -144,23 +144,27 @@ def test_dask_option_refuses_other_engines_and_jobs(capsys) -> None:
 # --------------------------------------------------------------------------- on Dask
 
 
-@pytest.fixture(scope="module")
-def client():
-    pytest.importorskip("distributed", reason="Dask is optional: pip install "
-                        "'pipeproof[dask]'")
-    from pipeproof.checker.distributed import close, connect
-
-    c = connect("local:2")
-    yield c
-    close(c)
-
-
 #: few and small: every level is a round trip to the workers
 DASK_CASES = ["textbook/pipeline_async.pipe", "bugs/p2-bug.pipe",
               "liveness/persistent_consumer_stops_releasing.pipe"]
 
 
-def test_dask_partitioned_search_equals_one_process(client) -> None:
+def test_on_a_local_dask_cluster() -> None:
+    """One test, one cluster of 2 worker processes (a test per check would start one
+    cluster per pytest-xdist worker)."""
+    pytest.importorskip("distributed", reason="Dask is optional: pip install "
+                        "'pipeproof[dask]'")
+    from pipeproof.checker.distributed import close, connect
+
+    client = connect("local:2")
+    try:
+        _partitioned_search_equals_one_process(client)
+        _param_range_and_many_kernels(client)
+    finally:
+        close(client)
+
+
+def _partitioned_search_equals_one_process(client) -> None:
     """On the workers from the first level (``warm_states=0``), and after the first
     levels in the client (a level of 2 states moves the partitions to the workers)."""
     for rel in DASK_CASES:
@@ -175,7 +179,7 @@ def test_dask_partitioned_search_equals_one_process(client) -> None:
                 (rel, warm, moved_at, got.stats.depth)
 
 
-def test_dask_param_range_and_many_kernels(client) -> None:
+def _param_range_and_many_kernels(client) -> None:
     """A range: one task per value, the answer of the values checked in this process;
     several kernels: one task each, the results in order."""
     f = EX / "textbook/pipeline_async.pipe"
