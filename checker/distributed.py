@@ -238,10 +238,12 @@ class Partition:
         self._add(self.ex.local(comps), (-1, -1), None)
 
     def level(self, inbox: list[tuple[int, list]], depth: int, depth_limit: Optional[int],
-              deadline: float) -> tuple[dict[int, list], list[tuple], int, bool, int, int]:
+              deadline: float
+              ) -> tuple[dict[int, list], list[tuple], int, bool, int, int, int]:
         """One level in one call (one round trip): take the states other partitions sent
         (``receive``), make the next level the frontier (``advance``) and expand it
-        (``expand``).  Returns ``expand``'s answer plus (states owned, frontier size)."""
+        (``expand``).  Returns ``expand``'s answer plus the states owned, the size of the
+        frontier expanded and the next level's states found here so far."""
         self.receive(inbox)
         owned, front = self.advance()
         out, cands, transitions, complete = self.expand(depth, depth_limit, deadline)
