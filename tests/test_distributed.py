@@ -160,6 +160,7 @@ def test_on_a_local_dask_cluster() -> None:
     try:
         _partitioned_search_equals_one_process(client)
         _param_range_and_many_kernels(client)
+        _command_line_on_a_scheduler_address(client.scheduler.address)
     finally:
         close(client)
 
@@ -195,3 +196,24 @@ def _param_range_and_many_kernels(client) -> None:
     assert [(r.status, r.prop, r.verdict.depth) for r in many] == \
         [(r.status, r.prop, r.verdict.depth) for r in one]
     assert [r.status for r in many] == ["VIOLATED", "PROVEN"]
+
+
+def _command_line_on_a_scheduler_address(address: str) -> None:
+    """``--dask tcp://...``: a running scheduler, for one configuration and for a range
+    (one process: value by value too); the answers are those of one process."""
+    import contextlib
+    import io
+    import json
+
+    f = str(EX / "bugs/p2-bug.pipe")
+    for extra in ([], ["--param", "k_tiles=1..2"]):
+        answers = []
+        for how in (["--jobs", "1", "--param-values"], ["--dask", address]):
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                rc = main(["check", f, "--engine", "explicit", "--json", "--quiet",
+                           *extra, *how])
+            d = json.loads(buf.getvalue())
+            answers.append((rc, d["status"], d["property"], d["depth"], d["params"]))
+        assert answers[0] == answers[1], (extra, answers)
+        assert answers[0][:3] == (1, "VIOLATED", "deadlock")
