@@ -9,10 +9,10 @@ asynchronous pipelines.
 from .version import __version__  # noqa: E402
 
 from .api import (CheckResult, check_cute, check_file, check_kernel,  # noqa: E402
-                  check_source, compile_file)
+                  check_many, check_source, compile_file)
 
 __all__ = ["__version__", "CheckResult", "check_cute", "check_file", "check_kernel",
-           "check_source", "compile_file"]
+           "check_many", "check_source", "compile_file"]
 
 # The Python API (``pipeproof/dsl.py``): cutlass.pipeline's names, ``@cute.kernel`` and
 # ``check(...)``.  Kernel names (PipelineTmaAsync, CooperativeGroup, tma_load, role, cute,

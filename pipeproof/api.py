@@ -241,7 +241,8 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  memory_model: str = "cutlass", bmc_steps: str = "auto",
                  bmc_certificate: bool = True, jobs: Optional[int] = None,
                  symbolic_params: bool = True,
-                 on_found: Optional[Callable[["CheckResult"], None]] = None) -> CheckResult:
+                 on_found: Optional[Callable[["CheckResult"], None]] = None,
+                 dask: Any = None) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc``, ``explicit`` or ``native`` (the explicit engine's search in C,
@@ -260,9 +261,40 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     symbolic unless the launch depends on it (``_check_symbolic``); False checks every
     value on its own.  ``on_found``: called with a first counterexample as soon as it is
     found, while a search still confirms that it is a shortest one (the result says
-    whether it was, or gives a shorter one); not for parameter ranges."""
+    whether it was, or gives a shorter one); not for parameter ranges.
+    ``dask``: a Dask scheduler address (``tcp://host:8786``), ``local`` / ``local:N``
+    (a ``LocalCluster`` of worker processes) or a ``distributed.Client``: every value of
+    a parameter range is one Dask task (each value on its own, never symbolic), and one
+    configuration is searched by the explicit engine's search partitioned over the
+    workers (``checker/distributed.py``; engines ``auto`` and ``explicit``)."""
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
+    if dask is not None:
+        if smt2:
+            raise ConfigError(f"{option('smt2')} and {option('dask')} exclude each other "
+                              "(the query would be written on a worker)")
+        if engine not in ("auto", "explicit") and not any(
+                isinstance(v, range) for v in params.values()):
+            raise ConfigError(f"{option('dask')} searches one configuration with the "
+                              f"explicit engine's search; {option('engine', engine)} runs "
+                              "in one process (a --param range runs one task per value "
+                              "with any engine)")
+    if isinstance(dask, str):
+        client = _dask_connect(dask)
+        try:
+            return check_kernel(kernel, params, engine=engine, depth=depth, timeout=timeout,
+                                max_states=max_states, progress=progress, file=file,
+                                reduce=reduce, por=por, smt2=smt2,
+                                confirm_timeout=confirm_timeout, memory_model=memory_model,
+                                bmc_steps=bmc_steps, bmc_certificate=bmc_certificate,
+                                jobs=jobs, symbolic_params=symbolic_params,
+                                on_found=on_found, dask=client)
+        finally:
+            from .checker.distributed import close
+
+            close(client)
+    if dask is not None:
+        symbolic_params = False  # each value of a range is one task
     if smt2 and engine in ("explicit", "native"):
         raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
@@ -270,7 +302,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
               bmc_steps=bmc_steps, bmc_certificate=bmc_certificate, jobs=jobs,
-              symbolic_params=symbolic_params)
+              symbolic_params=symbolic_params, dask=dask)
     if any(isinstance(v, range) for v in params.values()):
         result = _check_param_ranges(kernel, params, **kw)  # no first answer: several runs
     else:
@@ -353,9 +385,20 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                 reduce: bool, por: Optional[bool], smt2: Optional[str],
                 confirm_timeout: Optional[float], bmc_steps: str, bmc_certificate: bool,
                 jobs: Optional[int], on_found: Optional[Callable[[Verdict], None]] = None,
-                **_: Any) -> Verdict:
-    """The verdict of ``engine`` on ``system`` (``check_kernel``'s options)."""
-    if engine == "auto" and smt2 is None and bmc_certificate:
+                dask: Any = None, **_: Any) -> Verdict:
+    """The verdict of ``engine`` on ``system`` (``check_kernel``'s options; ``dask``: a
+    ``distributed.Client``)."""
+    if dask is not None and engine in ("auto", "explicit"):
+        from .checker.distributed import DaskUnavailable, check_distributed
+
+        try:
+            verdict = check_distributed(system, client=dask, max_states=max_states,
+                                        timeout=timeout, progress=progress, reduce=reduce,
+                                        por=por, **({} if confirm_timeout is None
+                                                    else {"confirm_timeout": confirm_timeout}))
+        except DaskUnavailable as e:
+            raise ConfigError(str(e)) from None
+    elif engine == "auto" and smt2 is None and bmc_certificate:
         from .checker.bmc import DEFAULT_DEPTH
         from .checker.portfolio import check_auto
 
@@ -435,6 +478,8 @@ def _check_param_ranges(kernel: Kernel, params: dict[str, Any], **kw: Any) -> Ch
     combos = [dict(params, **dict(zip(names, values)))
               for values in itertools.product(*[params[k] for k in names])]
     jobs = default_jobs() if kw.get("jobs") is None else kw["jobs"]
+    if kw.get("dask") is not None:  # one task per value, as many at once as workers
+        jobs = max(len(kw["dask"].scheduler_info().get("workers", {})), 1)
     results: list[CheckResult] = []
     with contextlib.closing(_value_results(kernel, combos, kw, t_end, jobs)) as each:
         for r in each:
@@ -691,6 +736,9 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
     by ``jobs`` forked processes when that is more than 1; the caller stops reading at
     the first violation, which ends the workers."""
     global _RANGE_JOB
+    if kw.get("dask") is not None:
+        yield from _dask_value_results(kernel, combos, kw, t_end)
+        return
     if jobs < 2 or len(combos) < 2:
         for i, c in enumerate(combos):
             yield _check_combo(kernel, c, _first_writes_smt2(kw, i), t_end)
@@ -718,6 +766,80 @@ def _value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float,
         _RANGE_JOB = None
 
 
+def _dask_connect(address: str) -> Any:
+    """A Dask client for ``--dask ADDRESS`` (``checker.distributed.connect``); without
+    Dask, or with no scheduler there, a ConfigError (exit 2) saying what to do."""
+    from .checker.distributed import DaskUnavailable, connect
+
+    try:
+        return connect(address)
+    except DaskUnavailable as e:
+        raise ConfigError(str(e)) from None
+
+
+def _dask_check_value(kernel: Kernel, combo: dict, kw: dict, wall_end: float
+                      ) -> Optional[CheckResult]:
+    """A Dask task: one parameter combination, with the time left before ``wall_end``
+    (``time.time()``: the clock that means the same on every machine of the cluster,
+    unlike ``perf_counter``)."""
+    left = wall_end - time.time()
+    if left <= 0:
+        return None
+    r = check_kernel(kernel, combo, **dict(kw, timeout=left))
+    return replace(r, compiled=None)  # the client compiles it again if it needs it
+
+
+def _dask_value_results(kernel: Kernel, combos: list[dict], kw: dict, t_end: float
+                        ) -> Iterator[Optional[CheckResult]]:
+    """``_value_results`` on Dask: every combination is a task (each one process, one
+    engine, ``jobs=1``); results come back in the order of the values, and the tasks
+    after the first violation are cancelled."""
+    client = kw["dask"]
+    one_kw = dict(kw, jobs=1, dask=None, smt2=None)
+    one_kw.pop("progress", None)
+    wall_end = time.time() + (t_end - time.perf_counter())
+    kernel_f = client.scatter(kernel, broadcast=True, hash=False)
+    futures = [client.submit(_dask_check_value, kernel_f, c, one_kw, wall_end, pure=False)
+               for c in combos]
+    try:
+        for c, f in zip(combos, futures):
+            r = f.result()
+            if r is not None:
+                r = replace(r, compiled=compile_kernel(kernel, c))
+            yield r
+    finally:
+        client.cancel(futures)
+
+
+def _dask_check_file(path: str, params: dict[str, Any], kw: dict) -> CheckResult:
+    """A Dask task: ``check_file`` in one process, the result without its compiled
+    kernel (it is large; the client compiles again where it needs it)."""
+    return replace(check_file(path, params, **kw), compiled=None)
+
+
+def check_many(items: list[tuple[str, Optional[dict[str, Any]]]], dask: Any = None,
+               **kw: Any) -> list[CheckResult]:
+    """Check several kernels (``(path, params)`` each), every one a Dask task when
+    ``dask`` is given (an address, ``local``, ``local:N`` or a ``distributed.Client``),
+    one after another in this process otherwise; the results in the order of ``items``.
+    ``kw``: ``check_file``'s options; each task runs with ``jobs=1``."""
+    if dask is None:
+        return [check_file(path, params, **kw) for path, params in items]
+    client = _dask_connect(dask) if isinstance(dask, str) else dask
+    try:
+        one = dict(kw, jobs=1)
+        one.pop("progress", None)
+        one.pop("on_found", None)
+        futures = [client.submit(_dask_check_file, str(path), dict(params or {}), one,
+                                 pure=False) for path, params in items]
+        return [f.result() for f in futures]
+    finally:
+        if isinstance(dask, str):
+            from .checker.distributed import close
+
+            close(client)
+
+
 def check_file(path: str | Path, params: Optional[dict[str, Any]] = None, **kw: Any) -> CheckResult:
     kernel = parse_file(path)
     return check_kernel(kernel, params, file=str(path), **kw)
@@ -737,11 +859,28 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                    memory_model: str = "cutlass", bmc_steps: str = "auto",
                    bmc_certificate: bool = True, jobs: Optional[int] = None,
                    on_found: Optional[Callable[[CheckResult], None]] = None,
-                   **_: Any) -> CheckResult:
+                   dask: Any = None, **_: Any) -> CheckResult:
     """Check per-warp programs that a front end other than ``.pipe`` produced
-    (``on_found``: as ``check_kernel``'s)."""
+    (``on_found``, ``dask``: as ``check_kernel``'s; a range of a CuTe DSL kernel's
+    parameters is checked value by value here, each value by the partitioned search)."""
     info = compiled.info
     _check_limits({}, depth, timeout, max_states, confirm_timeout)
+    if isinstance(dask, str):
+        client = _dask_connect(dask)
+        try:
+            return check_compiled(compiled, engine=engine, depth=depth, timeout=timeout,
+                                  max_states=max_states, progress=progress, file=file,
+                                  reduce=reduce, por=por, smt2=smt2,
+                                  confirm_timeout=confirm_timeout, memory_model=memory_model,
+                                  bmc_steps=bmc_steps, bmc_certificate=bmc_certificate,
+                                  jobs=jobs, on_found=on_found, dask=client)
+        finally:
+            from .checker.distributed import close
+
+            close(client)
+    if dask is not None and engine not in ("auto", "explicit"):
+        raise ConfigError(f"{option('dask')} searches one configuration with the explicit "
+                          f"engine's search; {option('engine', engine)} runs in one process")
     if smt2 and engine in ("explicit", "native"):
         raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
@@ -751,7 +890,7 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                           timeout=timeout, max_states=max_states, progress=progress,
                           reduce=reduce, por=por, smt2=smt2,
                           confirm_timeout=confirm_timeout, bmc_steps=bmc_steps,
-                          bmc_certificate=bmc_certificate, jobs=jobs,
+                          bmc_certificate=bmc_certificate, jobs=jobs, dask=dask,
                           on_found=_first_answer(on_found, compiled, source, engine,
                                                  memory_model))
     _stamp_smt2(smt2, before, info.name, dict(info.params), source, verdict)
@@ -774,6 +913,16 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
     it.  ``kw``: the options of ``check_kernel``."""
     from .frontend.cute import lift_entry, lift_function
 
+    if isinstance(kw.get("dask"), str):
+        # one cluster for every value of a range
+        client = _dask_connect(kw["dask"])
+        try:
+            return check_cute(entry, params, arch=arch, data_races=data_races,
+                              cross_check=cross_check, **dict(kw, dask=client))
+        finally:
+            from .checker.distributed import close
+
+            close(client)
     params = dict(params or {})
     kw.pop("symbolic_params", None)
     _check_limits(params, kw.get("depth"), kw.get("timeout", 600.0),

@@ -81,6 +81,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     params = _parse_params(args.param or [])
     if args.jobs is not None and args.jobs < 1:
         return _usage_error(args, f"--jobs must be at least 1, not {args.jobs}")
+    if args.jobs is not None and args.dask is not None:
+        return _usage_error(args, "--jobs and --dask exclude each other (--dask: one task "
+                                  "per worker)")
     if args.width is not None and args.width < 1:
         return _usage_error(args, f"--width must be at least 1, not {args.width}")
     # output files are checked before the search, not after minutes of it
@@ -126,7 +129,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                             bmc_certificate=args.bmc_certificate == "on",
                             jobs=args.jobs, symbolic_params=not args.param_values,
                             on_found=None if args.json else first,
-                            **({"smt2": args.smt2} if args.smt2 else {}))
+                            **({"smt2": args.smt2} if args.smt2 else {}),
+                            **({"dask": args.dask} if args.dask else {}))
     finally:
         if progress is not None:
             progress.close()
@@ -382,6 +386,13 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
                         "BMC's certificate and is used if the certificate does not "
                         "decide; --param ranges: N values are checked at a time.  The "
                         "answer is the one --jobs 1 gives")
+    lim.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="run on Dask (pip install 'pipeproof[dask]'): local (a local "
+                        "cluster, one worker process per CPU), local:N (N workers) or a "
+                        "scheduler address such as tcp://host:8786.  A --param range: one "
+                        "task per value; one configuration: the explicit engine's search "
+                        "partitioned by state hash over the workers.  Same verdicts as "
+                        "one process")
     out.add_argument("--json", action="store_true", help="machine-readable verdict")
     out.add_argument("--explain", action="store_true", help="add a paragraph in words")
     out.add_argument("--quiet", "-q", action="store_true", help="no progress output")

@@ -49,7 +49,7 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
     ("the symbolic encoding and the reductions",
      {"por", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
       "chain", "native", "native.ccode", "native.build"}),
-    ("the engines", {"explicit", "bmc", "liveness", "native.search"}),
+    ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed"}),
     ("the portfolio", {"portfolio"}),
 ]
 
