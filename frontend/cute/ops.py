@@ -14,7 +14,7 @@ from ...model.program import Branch, DynExpr, Jump
 from .mlir_text import Op
 from . import coords
 from .optable import TABLE, Handler, op
-from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, TupleSyntax, View, bit_width,
+from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Sym, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
                      norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
 
@@ -257,6 +257,8 @@ def _vote(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("scf.if")
 def _if(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     c = lf.val(env, o.operands[0], o)
+    if isinstance(c, Sym):  # a branch on symbolic parameters: the path splits
+        c = int(lf.decide_points(lf.restrict(c), o))
     then_blk = o.regions[0][0]
     else_blk = o.regions[1][0] if len(o.regions) > 1 and o.regions[1] and \
         (o.regions[1][0].ops or o.regions[1][0].args) else None
@@ -359,6 +361,9 @@ def _set_ghost_state(w: Any, st: tuple) -> None:
 @op("scf.for")
 def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     lb, ub, st, *inits = lf.operands(o, env)
+    lb, st = lf.concrete(lf.restrict(lb), o), lf.concrete(lf.restrict(st), o)
+    if isinstance(ub, Sym) and isinstance(lb, int) and isinstance(st, int) and st > 0:
+        return _symbolic_for(lf, o, env, mask, lb, ub, st, inits)
     for x in (lb, ub, st):
         if not isinstance(x, int):
             why = x.why if isinstance(x, Dyn) else "not a constant"
@@ -376,6 +381,22 @@ def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return vals if o.results else None
 
 
+def _symbolic_for(lf: Any, o: Op, env: dict, mask: Any, lb: int, ub: Any, st: int,
+                  inits: list) -> Any:
+    """A loop whose bound is a symbolic parameter (a run-time trip count): unrolled as
+    far as the largest value; each ``i < ub`` that the path's points do not decide
+    alike splits it (``Lifter.decide_points``), so the iterations all values share
+    are interpreted once."""
+    vals = list(inits)
+    blk = o.regions[0][0]
+    i = lb
+    while lf.decide_points(lf.restrict(Sym(tuple(int(i < u) for u in ub.vals))), o,
+                           f"{lf.sym_text(ub)} > {i}"):
+        vals = lf.exec_block(blk, env, [i] + vals, mask) or []
+        i += st
+    return vals if o.results else None
+
+
 @op("scf.while")
 def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
@@ -387,6 +408,8 @@ def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         cond, rest = c[0], c[1:]
         if isinstance(cond, Lanes):
             cond = norm(cond)
+        if isinstance(cond, Sym):
+            cond = int(lf.decide_points(lf.restrict(cond), o))
         if isinstance(cond, Dyn) and cond.expr is not None:
             cond = int(lf.decide(cond.expr, o))  # e.g. while the CLC response is valid
         if not isinstance(cond, int):

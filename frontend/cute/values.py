@@ -47,6 +47,16 @@ class Dyn:
 
 
 @dataclass(frozen=True)
+class Sym:
+    """A run-time kernel argument bound to symbolic parameters (``--param K=LO..HI``):
+    ``vals[i]`` is its value at point ``i`` of the parameter domain
+    (``CompiledKernel.param_points``).  Integer ops on it are evaluated point by point
+    (``Lifter.pointwise``); a branch on it splits the path (``Lifter.decide_points``)."""
+
+    vals: tuple
+
+
+@dataclass(frozen=True)
 class Ptr:
     space: str           # smem | gmem | rmem | tmem
     alloc: int           # allocation id (shared memory)
