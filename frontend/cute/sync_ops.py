@@ -193,6 +193,26 @@ def _blocking_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return None
 
 
+@op("nvvm.mbarrier.try_wait.parity.timelimit")
+def _try_wait_timelimit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``mbarrier.try_wait.parity`` with a suspend-time hint (PTX ISA 9.7.13.15.16): one
+    potentially blocking test that returns whether the phase completed; the hint only
+    bounds how long the thread may be suspended, so it is a ``TryWait`` like any other.
+    (NVIDIA's Hopper FMHA example retries it, then spins on it in a ``while``.)"""
+    if not o.results:
+        raise lf.error(o, f"{o.name} without a result ({lf.where(o)})")
+    if lf.phase == 1:
+        return Dyn(DynExpr("local", ("?",)))
+    if not lf.active(mask):
+        return OPAQUE
+    ref, parity = _wait_target(lf, o, env, mask)
+    lf.note_side(o, ref)
+    name = lf.new_local("tok")
+    lf.emit(lf.make(TryWait, o, f"try_wait {_short(ref)} p{parity} -> {name}", bar=ref,
+                    parity=parity, dest=name))
+    return Dyn(DynExpr("local", (name,)))
+
+
 @op("nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait.parity")
 def _try_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """One ``try_wait``/``test_wait`` returning a token (CuTe's ``producer_try_acquire``,
