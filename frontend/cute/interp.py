@@ -162,6 +162,9 @@ class WarpRun:
     sites_given: set = field(default_factory=set)
     # the symbolic parameter points this path is still possible at (None: no domain)
     points: Optional[frozenset] = None
+    # token local -> (op name, operand SSA names) of the try_wait that set it: a retry
+    # of the same try_wait (sync_ops.retry_of) is the same token
+    tok_op: dict = field(default_factory=dict)
 
 
 class Lifter:

@@ -343,6 +343,12 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
                           f"({lf.where(o)}): pipeproof follows branches on try_wait "
                           "results and CLC responses only")
     cond = c.expr
+    from .sync_ops import retry_of, wait_or_spin
+
+    if retry_of(lf, o, c, then_blk, else_blk, env):
+        return [c]  # a retried try_wait: the same token (sync_ops)
+    if wait_or_spin(lf, o, c, then_blk, else_blk, env, mask):
+        return None
     merge = bool(o.results) and all(t.strip() == "i1" for t in o.result_types)
     if o.results and not lf.w.dyn_depth and not merge:
         # values flow out of it (a pipeline state advanced on one side): each side is a
@@ -466,6 +472,11 @@ def _symbolic_for(lf: Any, o: Op, env: dict, mask: Any, lb: int, ub: Any, st: in
 def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     before, after = o.regions[0][0], o.regions[1][0]
+    from .sync_ops import spin_of, spin_wait
+
+    if spin_of(o, env) is not None:  # while not try_wait(b, p): a blocking wait
+        spin_wait(lf, after.ops[0], env, mask)
+        return None
     while True:
         mark = (len(lf.w.code), _ghost_state(lf.w))
         c = lf.exec_block(before, env, vals, mask)
