@@ -28,7 +28,7 @@ from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, Cluster
                               ClusterWait, CpAsync, CpAsyncArrive, CpAsyncCommit,
                               CpAsyncWaitGroup, Delivery, DynExpr, ExpectTx, FenceMbarInit,
                               BufRef, Fail, MbarInit, NamedBarrierOp, NamedWait, TmaLoad,
-                              SetLocal, TmaStore, TryWait, UmmaCommit, Wait)
+                              TmaStore, TryWait, UmmaCommit, Wait)
 from ...model.properties import Prop
 from .mlir_text import Op
 from ...model.program import GhostEffect
@@ -280,8 +280,10 @@ def wait_or_spin(lf: Any, o: Op, c: Any, then_blk: Any, else_blk: Any, env: dict
                              loc=last.loc, site=last.site, pre=last.pre, post=last.post,
                              label=last.label.replace("try_wait", "wait").split(" -> ")[0])
         lf.replaced(last, lf.w.code[-1])
-        lf.emit(lf.make(SetLocal, o, f"{name} = true (waited)", dest=name,
-                        value=DynExpr("const", (1,))))
+    token = Dyn(DynExpr("local", (name,)))
+    for k, v in list(env.items()):  # nothing sets the local now: its value is true
+        if v == token:
+            env[k] = 1
     return True
 
 
