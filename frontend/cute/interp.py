@@ -187,6 +187,10 @@ class Lifter:
 
         self.m = module
         self.library_roots = tuple(os.path.abspath(r) for r in library_roots)
+        # per source file / op location: frames are the same for every warp
+        self._library: dict[str, bool] = {}
+        self._user_frames: dict[Any, Optional[Frame]] = {}
+        self._api_calls: dict[Any, str] = {}
         self.table, self.prefixes = op_table(dsl_series)
         self.max_ops = max_ops
         kernels = module.kernels()
@@ -373,21 +377,38 @@ class Lifter:
         return self.m.frames(op.loc)
 
     def is_library(self, path: str) -> bool:
-        if not path or path.startswith("<"):
-            return True
-        p = os.path.abspath(path)
-        return any(p.startswith(r + os.sep) for r in self.library_roots)
+        got = self._library.get(path)
+        if got is None:
+            if not path or path.startswith("<"):
+                got = True
+            else:
+                p = os.path.abspath(path)
+                got = any(p.startswith(r + os.sep) for r in self.library_roots)
+            self._library[path] = got
+        return got
 
     def user_frame(self, op: Op) -> Optional[Frame]:
         """The innermost frame in the user's code (not the DSL, not pipeproof)."""
+        key = op.loc
+        if key in self._user_frames:
+            return self._user_frames[key]
+        got = None
         for f in self.frames(op):
             if f.file and not self.is_library(f.file):
-                return f
-        return None
+                got = f
+                break
+        self._user_frames[key] = got
+        return got
 
     def api_call(self, op: Op) -> str:
         """The outermost ``cutlass.pipeline``/``cutlass.utils`` method on the op's stack,
         below the user's frame: the call the user wrote (``PipelineAsync.producer_commit``)."""
+        got = self._api_calls.get(op.loc)
+        if got is None:
+            got = self._api_calls[op.loc] = self._api_call(op)
+        return got
+
+    def _api_call(self, op: Op) -> str:
         best = ""
         for f in self.frames(op):
             if f.file and not self.is_library(f.file):
@@ -670,7 +691,9 @@ class Lifter:
 
     @staticmethod
     def active(mask: Any) -> list[int]:
-        return [i for i in range(WARP) if lane(mask, i)]
+        if isinstance(mask, Lanes):
+            return [i for i, x in enumerate(mask) if x]
+        return list(range(WARP)) if mask else []
 
     # ------------------------------------------------------------------ emission
     def emit(self, instr: Optional[Instr]) -> int:
