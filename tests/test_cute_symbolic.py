@@ -79,6 +79,21 @@ def test_symbolic_answer_agrees_with_the_twin_and_with_each_value():
     assert by_value(lifted) == {k: (r.status, r.prop) for k, r in per_value.items()}
 
 
+@pytest.mark.parametrize("bug", [2, 3])
+def test_symbolic_answer_agrees_with_the_twin(bug):
+    """bug 2 branches on ``k < k_tiles - 1`` (arithmetic on the run-time argument, point
+    by point); bug 3 is a race only once k_tiles > stages."""
+    lifted = check_cute(KERNEL, {"k_tiles": range(1, 6), "bug": bug}, **LIMITS)
+    twin = check_file(TWIN_BUG1.replace("bug1", f"bug{bug}"), {"k_tiles": range(1, 6)},
+                      **LIMITS)
+
+    def by_value(r):
+        return {v: (g[1], g[2]) for g in _groups(r) for v in _values(g[0])}
+
+    assert by_value(lifted) == by_value(twin)
+    assert VIOLATED in {st for st, _ in by_value(lifted).values()}
+
+
 def test_correct_kernel_is_proven_for_the_whole_range_in_one_run():
     r = check_cute(KERNEL, {"k_tiles": range(1, 17)}, **LIMITS)
     assert r.status == PROVEN

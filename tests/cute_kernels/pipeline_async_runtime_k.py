@@ -16,6 +16,13 @@ Planted bugs (``bug=N``):
      or producer_acquire (k_tiles >= 6) on the stage that is never released.
      Twin pipeline_async_runtime_k_bug1.pipe: PROVEN for k_tiles 1..3, VIOLATED
      deadlock for k_tiles >= 4
+  2. the consumer skips consumer_release on its last iteration (``k < k_tiles - 1``: a
+     condition on the run-time argument, evaluated per value): the producer blocks in
+     producer_tail, for every k_tiles.
+     Twin pipeline_async_runtime_k_bug2.pipe: VIOLATED deadlock
+  3. the producer stores into the stage *before* producer_acquire: a race once
+     k_tiles > stages.
+     Twin pipeline_async_runtime_k_bug3.pipe: VIOLATED read-before-full
 """
 import cutlass
 import cutlass.cute as cute
@@ -30,7 +37,7 @@ from cutlass.pipeline import (
 )
 
 ARCH = "sm_90a"
-BUGS = (1,)
+BUGS = (1, 2, 3)
 
 THREADS = 64
 ELEMS = 32  # one Float32 per producer lane per stage
@@ -73,8 +80,11 @@ def pipeline_async_runtime_k_kernel(
     if warp_idx == 0:  # producer
         state = make_pipeline_state(PipelineUserType.Producer, stages)
         for k in range(k_tiles):
+            if cutlass.const_expr(bug == 3):
+                sbuf[lane, state.index] = cutlass.Float32(k)
             pipe.producer_acquire(state)
-            sbuf[lane, state.index] = cutlass.Float32(k)
+            if cutlass.const_expr(bug != 3):
+                sbuf[lane, state.index] = cutlass.Float32(k)
             pipe.producer_commit(state)
             state.advance()
         pipe.producer_tail(state)
@@ -87,6 +97,9 @@ def pipeline_async_runtime_k_kernel(
             acc += sbuf[lane, state.index]
             if cutlass.const_expr(bug == 1):
                 if k != 3:
+                    pipe.consumer_release(state)
+            elif cutlass.const_expr(bug == 2):
+                if k < k_tiles - 1:
                     pipe.consumer_release(state)
             else:
                 pipe.consumer_release(state)
