@@ -274,7 +274,9 @@ def wait_or_spin(lf: Any, o: Op, c: Any, then_blk: Any, else_blk: Any, env: dict
         return False
     if lf.phase == 2:
         last = lf.w.code[-1] if lf.w.code else None
-        if not (isinstance(last, TryWait) and last.dest == name):
+        # nothing between the try_wait and the spin (an access there, attached to the
+        # try_wait, would start later with the wait: a narrower window)
+        if not (isinstance(last, TryWait) and last.dest == name and not last.post):
             return False
         lf.w.code[-1] = Wait(bar=last.bar, parity=last.parity, ghost=last.ghost,
                              loc=last.loc, site=last.site, pre=last.pre, post=last.post,
