@@ -894,8 +894,11 @@ def _cute_symbolic(entry: Any, params: dict[str, Any], names: list[str], arch: s
         return how.why
     sp = how.params
     shown = dict(fixed, **{k: _range_text(params[k]) for k in names})
-    compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
-                             data_races=data_races, scalars=cap.scalars, symbolic=sp)
+    try:
+        compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
+                                 data_races=data_races, scalars=cap.scalars, symbolic=sp)
+    except Unsupported as e:  # e.g. a split inside a run-time branch: value by value
+        return f"the symbolic lift stopped ({str(e).splitlines()[0]})"
 
     def concrete(values: dict) -> CompiledKernel:
         i = sp.points.index(tuple(values[k] for k in names))
