@@ -31,7 +31,7 @@ from ...model.program import (NO_SITE, BarRef, Branch, BufRef, DynExpr, Exit, Fa
                               Jump, Nop, ParamSplit, SetLocal)
 from .mlir_text import Frame, Module, Op
 from .sites import SITE_ATTR, is_trace_record, op_site, record_for
-from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Sym, lane
+from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Sym
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
 MAX_OPS_PER_WARP = 2_000_000
