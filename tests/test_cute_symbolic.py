@@ -125,3 +125,24 @@ def test_a_run_time_bound_without_a_value_stays_unknown_at_the_users_line():
         lift_text(cap.text, "k", {}, KERNEL, cap.dsl_version)
     assert "known only at run time (kernel argument" in str(e.value)
     assert "pipeline_async_runtime_k.py:" in str(e.value)
+
+
+def test_runtime_scalars_count_the_host_functions_arguments():
+    """``Capture.scalars``: a Constexpr is no IR argument, a number the DSL casts to its
+    annotation is one, an integer's value is kept; counts that do not add up give
+    nothing (no value rather than a wrong one)."""
+    import inspect
+
+    from cutlass._mlir import ir
+
+    from pipeproof.frontend.cute.capture import runtime_scalars
+
+    def host(a: cutlass.Int32, b: cutlass.Constexpr, c: cutlass.Float32, d: cutlass.Int32):
+        pass
+
+    sig = inspect.signature(host, eval_str=True)  # this file has postponed annotations
+    args = (4, 2, 1.5, cutlass.Int32(7))
+    with ir.Context(), ir.Location.unknown():
+        assert runtime_scalars(args, sig, 3) == (
+            ("a", 1, 4), ("b", 0, None), ("c", 1, None), ("d", 1, 7))
+        assert runtime_scalars(args, sig, 4) == ()

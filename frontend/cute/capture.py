@@ -220,9 +220,11 @@ def runtime_scalars(args: Any, sig: Any, n_types: int) -> tuple:
             if ann is t.Constexpr or getattr(ann, "__origin__", None) is t.Constexpr:
                 out.append((name, 0, None))
                 continue
-            if isinstance(ann, t.NumericMeta) and isinstance(arg, int) \
-                    and not isinstance(arg, bool) and "Int" in ann.__name__:
-                out.append((name, 1, int(arg)))
+            if isinstance(ann, t.NumericMeta) and isinstance(arg, (bool, int, float)):
+                # a plain number the DSL casts to the annotated type: one IR argument
+                is_int = isinstance(arg, int) and not isinstance(arg, bool) and \
+                    "Int" in ann.__name__
+                out.append((name, 1, int(arg) if is_int else None))
                 continue
             value = getattr(arg, "value", None) if isinstance(arg, t.Numeric) else None
             count = len(t.get_mlir_types(arg))
