@@ -118,6 +118,37 @@ def blackwell_persistent(src: str, cm: int, cn: int, k_tiles: int, tiles_n: int,
     return entry
 
 
+def hopper_fmha(src: str, s_q: int, s_k: int, d: int = 64, tile_n: int = 128
+                ) -> Callable[[], Any]:
+    """NVIDIA's Hopper FMHA (``hopper_kernel_attention_fmha.py``, which imports
+    ``helpers/fmha_helpers.py`` from SRC_DIR): non-persistent, no window, one batch and
+    head; q, k, v, o as its ``run()`` lays them out, ``(s, d, h_r, h_k, b)`` with ``d``
+    contiguous, but static.  ``s_k / tile_n`` KV tiles per CTA, ``s_q / 128`` CTAs."""
+    def entry() -> Any:
+        import cutlass
+        import cutlass.cute as cute
+        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+        if src not in sys.path:
+            sys.path.insert(0, src)  # its ``from helpers import fmha_helpers``
+        m = _load(os.path.join(src, "hopper_kernel_attention_fmha.py"), "hopper_fmha")
+        mask = m.fmha_utils.MaskEnum.WINDOW_MASK if s_k % tile_n == 0 else \
+            m.fmha_utils.MaskEnum.RESIDUAL_MASK
+        fmha = m.HopperFusedMultiHeadAttentionForward(cutlass.Float32, cutlass.Float32,
+                                                      (64, tile_n, d), False, mask)
+
+        def t(s: int, dd: int, dtype: Any) -> Any:
+            return make_fake_compact_tensor(dtype, (s, dd, 1, 1, 1),
+                                            stride_order=(3, 0, 1, 2, 4), assumed_align=16)
+        f16 = cutlass.Float16
+        scale = 1.0 / d ** 0.5
+        return cute.compile(fmha, t(s_q, d, f16), t(s_k, d, f16), t(s_k, d, f16),
+                            t(s_q, d, f16), t(s_q, 1, cutlass.Float32),
+                            scale * 1.4426950408889634, scale, 1.0, None, None,
+                            make_fake_stream())
+    return entry
+
+
 def configs(src: str) -> list[tuple[str, str, Callable[[], Any]]]:
     return [
         ("hopper dense_gemm_persistent 1x1, 2 k-tiles, 1 tile", "sm_90a",
@@ -133,6 +164,8 @@ def configs(src: str) -> list[tuple[str, str, Callable[[], Any]]]:
         ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 2 k-tiles, 3 tiles (grid of "
          "3 clusters: 2 try_cancel calls may succeed)", "sm_100a",
          blackwell_persistent(src, 2, 1, 2, 3, dynamic=True)),
+        ("hopper fmha, 1 CTA (s_q 128), 2 KV tiles (s_k 256), d 64", "sm_90a",
+         hopper_fmha(src, 128, 256)),
     ]
 
 

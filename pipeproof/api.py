@@ -576,13 +576,25 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
     an internal error), taken out, and the rest checked again, until no violation is
     left or the time is up.  So the answer says which values violate what, and that
     the others are safe."""
-    from .checker.verdict import VIOLATED
-    from .model.system import describe_points
-
     t_end = time.perf_counter() + kw["timeout"]
     fixed = {k: v for k, v in params.items() if k not in sym}
     compiled = compile_kernel(kernel, fixed, symbolic={k: params[k] for k in sym},
                               timeout=kw["timeout"])
+    return _symbolic_runs(compiled, lambda values: compile_kernel(kernel, values), fixed,
+                          {k: params[k] for k in sym}, kw["file"] or kernel.loc.file,
+                          t_end, **kw)
+
+
+def _symbolic_runs(compiled: CompiledKernel, concrete: Callable[[dict], CompiledKernel],
+                   fixed: dict[str, Any], ranges: dict[str, range], source: str,
+                   t_end: float, **kw: Any) -> CheckResult:
+    """The runs of ``_check_symbolic`` on ``compiled`` (symbolic in ``ranges``), for
+    any front end: ``concrete(values)`` compiles the kernel for one point (the
+    counterexample's replay), ``fixed`` the other parameters."""
+    from .checker.verdict import VIOLATED
+    from .model.system import describe_points
+
+    sym = list(ranges)
     info = compiled.info
     names, points = compiled.param_names, compiled.param_points
     left = set(range(len(points)))
@@ -590,8 +602,7 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
     runs = 0
     one = dict(kw)
     shown = dict(info.params)
-    shown.update({k: _range_text(params[k]) for k in sym})
-    source = kw["file"] or kernel.loc.file
+    shown.update({k: _range_text(ranges[k]) for k in sym})
     while left:
         budget = t_end - time.perf_counter()
         if budget <= 0:
@@ -607,7 +618,7 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
         if v.status != VIOLATED or v.trace is None:
             groups.append((sorted(left), v))
             break
-        got = _violating_points(kernel, fixed, system, v, kw["memory_model"])
+        got = _violating_points(concrete, fixed, system, v, kw["memory_model"])
         groups.append((got, v))
         left -= set(got)
     first = next((v for _, v in groups if v.status == VIOLATED), groups[0][1])
@@ -627,8 +638,8 @@ def _check_symbolic(kernel: Kernel, params: dict[str, Any], sym: list[str],
                        kw["memory_model"])
 
 
-def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: Verdict,
-                      memory_model: str) -> list[int]:
+def _violating_points(concrete: Callable[[dict], CompiledKernel], fixed: dict[str, Any],
+                      system: System, v: Verdict, memory_model: str) -> list[int]:
     """The parameter points a symbolic counterexample holds for (those still possible
     at its end), after replaying it on the kernel compiled for the smallest, the largest
     and a middle one of them, without its ``ParamSplit`` steps: every step enabled, the
@@ -636,7 +647,7 @@ def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: 
     from .checker.concrete import ConcreteRunner
     from .checker.errors import InternalError
     from .checker.lasso import report_lasso
-    from .model.program import ParamSplit
+    from .model.program import Nop, ParamSplit
 
     trace = v.trace
     assert trace is not None
@@ -644,19 +655,27 @@ def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: 
     got = [i for i, b in enumerate(system.param_bits) if states[-1][b] == 1]
     if not got:
         raise InternalError("a symbolic counterexample holds for no parameter value")
-    kept = [i for i, st in enumerate(trace.steps)
-            if not (st[0] == "a" and isinstance(
-                system.code(st[1])[states[i][system.agents[st[1]].pc]], ParamSplit))]
+    def executes(i: int, cls: type) -> bool:
+        st = trace.steps[i]
+        return st[0] == "a" and isinstance(
+            system.code(st[1])[states[i][system.agents[st[1]].pc]], cls)
+
+    kept = [i for i in range(len(trace.steps)) if not executes(i, ParamSplit)]
+    # a shared-memory access after a split is a step of its own (frontend/cute: the
+    # lifter's window after the split), which the program of one value may have
+    # merged into the synchronisation before it: optional in the replay
+    optional = {n for n, i in enumerate(kept) if executes(i, Nop)}
     names = system.param_names
     for i in sorted({got[0], got[len(got) // 2], got[-1]}):
         values = dict(fixed, **dict(zip(names, system.param_points[i])))
-        csys = System(compile_kernel(kernel, values), memory_model)
+        csys = System(concrete(values), memory_model)
         run = ConcreteRunner(csys)
         where = ", ".join(f"{k}={values[k]}" for k in names)
         try:
-            steps = _concrete_steps(system, csys, run, [trace.steps[j] for j in kept])
+            steps, used = _concrete_steps(system, csys, run, [trace.steps[j] for j in kept],
+                                          optional)
             if trace.loop_start is not None:
-                ell = sum(1 for j in kept if j < trace.loop_start - 1)
+                ell = sum(1 for n in used if kept[n] < trace.loop_start - 1)
                 report_lasso(csys, run, steps, ell)
                 continue
             cstates, viol = run.run(steps)
@@ -674,18 +693,27 @@ def _violating_points(kernel: Kernel, fixed: dict[str, Any], system: System, v: 
     return got
 
 
-def _concrete_steps(system: System, csys: System, run: Any, steps: list[tuple]
-                    ) -> list[tuple]:
+def _concrete_steps(system: System, csys: System, run: Any, steps: list[tuple],
+                    optional: frozenset | set = frozenset()
+                    ) -> tuple[list[tuple], list[int]]:
     """The step ids of ``steps`` (of the symbolic system, without its parameter splits)
-    in the system compiled for one value.  Warps keep their index; an environment step
-    names the pc of the instruction that started it, which differs between the two
-    programs: a TMA delivery is matched by its warp, delivery, outcome and instruction,
-    a queue's head by its warp.  Raises ``InternalError`` where a step is not enabled."""
+    in the system compiled for one value, and which of ``steps`` they stand for.
+    Warps keep their index; an environment step names the pc of the instruction that
+    started it, which differs between the two programs: a TMA delivery is matched by its
+    warp, delivery, outcome and instruction, a queue's head by its warp.  A step in
+    ``optional`` (a ghost-only ``Nop``) is left out where the warp's instruction there
+    is not a ``Nop``.  Raises ``InternalError`` where a step is not enabled."""
     from .checker.errors import InternalError
+    from .model.program import Nop
 
     cur = run.initial
-    out = []
+    out: list[tuple] = []
+    used: list[int] = []
     for n, st in enumerate(steps, 1):
+        if n - 1 in optional:
+            a = st[1]
+            if not isinstance(csys.code(a)[cur[csys.agents[a].pc]], Nop):
+                continue
         if st[0] == "e":
             item = st[1]
             if item[0] == "tma":
@@ -703,7 +731,8 @@ def _concrete_steps(system: System, csys: System, run: Any, steps: list[tuple]
             raise InternalError(f"step {n} ({st}) is not enabled")
         cur = r[0]
         out.append(st)
-    return out
+        used.append(n - 1)
+    return out, used
 
 
 #: what the forked workers of ``_value_results`` check (set before the fork)
@@ -924,7 +953,7 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
 
             close(client)
     params = dict(params or {})
-    kw.pop("symbolic_params", None)
+    symbolic_params = kw.pop("symbolic_params", True)
     _check_limits(params, kw.get("depth"), kw.get("timeout", 600.0),
                   kw.get("max_states", 3_000_000), kw.get("confirm_timeout"))
 
@@ -947,6 +976,12 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
     names = [k for k, v in params.items() if isinstance(v, range)]
     if not names:
         return one(params)
+    by_value = "a CuTe DSL kernel is compiled and lifted for each value"
+    if symbolic_params:
+        got = _cute_symbolic(entry, params, names, arch, data_races, kw)
+        if isinstance(got, CheckResult):
+            return got
+        by_value = got
     kw.pop("on_found", None)  # several runs: no first answer before the last
     import itertools
 
@@ -972,10 +1007,73 @@ def check_cute(entry: Any, params: Optional[dict[str, Any]] = None, *,
     shown = dict(last.params)
     shown.update({k: _range_text(params[k]) for k in names})
     v = _combined_verdict(results, names)
-    v.stats.extra["parameters_by_value"] = {
-        k: "a CuTe DSL kernel is compiled and lifted for each value" for k in names}
+    v.stats.extra["parameters_by_value"] = {k: by_value for k in names}
     return CheckResult(v, last.kernel, last.file, shown, last.cluster, last.warps,
                        last.engine, memory_model=last.memory_model)
+
+
+def _cute_symbolic(entry: Any, params: dict[str, Any], names: list[str], arch: str,
+                   data_races: bool, kw: dict) -> CheckResult | str:
+    """``--param K=LO..HI`` on a CuTe DSL entry whose ``K`` reaches the kernel only as a
+    run-time integer argument: the module is captured and lifted once, ``K`` symbolic
+    (``frontend/cute/symbolic.py``), and checked as ``_check_symbolic`` checks a
+    ``.pipe`` kernel.  Otherwise the reason the range is checked value by value."""
+    import inspect
+
+    from .frontend.cute import ScalarParams, lift_text
+    from .frontend.cute.capture import prepare_environment
+    from .frontend.cute.entry import (compile_entry, effective_params, find_entry,
+                                      load_module, parse_spec)
+    from .frontend.cute.symbolic import plan
+
+    t_end = time.perf_counter() + kw.get("timeout", 600.0)
+    if isinstance(entry, str):
+        spec = parse_spec(entry)
+        prepare_environment(arch)
+        fn, path = find_entry(load_module(spec.path), spec), spec.path
+    else:
+        prepare_environment(arch)
+        fn, path = entry, inspect.getsourcefile(entry) or "<entry>"
+    first = {k: (v.start if isinstance(v, range) else v) for k, v in params.items()}
+    cap = compile_entry(fn, first, arch, path)[0]
+    fixed = effective_params(fn, {k: v for k, v in params.items() if k not in names})
+    how = plan(fn, params, names, cap.scalars,
+               lambda values: compile_entry(fn, values, arch, path)[0].text, cap.text)
+    if how.params is None:
+        return how.why
+    sp = how.params
+    shown = dict(fixed, **{k: _range_text(params[k]) for k in names})
+    try:
+        compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
+                                 data_races=data_races, scalars=cap.scalars, symbolic=sp)
+    except Unsupported as e:  # e.g. a split inside a run-time branch: value by value
+        return f"the symbolic lift stopped ({str(e).splitlines()[0]})"
+
+    def concrete(values: dict) -> CompiledKernel:
+        i = sp.points.index(tuple(values[k] for k in names))
+        one = ScalarParams(sp.names, (sp.points[i],), {a: (v[i],) for a, v in sp.args.items()})
+        return lift_text(cap.text, fn.__name__, dict(fixed, **values), path,
+                         cap.dsl_version, data_races=data_races, scalars=cap.scalars,
+                         symbolic=one)[0]
+
+    run_kw = dict(kw)
+    run_kw.pop("on_found", None)
+    for k, d in (("file", path), ("smt2", None), ("memory_model", "cutlass"),
+                 ("engine", "auto"), ("depth", None), ("max_states", 3_000_000),
+                 ("progress", None), ("por", None), ("confirm_timeout", None),
+                 ("bmc_steps", "auto"), ("bmc_certificate", True), ("jobs", None),
+                 ("reduce", True)):
+        run_kw.setdefault(k, d)
+    run_kw["timeout"] = max(t_end - time.perf_counter(), 0.01)
+    r = _symbolic_runs(compiled, concrete, fixed, {k: params[k] for k in names}, path,
+                       t_end, **run_kw)
+    extra = r.verdict.stats.extra
+    extra["symbolic_arguments"] = {a: names for a in sp.args}
+    if lf.notes:
+        extra["lift_notes"] = list(lf.notes)
+    extra["dsl_version"] = cap.dsl_version
+    extra["data_races"] = data_races
+    return r
 
 
 def _with_timeout(one: Callable[[dict], CheckResult], combo: dict, kw: dict,

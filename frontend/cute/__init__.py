@@ -18,11 +18,11 @@ from ...model.compile import CompiledKernel
 from .capture import Capture, series
 from .crosscheck import CrossCheck, cross_check
 from .entry import call_entry, effective_params, parse_spec, run_entry
-from .interp import LiftError, Lifter
+from .interp import LiftError, Lifter, ScalarParams
 from .lower import to_compiled
 from .mlir_text import MlirSyntaxError, Module
 
-__all__ = ["Lifted", "LiftError", "lift_entry", "lift_function", "lift_text"]
+__all__ = ["Lifted", "LiftError", "ScalarParams", "lift_entry", "lift_function", "lift_text"]
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,17 @@ def library_roots() -> tuple[str, ...]:
 
 def lift_text(text: str, name: str, params: dict, source: str, dsl_version: str = "4.8",
               roots: Optional[tuple[str, ...]] = None, data_races: bool = True,
-              cluster_index: int = 0) -> tuple[CompiledKernel, Lifter]:
+              cluster_index: int = 0, scalars: tuple = (),
+              symbolic: Optional[ScalarParams] = None) -> tuple[CompiledKernel, Lifter]:
+    """``scalars``: ``Capture.scalars`` (run-time integer arguments get the values the
+    entry compiled with); ``symbolic``: those that are symbolic parameters instead."""
     try:
         module = Module(text)
     except MlirSyntaxError as e:
         raise LiftError(f"cannot read the captured module: {e}") from None
     lf = Lifter(module, library_roots() if roots is None else roots,
                 dsl_series=series(dsl_version), data_races=data_races,
-                cluster_index=cluster_index).run()
+                cluster_index=cluster_index, scalars=scalars, params=symbolic).run()
     return to_compiled(lf, name, params, source), lf
 
 
@@ -67,7 +70,7 @@ def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
     spec = parse_spec(spec_text)
     cap, shown, fn = run_entry(spec, dict(params or {}), arch)
     compiled, lf = lift_text(cap.text, fn.__name__, shown, spec.path, cap.dsl_version,
-                             data_races=data_races)
+                             data_races=data_races, scalars=cap.scalars)
     cc = cross_check(compiled, lf, cap.creates, cap.method_args) if crosscheck else None
     return Lifted(compiled, cap, shown, tuple(lf.notes), cc)
 
@@ -84,6 +87,6 @@ def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = Non
     cap = call_entry(fn, dict(params or {}), arch, path)
     shown = effective_params(fn, dict(params or {}))
     compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
-                             data_races=data_races)
+                             data_races=data_races, scalars=cap.scalars)
     cc = cross_check(compiled, lf, cap.creates, cap.method_args) if crosscheck else None
     return Lifted(compiled, cap, shown, tuple(lf.notes), cc)

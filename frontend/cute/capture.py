@@ -43,6 +43,11 @@ class Capture:
     creates: tuple = ()
     #: the extra arguments of every pipeline method call (``creates.MethodArgs``)
     method_args: tuple = ()
+    #: the ``@cute.jit`` function's parameters as the host function's IR arguments:
+    #: (name, how many IR arguments it became, its value where it is a run-time integer
+    #: scalar such as ``cutlass.Int32(k)``, else None); empty where the count of IR
+    #: arguments does not add up (then no run-time scalar is known)
+    scalars: tuple = ()
 
 
 def dsl_version() -> str:
@@ -129,7 +134,8 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
     _configure_dsl(arch, keep_ptx)
     got: list[Capture] = []
 
-    def record(module: Any, function_name: str, dsl: Any, call: tuple = ()) -> None:
+    def record(module: Any, function_name: str, dsl: Any, call: tuple = (),
+               scalars: tuple = ()) -> None:
         if instrument is not None:
             with module.context:
                 instrument(module, *call, text=None)
@@ -142,7 +148,7 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
         cap = Capture(clone.operation.get_asm(enable_debug_info=True,
                                               print_generic_op_form=True),
                       version, arch, str(function_name), tuple(rec.calls),
-                      rec.method_args())
+                      rec.method_args(), scalars)
         got.append(cap)
         if instrument is not None:  # second call: the captured text, before lowering
             with module.context:
@@ -161,7 +167,9 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
             out = original(self, ir_, func, body, function_name, *a, **k)
             # (func_types, gpu_module_attrs, args, kwonlyargs, sig, ...)
             call = (a[2], a[4]) if len(a) > 4 else ((), None)
-            record(out[0], function_name, self, call)
+            with out[0].context:
+                scalars = runtime_scalars(a[2], a[4], len(a[0])) if len(a) > 4 else ()
+            record(out[0], function_name, self, call, scalars)
             if instrument is not None and isinstance(out, tuple) and len(out) > 1 \
                     and isinstance(out[1], str):
                 out = (out[0], out[1] + "-pipeproof-trace") + tuple(out[2:])
@@ -194,6 +202,40 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
     finally:
         setattr(BaseDSL, name, original)
     return got, result
+
+
+def runtime_scalars(args: Any, sig: Any, n_types: int) -> tuple:
+    """Each positional parameter of the ``@cute.jit`` function as ``Capture.scalars``
+    says: how many host IR arguments it became (the DSL's ``get_mlir_types``; none for
+    a ``Constexpr``) and, for a run-time integer scalar (``cutlass.Int32(4)``, or an int
+    where the parameter is annotated with an integer type), its value.  Empty when the
+    counts do not add up to the host function's ``n_types`` arguments: the lifter then
+    knows no run-time value rather than a wrong one."""
+    try:
+        from cutlass.base_dsl import typing as t
+
+        out = []
+        for (name, p), arg in zip(sig.parameters.items(), args):
+            ann = p.annotation
+            if ann is t.Constexpr or getattr(ann, "__origin__", None) is t.Constexpr:
+                out.append((name, 0, None))
+                continue
+            if isinstance(ann, t.NumericMeta) and isinstance(arg, (bool, int, float)):
+                # a plain number the DSL casts to the annotated type: one IR argument
+                is_int = isinstance(arg, int) and not isinstance(arg, bool) and \
+                    "Int" in ann.__name__
+                out.append((name, 1, int(arg) if is_int else None))
+                continue
+            value = getattr(arg, "value", None) if isinstance(arg, t.Numeric) else None
+            count = len(t.get_mlir_types(arg))
+            is_int = isinstance(value, int) and not isinstance(value, bool) and \
+                "Int" in type(arg).__name__
+            out.append((name, count, value if is_int and count == 1 else None))
+        if sum(c for _, c, _ in out) != n_types or len(out) != len(args):
+            return ()
+        return tuple(out)
+    except Exception:  # another DSL release: no run-time scalar is known
+        return ()
 
 
 def _caused_by_capture(e: BaseException) -> bool:

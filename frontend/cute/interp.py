@@ -27,11 +27,11 @@ from typing import Any, Optional
 
 from ...model.errors import Unsupported
 from ...model.ir import Loc
-from ...model.program import (NO_SITE, BarRef, Branch, BufRef, Exit, Fail, Instr, Jump, Nop,
-                              SetLocal)
+from ...model.program import (NO_SITE, BarRef, Branch, BufRef, DynExpr, Exit, Fail, Instr,
+                              Jump, Nop, ParamSplit, SetLocal)
 from .mlir_text import Frame, Module, Op
 from .sites import SITE_ATTR, is_trace_record, op_site, record_for
-from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, lane
+from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Sym
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
 MAX_OPS_PER_WARP = 2_000_000
@@ -46,6 +46,10 @@ class ForkMarker:
     cond: Any
     decision: bool
     loc: Loc
+    #: a split on symbolic parameters: where the condition holds over the parameter
+    #: domain (a ``ParamSplit`` step, then a ``Branch`` on the side it took)
+    mask: Optional[tuple] = None
+    text: str = ""
 
 
 def merge_paths(paths: list["WarpRun"]) -> "WarpRun":
@@ -72,13 +76,17 @@ def merge_paths(paths: list["WarpRun"]) -> "WarpRun":
         mark = p0[k]
         yes = [p for p in group if p[k].decision]
         no = [p for p in group if not p[k].decision]
+        cond, label = mark.cond, "if (run-time value)"
+        if mark.mask is not None:  # model/compile.py's _emit_split, the same two steps
+            out.append(ParamSplit(mask=mark.mask, text=mark.text, loc=mark.loc,
+                                  label=f"if {mark.text}"))
+            cond, label = DynExpr("within", (mark.mask,)), f"if {mark.text}"
         at = len(out)
         out.append(None)
         build(yes, k + 1)
         other = len(out)
         build(no, k + 1)
-        out[at] = Branch(cond=mark.cond, then=at + 1, orelse=other, loc=mark.loc,
-                         label="if (run-time value)")
+        out[at] = Branch(cond=cond, then=at + 1, orelse=other, loc=mark.loc, label=label)
 
     first = paths[0]
     build([p.code for p in paths], 0)
@@ -152,6 +160,11 @@ class WarpRun:
     # trace sites (sites.py): the records already given to a step of the op being
     # interpreted
     sites_given: set = field(default_factory=set)
+    # the symbolic parameter points this path is still possible at (None: no domain)
+    points: Optional[frozenset] = None
+    # token local -> (op name, operand SSA names) of the try_wait that set it: a retry
+    # of the same try_wait (sync_ops.retry_of) is the same token
+    tok_op: dict = field(default_factory=dict)
 
 
 class Lifter:
@@ -160,15 +173,24 @@ class Lifter:
     def __init__(self, module: Module, library_roots: tuple[str, ...] = (),
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
                  max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True,
-                 cluster_index: int = 0) -> None:
+                 cluster_index: int = 0, scalars: tuple = (),
+                 params: Optional["ScalarParams"] = None) -> None:
         """``cluster_index``: which cluster of the grid to interpret (x fastest); its CTAs
         see their own ``%ctaid`` and ``%clusterid`` (a conformance judge lifts each
-        cluster whose trace it replays)."""
+        cluster whose trace it replays).  ``scalars``: the ``@cute.jit`` function's
+        parameters (``Capture.scalars``): a run-time integer argument the host passes
+        to the kernel as it is has the value the entry compiled with.  ``params``:
+        symbolic parameters, and each run-time argument's value at each of their
+        points (``ScalarParams``); such an argument is a ``Sym``."""
         from . import data_ops, ops, sync_ops  # noqa: F401  (importing registers handlers)
         from .optable import op_table
 
         self.m = module
         self.library_roots = tuple(os.path.abspath(r) for r in library_roots)
+        # per source file / op location: frames are the same for every warp
+        self._library: dict[str, bool] = {}
+        self._user_frames: dict[Any, Optional[Frame]] = {}
+        self._api_calls: dict[Any, str] = {}
         self.table, self.prefixes = op_table(dsl_series)
         self.max_ops = max_ops
         kernels = module.kernels()
@@ -208,8 +230,70 @@ class Lifter:
         self._made: Optional[tuple[str, tuple[int, ...]]] = None
         self.w: WarpRun = WarpRun(0, 0, (0, 0, 0))
         self.programs: dict[tuple[int, int], WarpRun] = {}
+        self.param_names: tuple[str, ...] = params.names if params else ()
+        self.param_points: tuple[tuple[int, ...], ...] = params.points if params else ()
+        self.kernel_args = self._kernel_args(scalars, params)
 
     # ------------------------------------------------------------------ launch
+    def _kernel_args(self, scalars: tuple, params: Optional["ScalarParams"]) -> dict:
+        """The kernel's arguments whose value is known: a run-time integer parameter of
+        the ``@cute.jit`` function that the host's launch passes to the kernel as it is
+        (``cuda.launch_ex``'s operands after the launch configuration).  Its value is
+        the one the entry compiled with, or a ``Sym`` over the parameter points."""
+        host_vals: dict[int, Any] = {}
+        names: dict[int, str] = {}
+        j = 0
+        for name, count, value in scalars:
+            if count == 1 and value is not None:
+                host_vals[j] = value
+                names[j] = name
+            j += count
+        if params is not None:
+            for name, vals in params.args.items():
+                idx = next((k for k, n in names.items() if n == name), None)
+                if idx is None:
+                    raise LiftError(f"run-time argument {name!r}: not an integer parameter "
+                                    "of the @cute.jit function that the kernel receives")
+                host_vals[idx] = vals[0] if len(set(vals)) == 1 else Sym(tuple(vals))
+        out: dict[int, Any] = {}
+        self.arg_names: dict[int, str] = {}
+        self.sym_names: dict[Sym, str] = {v: names[k] for k, v in host_vals.items()
+                                          if isinstance(v, Sym)}
+        callee = self.kernel_name
+        for h in self.m.host_functions():
+            if not h.regions or not h.regions[0]:
+                continue
+            hargs = h.regions[0][0].args
+            for o in self.m_walk(h):
+                if o.name not in ("cuda.launch_ex", "gpu.launch_func") or \
+                        not o.attrs.get("callee", "").endswith(f"@{callee}"):
+                    continue
+                ops = o.operands[1:] if o.name == "cuda.launch_ex" else o.operands
+                for k, x in enumerate(ops):
+                    if x in hargs:
+                        idx = hargs.index(x)
+                        if idx in names:
+                            self.arg_names[k] = names[idx]
+                        if idx in host_vals:
+                            out[k] = host_vals[idx]
+                            if not isinstance(host_vals[idx], Sym) and idx in names:
+                                self.notes.append(
+                                    f"run-time argument {names[idx]} = {host_vals[idx]}: "
+                                    "the value the entry passed to cute.compile")
+        return out
+
+    @staticmethod
+    def m_walk(root: Op) -> list[Op]:
+        ops, stack = [], [root]
+        while stack:
+            n = stack.pop()
+            for reg in n.regions:
+                for blk in reg:
+                    for o in blk.ops:
+                        ops.append(o)
+                        stack.append(o)
+        return ops
+
     def _launch(self) -> Launch:
         facts = self.kernel.attrs.get("cutlass_launch_facts", "")
         blk = re.search(r"exact_block_dim = array<i64: (\d+), (\d+), (\d+)>", facts) or \
@@ -293,21 +377,38 @@ class Lifter:
         return self.m.frames(op.loc)
 
     def is_library(self, path: str) -> bool:
-        if not path or path.startswith("<"):
-            return True
-        p = os.path.abspath(path)
-        return any(p.startswith(r + os.sep) for r in self.library_roots)
+        got = self._library.get(path)
+        if got is None:
+            if not path or path.startswith("<"):
+                got = True
+            else:
+                p = os.path.abspath(path)
+                got = any(p.startswith(r + os.sep) for r in self.library_roots)
+            self._library[path] = got
+        return got
 
     def user_frame(self, op: Op) -> Optional[Frame]:
         """The innermost frame in the user's code (not the DSL, not pipeproof)."""
+        key = op.loc
+        if key in self._user_frames:
+            return self._user_frames[key]
+        got = None
         for f in self.frames(op):
             if f.file and not self.is_library(f.file):
-                return f
-        return None
+                got = f
+                break
+        self._user_frames[key] = got
+        return got
 
     def api_call(self, op: Op) -> str:
         """The outermost ``cutlass.pipeline``/``cutlass.utils`` method on the op's stack,
         below the user's frame: the call the user wrote (``PipelineAsync.producer_commit``)."""
+        got = self._api_calls.get(op.loc)
+        if got is None:
+            got = self._api_calls[op.loc] = self._api_call(op)
+        return got
+
+    def _api_call(self, op: Op) -> str:
         best = ""
         for f in self.frames(op):
             if f.file and not self.is_library(f.file):
@@ -381,8 +482,12 @@ class Lifter:
                 raise LiftError(f"cta{rank}.w{warp} has more than {MAX_PATHS} paths through "
                                 "its run-time branches")
             self.w = WarpRun(rank, warp, ctaid, script=scripts.pop())
+            if self.param_points:
+                self.w.points = frozenset(range(len(self.param_points)))
             env: dict[str, Any] = {}
-            args = [Dyn(None, f"kernel argument {a}") for a in entry.args]
+            args = [self.kernel_args[i] if i in self.kernel_args else
+                    Dyn(None, f"kernel argument {self.arg_names.get(i, a)}")
+                    for i, a in enumerate(entry.args)]
             self.exec_block(entry, env, args, Lanes([1] * WARP))
             if self.phase == 2:
                 # the kernel's return: a traced op in a conformance compile (sites.py)
@@ -397,6 +502,9 @@ class Lifter:
         """A run-time condition after which the warp's two ways differ (a loop on a CLC
         response, a branch that leaves different values behind): this path takes one
         side, and the other side is a path of its own, run later."""
+        return self._fork(op, ForkMarker(cond, True, self.loc(op)))
+
+    def _fork(self, op: Op, mark: ForkMarker) -> bool:
         w = self.w
         if w.dyn_depth:
             raise self.error(op, "a run-time branch whose sides go on differently, inside "
@@ -409,8 +517,100 @@ class Lifter:
             w.pending.append(w.taken + [False])
         w.taken.append(d)
         if self.phase == 2:
-            w.code.append(ForkMarker(cond, d, self.loc(op)))
+            w.code.append(replace(mark, decision=d))
         return d
+
+    # ------------------------------------------------------------------ symbolic values
+    def decide_points(self, c: Any, op: Op, text: str = "") -> bool:
+        """A condition over symbolic parameters (``c.vals[i]``: does it hold at point
+        ``i``).  Where every point this path is still possible at decides it alike it
+        is that; otherwise the path forks (a ``ParamSplit`` step, ``merge_paths``) and
+        each side keeps the points it holds for, as ``model/compile.py`` does for a
+        ``.pipe`` kernel."""
+        if not isinstance(c, Sym):
+            return bool(c)
+        w = self.w
+        pts = w.points if w.points is not None else frozenset(range(len(c.vals)))
+        yes = frozenset(i for i in pts if c.vals[i])
+        if yes == pts:
+            return True
+        if not yes:
+            return False
+        mask = tuple(bool(x) for x in c.vals)
+        d = self._fork(op, ForkMarker(None, True, self.loc(op), mask,
+                                      text or self.split_text(op)))
+        w.points = yes if d else pts - yes
+        return d
+
+    def sym_text(self, v: Sym) -> str:
+        """A ``Sym`` as the user named it: the ``@cute.jit`` argument it is, else
+        a value computed from the symbolic parameters."""
+        return self.sym_names.get(v, f"a value of {', '.join(self.param_names)}")
+
+    def split_text(self, op: Op) -> str:
+        """How a split reads in a trace: the user's source line."""
+        uf = self.user_frame(op)
+        src = linecache.getline(uf.file, uf.line).strip() if uf else ""
+        names = ", ".join(self.param_names)
+        return f"{src} ({names})" if src else f"a condition on {names}"
+
+    def concrete(self, v: Any, op: Op) -> Any:
+        """A ``Sym`` where a single value is needed: the path splits on its value
+        (``K == 4``, then ``K == 5``, ...), as the ``.pipe`` compiler does where a warp
+        needs a parameter's value."""
+        if not isinstance(v, Sym):
+            return v
+        w = self.w
+        pts = sorted(w.points if w.points is not None else range(len(v.vals)))
+        values = sorted({v.vals[i] for i in pts})
+        names = ", ".join(self.param_names)
+        for x in values[:-1]:
+            if self.decide_points(Sym(tuple(int(y == x) for y in v.vals)), op,
+                                  f"a value read at {self.where(op)} is {x} ({names})"):
+                return x
+        return values[-1]
+
+    def restrict(self, v: Any) -> Any:
+        """A ``Sym`` that this path's points give one value is that value."""
+        if isinstance(v, Sym) and self.w.points is not None:
+            vals = {v.vals[i] for i in self.w.points}
+            if len(vals) == 1:
+                return vals.pop()
+        return v
+
+    @staticmethod
+    def _has_sym(op: Op, env: dict) -> bool:
+        return any(isinstance(env.get(h), Sym) for h in op.operands)
+
+    @staticmethod
+    def pointwise_handler(fn: Any) -> Any:
+        return lambda lf, op, env, mask: lf.pointwise(fn, op, env, mask)
+
+    def pointwise(self, fn: Any, op: Op, env: dict, mask: Any) -> Any:
+        """A pure integer op (``arith.*``) with ``Sym`` operands, point by point: a
+        ``Sym`` of its results where they are integers, else (a per-lane or run-time
+        result that differs between points) the operands' values split first."""
+        syms = [h for h in dict.fromkeys(op.operands) if isinstance(env.get(h), Sym)]
+        saved = {h: env[h] for h in syms}
+        pts = sorted(self.w.points if self.w.points is not None
+                     else range(len(saved[syms[0]].vals)))
+        n = len(saved[syms[0]].vals)
+        results: dict[int, Any] = {}
+        try:
+            for i in pts:
+                for h in syms:
+                    env[h] = saved[h].vals[i]
+                results[i] = fn(self, op, env, mask)
+        finally:
+            env.update(saved)
+        outs = list(results.values())
+        if all(r == outs[0] for r in outs):
+            return outs[0]
+        if all(isinstance(r, int) for r in outs) and len(op.results) == 1:
+            return Sym(tuple(results.get(i, outs[0]) for i in range(n)))
+        for h in syms:
+            env[h] = self.concrete(saved[h], op)
+        return fn(self, op, env, mask)
 
     def exec_block(self, blk: Any, env: dict, args: list, mask: Any) -> Optional[list]:
         for a, v in zip(blk.args, args):
@@ -447,6 +647,17 @@ class Lifter:
                 if name.startswith(prefix):
                     fn = f
                     break
+        if self.param_points and name not in SYM_AWARE and self._has_sym(op, env):
+            for h in op.operands:
+                if h in env:
+                    env[h] = self.restrict(env[h])
+            if fn is not None and name.startswith("arith.") and not op.regions and \
+                    self._has_sym(op, env):
+                fn = self.pointwise_handler(fn)
+            else:
+                for h in op.operands:  # any other use needs one value: split on it
+                    if h in env:
+                        env[h] = self.concrete(env[h], op)
         if fn is None:
             out = self.unknown_op(op)
         else:
@@ -480,7 +691,9 @@ class Lifter:
 
     @staticmethod
     def active(mask: Any) -> list[int]:
-        return [i for i in range(WARP) if lane(mask, i)]
+        if isinstance(mask, Lanes):
+            return [i for i, x in enumerate(mask) if x]
+        return list(range(WARP)) if mask else []
 
     # ------------------------------------------------------------------ emission
     def emit(self, instr: Optional[Instr]) -> int:
@@ -629,6 +842,21 @@ class Lifter:
                 used[name] = 0
             for i, b in enumerate(bis):
                 b.array, b.stage = name, i
+
+
+#: ops that take a ``Sym`` operand as it is (the loop and branch handlers split on it)
+SYM_AWARE = frozenset({"scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition"})
+
+
+@dataclass(frozen=True)
+class ScalarParams:
+    """Symbolic parameters of a lifted kernel: their names, the points of their domain
+    (one per value combination) and, per run-time argument of the ``@cute.jit``
+    function, its value at each point."""
+
+    names: tuple[str, ...]
+    points: tuple[tuple[int, ...], ...]
+    args: dict
 
 
 def is_side_effecting(name: str) -> bool:

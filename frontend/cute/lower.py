@@ -47,7 +47,8 @@ def to_compiled(lf: Lifter, name: str, params: dict[str, Any], source: str) -> C
     info = KernelInfo(name=name, params=tuple(params.items()), block_threads=L.block,
                       cluster_shape=L.cluster, grid_clusters=lf.grid_clusters)
     return CompiledKernel(info=info, programs=tuple(programs), pipelines=tuple(decls),
-                          named_barrier_ids=tuple(sorted(lf.named_ids)), source_file=source)
+                          named_barrier_ids=tuple(sorted(lf.named_ids)), source_file=source,
+                          param_names=lf.param_names, param_points=lf.param_points)
 
 
 def referenced_buffers(ins: Any) -> list[BufRef]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-from ...model.program import Branch, DynExpr, Jump
+from ...model.program import Branch, DynExpr, Jump, SetLocal
 from .mlir_text import Op
 from . import coords
 from .optable import TABLE, Handler, op
-from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, TupleSyntax, View, bit_width,
+from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Sym, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
                      norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
 
@@ -213,6 +213,14 @@ def _sreg(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return table[r]
 
 
+@op("nvvm.fmax", "nvvm.fmin", "nvvm.fabs", "nvvm.rcp.approx.ftz.f", "nvvm.rcp.approx.ftz.d",
+    "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.ex2.approx.d")
+def _float_math(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """Floating-point arithmetic in registers (PTX ISA 9.7.3: ``max.f32``, ``rcp.approx``,
+    ``ex2.approx``): no memory, no synchronisation; the value does not matter."""
+    return OPAQUE
+
+
 @op("nvvm.elect.sync")
 def _elect(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """``elect.sync``: the lowest active lane (PTX ISA 9.7.13.12)."""
@@ -257,6 +265,8 @@ def _vote(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("scf.if")
 def _if(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     c = lf.val(env, o.operands[0], o)
+    if isinstance(c, Sym):  # a branch on symbolic parameters: the path splits
+        c = int(lf.decide_points(lf.restrict(c), o))
     then_blk = o.regions[0][0]
     else_blk = o.regions[1][0] if len(o.regions) > 1 and o.regions[1] and \
         (o.regions[1][0].ops or o.regions[1][0].args) else None
@@ -285,6 +295,8 @@ def _if(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             else:
                 out.append(OPAQUE)
         return out
+    if c is OPAQUE:
+        return _data_if(lf, o, then_blk, else_blk, env, mask)
     if not isinstance(c, int):
         raise lf.error(o, f"a branch on a value pipeproof cannot evaluate ({lf.where(o)})")
     if c:
@@ -296,6 +308,32 @@ def _if(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return r if n else None
 
 
+def _data_if(lf: Any, o: Op, then_blk: Any, else_blk: Any, env: dict, mask: Any) -> Any:
+    """A branch on register data (floating point: ``if sum == 0.0 or sum != sum``): both
+    sides are interpreted, and neither may do anything the model sees -- no
+    instruction, no shared-memory access, no run-time decision, no barrier init --
+    and the values they leave behind that differ are opaque.  A side that does
+    something is an error: which side runs is not known."""
+    w = lf.w
+
+    def footprint() -> tuple:
+        return (len(w.code), len(w.locals), len(w.taken), len(w.pending), len(lf.bars),
+                _ghost_state(w))
+
+    start = footprint()
+    rt = lf.exec_block(then_blk, env, [], mask)
+    ok = footprint() == start
+    re_ = lf.exec_block(else_blk, env, [], mask) if ok and else_blk is not None else None
+    if not ok or footprint() != start:
+        raise lf.error(o, f"a branch on a data value (not known to pipeproof) whose sides "
+                          f"synchronise or access shared memory ({lf.where(o)})")
+    if not o.results:
+        return None
+    rt = rt or [OPAQUE] * len(o.results)
+    re_ = re_ or [OPAQUE] * len(o.results)
+    return [a if a == b else OPAQUE for a, b in zip(rt, re_)]
+
+
 def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
                 mask: Any) -> Any:
     """A branch on a run-time value (a try_wait token): a ``Branch`` in the program,
@@ -305,7 +343,14 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
                           f"({lf.where(o)}): pipeproof follows branches on try_wait "
                           "results and CLC responses only")
     cond = c.expr
-    if o.results and not lf.w.dyn_depth:
+    from .sync_ops import retry_of, wait_or_spin
+
+    if retry_of(lf, o, c, then_blk, else_blk, env):
+        return [c]  # a retried try_wait: the same token (sync_ops)
+    if wait_or_spin(lf, o, c, then_blk, else_blk, env, mask):
+        return None
+    merge = bool(o.results) and all(t.strip() == "i1" for t in o.result_types)
+    if o.results and not lf.w.dyn_depth and not merge:
         # values flow out of it (a pipeline state advanced on one side): each side is a
         # path of its own (Lifter.decide), so what follows sees concrete values
         if lf.decide(cond, o):
@@ -318,11 +363,14 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
     br = lf.emit(None)
     t0 = len(lf.w.code)
     rt = lf.exec_block(then_blk, env, [], mask)
+    joined = [lf.new_local("v") for _ in o.results] if merge else []
+    _set_locals(lf, o, joined, rt)
     after_then = _ghost_state(lf.w)
     _set_ghost_state(lf.w, before)
     j = lf.emit(None)
     e0 = len(lf.w.code)
     re_ = lf.exec_block(else_blk, env, [], mask) if else_blk else None
+    _set_locals(lf, o, joined, re_)
     end = len(lf.w.code)
     lf.w.dyn_depth -= 1
     if _ghost_state(lf.w) != after_then:
@@ -334,12 +382,37 @@ def _dynamic_if(lf: Any, o: Op, c: Dyn, then_blk: Any, else_blk: Any, env: dict,
         lf.w.code[br] = lf.make(Branch, o, "if (run-time value)", cond=cond, then=t0,
                                 orelse=e0)
         lf.w.code[j] = lf.make(Jump, o, "end if", target=end)
+    if merge:  # booleans (a retried try_wait's token): the side taken set a local
+        return [a if a == b else Dyn(DynExpr("local", (name,)))
+                for a, b, name in zip(rt or [], re_ or [], joined)]
     if o.results:
         if rt != re_:
             raise lf.error(o, f"the two sides of a run-time branch leave different values "
                               f"behind ({lf.where(o)})")
         return rt
     return None
+
+
+def _as_dyn_expr(lf: Any, o: Op, v: Any) -> DynExpr:
+    """A boolean the model can hold in a local: a constant or a run-time expression."""
+    v = norm(v) if isinstance(v, Lanes) else v
+    if isinstance(v, int):
+        return DynExpr("const", (int(bool(v)),))
+    if isinstance(v, Dyn) and v.expr is not None:
+        return v.expr
+    raise lf.error(o, f"a run-time branch yields a value the model cannot hold "
+                      f"({lf.where(o)})")
+
+
+def _set_locals(lf: Any, o: Op, names: list[str], vals: Optional[list]) -> None:
+    """One side of a run-time branch hands its boolean results to the join."""
+    if not names:
+        return
+    if vals is None or len(vals) != len(names):
+        raise lf.error(o, f"a run-time branch side without its results ({lf.where(o)})")
+    for name, v in zip(names, vals):
+        lf.emit(lf.make(SetLocal, o, f"{name} = branch result", dest=name,
+                        value=_as_dyn_expr(lf, o, v)))
 
 
 _GHOST_SETS = ("held", "written", "dirty", "mma_held", "wgmma_held", "cp_pending")
@@ -359,6 +432,9 @@ def _set_ghost_state(w: Any, st: tuple) -> None:
 @op("scf.for")
 def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     lb, ub, st, *inits = lf.operands(o, env)
+    lb, st = lf.concrete(lf.restrict(lb), o), lf.concrete(lf.restrict(st), o)
+    if isinstance(ub, Sym) and isinstance(lb, int) and isinstance(st, int) and st > 0:
+        return _symbolic_for(lf, o, env, mask, lb, ub, st, inits)
     for x in (lb, ub, st):
         if not isinstance(x, int):
             why = x.why if isinstance(x, Dyn) else "not a constant"
@@ -376,17 +452,44 @@ def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return vals if o.results else None
 
 
+def _symbolic_for(lf: Any, o: Op, env: dict, mask: Any, lb: int, ub: Any, st: int,
+                  inits: list) -> Any:
+    """A loop whose bound is a symbolic parameter (a run-time trip count): unrolled as
+    far as the largest value; each ``i < ub`` that the path's points do not decide
+    alike splits it (``Lifter.decide_points``), so the iterations all values share
+    are interpreted once."""
+    vals = list(inits)
+    blk = o.regions[0][0]
+    i = lb
+    while lf.decide_points(lf.restrict(Sym(tuple(int(i < u) for u in ub.vals))), o,
+                           f"{lf.sym_text(ub)} > {i}"):
+        vals = lf.exec_block(blk, env, [i] + vals, mask) or []
+        i += st
+    return vals if o.results else None
+
+
 @op("scf.while")
 def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     before, after = o.regions[0][0], o.regions[1][0]
+    from .sync_ops import spin_of, spin_wait
+
+    if spin_of(o, env) is not None:  # while not try_wait(b, p): a blocking wait
+        spin_wait(lf, after.ops[0], env, mask)
+        return None
     while True:
+        mark = (len(lf.w.code), _ghost_state(lf.w))
         c = lf.exec_block(before, env, vals, mask)
         if not c:
             raise lf.error(o, f"a while loop without a condition ({lf.where(o)})")
         cond, rest = c[0], c[1:]
         if isinstance(cond, Lanes):
             cond = norm(cond)
+        if isinstance(cond, Sym):
+            cond = int(lf.decide_points(lf.restrict(cond), o))
+        if isinstance(cond, Dyn) and cond.expr is not None and _spins(o) and \
+                (len(lf.w.code), _ghost_state(lf.w)) == mark:
+            return _program_loop(lf, o, env, mask, vals)
         if isinstance(cond, Dyn) and cond.expr is not None:
             cond = int(lf.decide(cond.expr, o))  # e.g. while the CLC response is valid
         if not isinstance(cond, int):
@@ -396,6 +499,50 @@ def _while(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         if not cond:
             return rest if o.results else None
         vals = lf.exec_block(after, env, rest, mask) or []
+
+
+def _spins(o: Op) -> bool:
+    """A loop that only carries booleans (a spin on a try_wait token): it can stay a
+    loop of the warp's program, its state in locals."""
+    types = [t.strip() for t in o.result_types] + [t.strip() for t in o.operand_types]
+    return all(t == "i1" for t in types)
+
+
+def _program_loop(lf: Any, o: Op, env: dict, mask: Any, vals: list) -> Any:
+    """A ``while`` whose condition is a run-time value and whose carried values are
+    booleans (``while not try_wait(...)``): a loop of the warp's program.  The carried
+    values live in locals; the condition region is interpreted once over them, the body
+    once, then a ``Jump`` back: ``head: <before>; Branch(cond, body, exit); body: <after>;
+    locals = yields; Jump head``.  (The ``before`` region just interpreted with the
+    concrete values emitted nothing, so starting over at ``head`` repeats nothing.)  The
+    body must leave shared-memory bookkeeping as it found it, as a branch's sides must."""
+    before, after = o.regions[0][0], o.regions[1][0]
+    w = lf.w
+    names = [lf.new_local("w") for _ in vals]
+    _set_locals(lf, o, names, vals)
+    w.dyn_depth += 1
+    ghosts = _ghost_state(w)
+    head = len(w.code)
+    c = lf.exec_block(before, env, [Dyn(DynExpr("local", (n,))) for n in names], mask)
+    cond, rest = norm(c[0]) if isinstance(c[0], Lanes) else c[0], c[1:]
+    if not (isinstance(cond, Dyn) and cond.expr is not None):
+        raise lf.error(o, f"a while loop whose condition pipeproof cannot follow "
+                          f"({lf.where(o)})")
+    br = lf.emit(None)
+    body = len(w.code)
+    ys = lf.exec_block(after, env, rest, mask) or []
+    _set_locals(lf, o, names, ys)
+    j = lf.emit(None)
+    end = len(w.code)
+    w.dyn_depth -= 1
+    if _ghost_state(w) != ghosts:
+        raise lf.error(o, f"a run-time loop that accesses shared memory ({lf.where(o)}): "
+                          "not supported yet")
+    if lf.phase == 2:
+        w.code[br] = lf.make(Branch, o, "while (run-time value)", cond=cond.expr,
+                             then=body, orelse=end)
+        w.code[j] = lf.make(Jump, o, "loop", target=head)
+    return rest if o.results else None
 
 
 @op("vector.extract", "vector.extractelement", "vector.broadcast", "vector.splat")

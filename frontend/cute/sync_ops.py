@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional
 
 from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
                               ClusterWait, CpAsync, CpAsyncArrive, CpAsyncCommit,
                               CpAsyncWaitGroup, Delivery, DynExpr, ExpectTx, FenceMbarInit,
                               BufRef, Fail, MbarInit, NamedBarrierOp, NamedWait, TmaLoad,
-                              TmaStore,
-                              TryWait, UmmaCommit, Wait)
+                              TmaStore, TryWait, UmmaCommit, Wait)
 from ...model.properties import Prop
 from .mlir_text import Op
 from ...model.program import GhostEffect
@@ -191,6 +190,116 @@ def _blocking_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return Dyn(DynExpr("local", (name,)))
     lf.emit(lf.make(Wait, o, f"wait {_short(ref)} p{parity}", bar=ref, parity=parity))
     return None
+
+
+@op("nvvm.mbarrier.try_wait.parity.timelimit")
+def _try_wait_timelimit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``mbarrier.try_wait.parity`` with a suspend-time hint (PTX ISA 9.7.13.15.16): one
+    potentially blocking test that returns whether the phase completed; the hint only
+    bounds how long the thread may be suspended, so it is a ``TryWait`` like any other.
+    (NVIDIA's Hopper FMHA example retries it, then spins on it in a ``while``.)"""
+    if not o.results:
+        raise lf.error(o, f"{o.name} without a result ({lf.where(o)})")
+    if lf.phase == 1:
+        return Dyn(DynExpr("local", ("?",)))
+    if not lf.active(mask):
+        return OPAQUE
+    ref, parity = _wait_target(lf, o, env, mask)
+    lf.note_side(o, ref)
+    name = lf.new_local("tok")
+    lf.emit(lf.make(TryWait, o, f"try_wait {_short(ref)} p{parity} -> {name}", bar=ref,
+                    parity=parity, dest=name))
+    lf.w.tok_op[name] = (o.name, tuple(o.operands))
+    return Dyn(DynExpr("local", (name,)))
+
+
+# A try_wait retried: ``t = try_wait(b, p); if not t: t = try_wait(b, p)`` and
+# ``while not t: t = try_wait(b, p)`` (NVIDIA's Hopper FMHA example wraps every wait so).
+# A failed try_wait has no effect but its result (PTX ISA 9.7.13.15.16), so the retry is
+# the first attempt made later, and the spin that ends only on success is a blocking
+# wait: every run of the retrying program is a run of the collapsed one with the failed
+# attempts left out, and back.  Recognised on the IR's structure: the same op with the
+# same operands (SSA values, so the same barrier and parity).
+
+def _token_of(c: Any) -> str:
+    e = getattr(c, "expr", None)
+    return e.args[0] if e is not None and e.op == "local" else ""
+
+
+def _retries(blk: Any, src: tuple) -> bool:
+    """``blk`` is ``r = <the try_wait src>; yield r``."""
+    ops = blk.ops if blk is not None else []
+    return len(ops) == 2 and (ops[0].name, tuple(ops[0].operands)) == src and \
+        ops[1].name == "scf.yield" and ops[1].operands == ops[0].results
+
+
+def retry_of(lf: Any, o: Op, c: Any, then_blk: Any, else_blk: Any, env: dict) -> bool:
+    """``scf.if`` on token ``c`` that yields true, else tries the same try_wait again."""
+    src = lf.w.tok_op.get(_token_of(c))
+    if src is None or len(o.results) != 1 or len(then_blk.ops) != 1:
+        return False
+    y = then_blk.ops[0]
+    return y.name == "scf.yield" and len(y.operands) == 1 and \
+        env.get(y.operands[0]) == 1 and _retries(else_blk, src)
+
+
+def spin_of(o: Op, env: dict) -> Optional[tuple]:
+    """``scf.while`` that starts false and runs ``t = <try_wait>`` while ``not t``: the
+    try_wait's (name, operands)."""
+    if len(o.regions) != 2 or len(o.operands) != 1 or env.get(o.operands[0]) != 0:
+        return None
+    before, after = o.regions[0][0], o.regions[1][0]
+    if len(before.ops) != 2 or len(before.args) != 1 or len(after.ops) != 2:
+        return None
+    x, cnd = before.ops
+    if x.name != "arith.xori" or before.args[0] not in x.operands or \
+            cnd.name != "scf.condition" or cnd.operands != x.results:
+        return None
+    other = [h for h in x.operands if h != before.args[0]]
+    if len(other) != 1 or env.get(other[0]) != 1:
+        return None
+    src = (after.ops[0].name, tuple(after.ops[0].operands))
+    return src if src[0] in TRY_WAITS and _retries(after, src) else None
+
+
+def wait_or_spin(lf: Any, o: Op, c: Any, then_blk: Any, else_blk: Any, env: dict,
+                 mask: Any) -> bool:
+    """``if t: pass else: <spin on the try_wait that set t>``, right after that try_wait:
+    the try_wait becomes the blocking ``Wait`` it amounts to (then ``t`` is true)."""
+    name = _token_of(c)
+    src = lf.w.tok_op.get(name)
+    if src is None or o.results or len(then_blk.ops) != 1 or else_blk is None or \
+            len(else_blk.ops) != 2 or else_blk.ops[0].name != "scf.while" or \
+            spin_of(else_blk.ops[0], env) != src:
+        return False
+    if lf.phase == 2:
+        last = lf.w.code[-1] if lf.w.code else None
+        # nothing between the try_wait and the spin (an access there, attached to the
+        # try_wait, would start later with the wait: a narrower window)
+        if not (isinstance(last, TryWait) and last.dest == name and not last.post):
+            return False
+        lf.w.code[-1] = Wait(bar=last.bar, parity=last.parity, ghost=last.ghost,
+                             loc=last.loc, site=last.site, pre=last.pre, post=last.post,
+                             label=last.label.replace("try_wait", "wait").split(" -> ")[0])
+        lf.replaced(last, lf.w.code[-1])
+    token = Dyn(DynExpr("local", (name,)))
+    for k, v in list(env.items()):  # nothing sets the local now: its value is true
+        if v == token:
+            env[k] = 1
+    return True
+
+
+def spin_wait(lf: Any, try_op: Op, env: dict, mask: Any) -> None:
+    """A spin on ``try_op`` (``spin_of``) on its own: the blocking wait."""
+    if not lf.active(mask) or lf.phase == 1:
+        return
+    ref, parity = _wait_target(lf, try_op, env, mask)
+    lf.note_side(try_op, ref)
+    lf.emit(lf.make(Wait, try_op, f"wait {_short(ref)} p{parity}", bar=ref, parity=parity))
+
+
+#: try_wait ops whose retries collapse
+TRY_WAITS = ("nvvm.mbarrier.try_wait.parity.timelimit",)
 
 
 @op("nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait.parity")

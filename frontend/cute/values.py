@@ -15,6 +15,7 @@ register fragments).  CuTe layouts are read from the type text
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -44,6 +45,16 @@ class Dyn:
 
     expr: Any = None
     why: str = ""
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A run-time kernel argument bound to symbolic parameters (``--param K=LO..HI``):
+    ``vals[i]`` is its value at point ``i`` of the parameter domain
+    (``CompiledKernel.param_points``).  Integer ops on it are evaluated point by point
+    (``Lifter.pointwise``); a branch on it splits the path (``Lifter.decide_points``)."""
+
+    vals: tuple
 
 
 @dataclass(frozen=True)
@@ -120,13 +131,20 @@ def unsigned(v: int, w: int) -> int:
 
 # ---- CuTe's nested tuples as printed in types: "(?,0,(2,?))", "((8192,1),(1,6))"
 
+_BRACES = re.compile(r"\{[^}]*\}")
+_LEAF = re.compile(r"-?\d+@\d+(?:@\d+)*|-?\d+|\?|_")
+
+
 class TupleSyntax(ValueError):
     pass
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_tuple(s: str) -> Any:
-    """A nested int tuple; ``?`` is a dynamic leaf, ``None`` an underscore."""
-    s = re.sub(r"\{[^}]*\}", "", s.strip())
+    """A nested int tuple; ``?`` is a dynamic leaf, ``None`` an underscore.  (Cached: a
+    kernel prints the same few hundred tuples thousands of times; the result is
+    immutable.)"""
+    s = _BRACES.sub("", s.strip())
     pos = 0
 
     def item() -> Any:
@@ -140,7 +158,7 @@ def parse_tuple(s: str) -> Any:
                     pos += 1
             pos += 1
             return tuple(out)
-        m = re.match(r"-?\d+@\d+(?:@\d+)*|-?\d+|\?|_", s[pos:])
+        m = _LEAF.match(s, pos)
         if not m:
             raise TupleSyntax(s)
         pos += len(m.group(0))

@@ -1,0 +1,149 @@
+"""Run-time trip counts as symbolic parameters: ``--param K=LO..HI`` on a CuTe DSL entry
+whose ``K`` reaches the kernel only as a run-time integer argument
+(``cute.compile(host, ..., cutlass.Int32(K))``).
+
+The module ``cute.compile`` builds is then the same for every value of ``K``: the DSL
+traces the ``@cute.jit`` function with the argument's type, not its value.  So the
+module is captured once and lifted once, the argument becomes a ``values.Sym`` (its
+value at each point of the range) and the lifter splits a warp's path where a branch
+or loop bound depends on it (``Lifter.decide_points``, ``model.program.ParamSplit``),
+as the ``.pipe`` compiler does for a symbolic parameter.
+
+Soundness: the entry is called for every value with ``cute.compile`` replaced by a
+recorder (no tracing), and every argument other than the run-time integers must be
+the same as the first value's (fake tensors by shape, stride, dtype and alignment,
+``Constexpr`` values by value); the module is also captured for the last value and
+must print the same text as the first.  Anything else and the range is checked value
+by value, each value compiled on its own (``plan`` says why).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .interp import ScalarParams
+
+_LOC_REF = re.compile(r" loc\(#loc\d*\)")
+#: how deep ``static_key`` looks into an argument object's attributes
+_KEY_DEPTH = 5
+
+
+class _Recorded(Exception):
+    """Raised by the recorder to stop the entry at ``cute.compile``."""
+
+
+def recorded_args(fn: Callable[..., Any], kwargs: dict) -> Optional[tuple]:
+    """The positional arguments the entry passes to ``cute.compile`` (after the
+    function), with ``cute.compile`` replaced by a recorder: nothing is traced.  None
+    where the entry does not call ``cute.compile(...)`` exactly once that way."""
+    import cutlass.cute as cute
+
+    saved = cute.compile
+    got: list[tuple] = []
+
+    def recorder(f: Any, *args: Any, **kw: Any) -> Any:
+        got.append((args, tuple(sorted(kw.items()))))
+        raise _Recorded()
+
+    cute.compile = recorder  # type: ignore[assignment]
+    try:
+        fn(**kwargs)
+    except _Recorded:
+        pass
+    except Exception:
+        return None
+    finally:
+        cute.compile = saved  # type: ignore[assignment]
+    return got[0] if len(got) == 1 else None
+
+
+def static_key(x: Any, depth: int = 0) -> Any:
+    """What the DSL's trace may depend on, as a comparable value: plain values by
+    value, containers item by item, other objects by type and attributes.  An object
+    that prints with its address and has no attributes to compare gets a key of its
+    own identity, so two calls never look alike by accident."""
+    if x is None or isinstance(x, (bool, int, float, str, bytes)):
+        return (type(x).__name__, x)
+    if isinstance(x, type):
+        return ("type", x.__module__, x.__qualname__)
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(static_key(y, depth + 1) for y in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((static_key(k, depth + 1), static_key(v, depth + 1))
+                              for k, v in x.items()))
+    t = type(x)
+    name = (t.__module__, t.__qualname__)
+    attrs = getattr(x, "__dict__", None)
+    if attrs is not None and depth < _KEY_DEPTH:
+        return name + (tuple((k, static_key(v, depth + 1)) for k, v in sorted(attrs.items())),)
+    text = repr(x)
+    if " at 0x" in text or depth >= _KEY_DEPTH:
+        return name + (("identity", id(x)),)
+    return name + (text,)
+
+
+def _ops_text(text: str) -> list[str]:
+    """The module without its locations (the ``#loc`` table and each op's
+    ``loc(#locN)``): its ops, operands, types and attributes.  Locations name lines for
+    the report only, and two traces of one module number and word them differently
+    (where the DSL generated source: ``"<string>":6`` vs ``:7``)."""
+    return [_LOC_REF.sub("", ln) for ln in text.splitlines() if not ln.startswith("#loc")]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a CuTe entry's parameter ranges are checked: ``params`` (symbolic) or the
+    reason they are checked value by value."""
+
+    params: Optional[ScalarParams]
+    why: str = ""
+
+
+def plan(fn: Callable[..., Any], params: dict, names: list[str], scalars: tuple,
+         capture_text: Callable[[dict], str], first_text: str) -> Plan:
+    """``params``: the entry's keyword arguments, ``names`` those given as ranges;
+    ``scalars``: ``Capture.scalars`` of the compile at the first point, whose text is
+    ``first_text``; ``capture_text(kwargs)`` captures the module for other values."""
+    from ...model.compile import MAX_PARAM_POINTS
+
+    points = tuple(itertools.product(*[params[k] for k in names]))
+    if len(points) > MAX_PARAM_POINTS:
+        return Plan(None, f"{len(points)} values (symbolic: at most {MAX_PARAM_POINTS})")
+    runtime = [i for i, (_, count, value) in enumerate(scalars)
+               if count == 1 and value is not None]
+    if not runtime:
+        return Plan(None, "the kernel has no run-time integer argument: each value "
+                          "changes the compiled module")
+    first_args: Optional[tuple] = None
+    per_point: list[tuple] = []
+    for pt in points:
+        kwargs = dict(params, **dict(zip(names, pt)))
+        got = recorded_args(fn, kwargs)
+        if got is None or len(got[0]) != len(scalars):
+            return Plan(None, "the entry's call of cute.compile could not be recorded")
+        args, kw = got
+        key = (tuple(static_key(a) for i, a in enumerate(args) if i not in runtime),
+               static_key(kw))
+        if first_args is None:
+            first_args = key
+        elif key != first_args:
+            return Plan(None, "a value changes an argument of cute.compile other than "
+                              "a run-time integer (a Constexpr, a tensor's shape)")
+        vals = []
+        for i in runtime:
+            a = args[i]
+            v = getattr(a, "value", a)
+            if not isinstance(v, int) or isinstance(v, bool):
+                return Plan(None, f"argument {scalars[i][0]!r} is not an integer")
+            vals.append(v)
+        per_point.append(tuple(vals))
+    if len(points) > 1:
+        last = dict(params, **dict(zip(names, points[-1])))
+        if _ops_text(capture_text(last)) != _ops_text(first_text):
+            return Plan(None, "the module compiled for the last value differs from the "
+                              "first one's")
+    args = {scalars[i][0]: tuple(p[j] for p in per_point) for j, i in enumerate(runtime)}
+    return Plan(ScalarParams(tuple(names), points, args))
