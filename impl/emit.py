@@ -526,12 +526,18 @@ class _Emitter:
                 self.targets.add(ins.target)
             elif isinstance(ins, Branch):
                 self.targets.update((ins.then, ins.orelse))
+        #: pc -> emulated commits that fire after that step / before it (when a flag is
+        #: given: only if that commit is still pending, see ``plan_commit_deferrals``)
         self.defer_at: dict[int, list] = {}
+        self.fire_before: dict[int, list] = {}
+        self.pending: dict[int, str] = {}
         self.locals = {}
         for name in prog.locals:
             reg = self.r()
             self.locals[name] = reg
             self(f"mov.u32 {reg}, 0;")
+        if not self.b100:
+            self.plan_commit_deferrals(prog)
         for pc, ins in enumerate(prog.code):
             self.label(self.pc_label(pc))
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
@@ -558,6 +564,14 @@ class _Emitter:
                 v = self.dyn(ins.value)
                 self(f"mov.u32 {self.locals[ins.dest]}, {v};")
             return
+        if pc in self.fire_before:
+            # commits still pending from a predecessor fire before this step can wait
+            skip = self.fresh("fb")
+            self(f"@!%pl0 bra {skip};")
+            for cpc, cins, flag in self.fire_before.pop(pc):
+                self.fire_pending(cpc, cins, flag)
+            self.label(skip)
+            self("bar.warp.sync -1;")
         self.step(pc, ins)
         if isinstance(ins, Exit):
             self("bra $EXIT;")
@@ -687,8 +701,8 @@ class _Emitter:
             self.ghost(ins.pre, st, True)
             tk = self.ticket()
             self.record(E.K_STEP, pc, tk, "0", st.flags)
-            for cpc, cins in self.defer_at.pop(pc, []):
-                self.umma_fire(cpc, cins)
+            for cpc, cins, flag in self.defer_at.pop(pc, []):
+                self.fire_pending(cpc, cins, flag)
             self.lane0_end(st)
             self.arrive_threads(ins)
             return
@@ -709,8 +723,8 @@ class _Emitter:
             self.signal(pc, ins, st)
             self.ghost(ins.post, st, generic)
             self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
-            for cpc, cins in self.defer_at.pop(pc, []):
-                self.umma_fire(cpc, cins)
+            for cpc, cins, flag in self.defer_at.pop(pc, []):
+                self.fire_pending(cpc, cins, flag)
             if t is UmmaCommit and not self.b100:
                 self.umma_defer(pc, ins)
         self.lane0_end(st)
@@ -1103,14 +1117,82 @@ class _Emitter:
     def umma_defer(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a: the emulated commit completes after the warp's *next* step when that
         step cannot wait (so a completion after the warp's exit is observable, as with a
-        real asynchronous tcgen05.commit); otherwise at once."""
+        real asynchronous tcgen05.commit); otherwise at once.  Where the next step is
+        only known at run time (``plan_commit_deferrals``), a flag marks it pending."""
         code = self.prog.code  # type: ignore[union-attr]
         nxt = pc + 1
-        if nxt < len(code) and nxt not in self.targets and \
+        if pc in self.pending:
+            self(f"mov.u32 {self.pending[pc]}, 1;")
+        elif nxt < len(code) and nxt not in self.targets and \
                 isinstance(code[nxt], self.DEFERRABLE):
-            self.defer_at.setdefault(nxt, []).append((pc, ins))
+            self.defer_at.setdefault(nxt, []).append((pc, ins, None))
         else:
             self.umma_fire(pc, ins)
+
+    def next_steps(self, start: int) -> Optional[set[int]]:
+        """The steps the warp may execute next from ``start``, through its control flow
+        only (``SetLocal``, ``Branch``, ``Jump``: no synchronisation); ``None`` when a
+        path ends or reads shared memory (a CLC response) before a step."""
+        code = self.prog.code  # type: ignore[union-attr]
+        seen: set[int] = set()
+        out: set[int] = set()
+        todo = [start]
+        while todo:
+            pc = todo.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            if not 0 <= pc < len(code):
+                return None
+            ins = code[pc]
+            if isinstance(ins, Jump):
+                todo.append(ins.target)
+            elif isinstance(ins, Branch):
+                todo += [ins.then, ins.orelse]
+            elif isinstance(ins, SetLocal):
+                if ins.value.op == "response":
+                    return None
+                todo.append(pc + 1)
+            else:
+                out.add(pc)
+        return out
+
+    def plan_commit_deferrals(self, prog: AgentProgram) -> None:
+        """Where the step after an emulated commit is not the next instruction (a loop of
+        structured emission: ``k += 1; if k < k_tiles`` comes between the release and the
+        next wait or the exit), defer it along every path as ``umma_defer`` does on the
+        straight line: after a next step that cannot wait (``Exit`` in particular, so a
+        commit landing after the warp exited stays observable), before one that can.  A
+        per-commit flag register says whether the commit is still pending there."""
+        for pc, ins in enumerate(prog.code):
+            if not isinstance(ins, UmmaCommit):
+                continue
+            nxt = pc + 1
+            if nxt < len(prog.code) and nxt not in self.targets and \
+                    isinstance(prog.code[nxt], self.DEFERRABLE):
+                continue  # the straight-line case
+            succ = self.next_steps(nxt)
+            if not succ or not any(isinstance(prog.code[s], self.DEFERRABLE) for s in succ):
+                continue  # fires at once, as before
+            flag = self.r()
+            self(f"mov.u32 {flag}, 0;")
+            self.pending[pc] = flag
+            for s in sorted(succ):
+                where = self.defer_at if isinstance(prog.code[s], self.DEFERRABLE) \
+                    else self.fire_before
+                where.setdefault(s, []).append((pc, ins, flag))
+
+    def fire_pending(self, pc: int, ins: UmmaCommit, flag: Optional[str]) -> None:
+        """Fire a deferred commit (lane 0): always, or if its flag says it is pending."""
+        if flag is None:
+            self.umma_fire(pc, ins)
+            return
+        skip, pr = self.fresh("uf"), self.p()
+        self(f"setp.eq.u32 {pr}, {flag}, 0;")
+        self(f"@{pr} bra {skip};")
+        self.umma_fire(pc, ins)
+        self(f"mov.u32 {flag}, 0;")
+        self.label(skip)
 
     def umma_fire(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a emulation of a tcgen05.commit firing: after the emulated MMA's writes,

@@ -229,3 +229,77 @@ def test_cli_bare_emission(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0 and "unrolled" in r.stderr, r.stderr
     assert "p_a_k_tiles" not in out.read_text()
+
+
+# ---- issue 25 regression: an emulated tcgen05.commit must still land after the exit
+
+
+def _blocks(ptx: str, k: int) -> dict[int, str]:
+    """The PTX of program ``k``, per pc (``$Lk_pc:`` labels)."""
+    import re
+
+    body = ptx.split(f"$P{k}:")[1].split(f"$P{k + 1}:")[0].split("$STUCK_EXIT:")[0]
+    parts = re.split(r"\n\$L%d_(\d+):" % k, body)
+    return {int(pc): txt for pc, txt in zip(parts[1::2], parts[2::2])}
+
+
+def _exit_fires(ck) -> dict[str, bool]:
+    """Per warp: does any of its exits fire an emulated commit after the exit's event
+    (an ``mbarrier.arrive`` in the Exit step's block: the exit itself arrives nowhere)?"""
+    from pipeproof.impl.emit import emit
+    from pipeproof.model.program import Exit
+
+    ptx = emit(ck, EmitOptions("sm_90a")).ptx
+    out = {}
+    for k, p in enumerate(ck.programs):
+        bl = _blocks(ptx, k)
+        out[p.name] = any("mbarrier.arrive" in bl[pc] for pc, i in enumerate(p.code)
+                          if isinstance(i, Exit))
+    return out
+
+
+UMMA = ["pipeline_tma_multi_consumers_async", "pipeline_tma_umma", "pipeline_async_umma"]
+
+
+@pytest.mark.parametrize("name", UMMA)
+def test_structured_commits_land_after_the_exit_as_unrolled_ones_do(name):
+    """sm_90a emulates tcgen05.commit's late completion by firing it after the warp's next
+    step when that step cannot wait; the loop's ``k += 1; if k < k_tiles`` between the
+    release and the exit must not make it fire early (GPU: the multi-consumer
+    ``skipped-tail`` mutant's dangling arrive was never seen, 160/160 ACCEPTED)."""
+    k = parse_file(str(TB / f"{name}.pipe"))
+    unrolled = compile_kernel(k, {})
+    structured = compile_for_emission(k, {}).kernel
+    for u, s in [(unrolled, structured)] + [
+            (mu.kernel, ms.kernel) for mu, ms in zip(mutants(unrolled), mutants(structured))
+            if mu.name == "skipped-tail"]:
+        eu, es = _exit_fires(u), _exit_fires(s)
+        assert eu == es
+    assert any(eu.values())
+
+
+def test_multi_consumer_skipped_tail_is_observable_in_the_structured_trace():
+    """The emitted order (MMA warp's exit event, then its commit's env event) replays as
+    the model's dangling-arrive-at-exit on the structured programs."""
+    from pipeproof.impl.mutants import mutant
+    from pipeproof.impl.replay import VIOLATION
+
+    ck = compile_for_emission(parse_file(str(TB / "pipeline_tma_multi_consumers_async.pipe")),
+                              {}).kernel
+    assert _exit_fires(ck)["cta0.w1"]
+    m = mutant(ck, "skipped-tail")
+    assert m is not None and _exit_fires(m.kernel)["cta0.w1"]
+    R = Replayer(m.kernel)
+    seen = set()
+    for seed in range(40):
+        evs = simulate(m.kernel, seed)
+        exits = [i for i, e in enumerate(evs) if e.kind == E.K_STEP and
+                 type(m.kernel.program(e.cta, e.warp).code[e.pc]).__name__ == "Exit"]
+        last_env = max((i for i, e in enumerate(evs) if e.kind == E.K_ENV), default=-1)
+        r = R.replay(evs)
+        assert r.status != REJECTED, (seed, r.headline())
+        if len(exits) == 3 and last_env > exits[-1]:  # every warp gone, then the commit
+            assert r.status == VIOLATION and r.violation[0] == "dangling-arrive-at-exit", \
+                (seed, r.headline())
+            seen.add(seed)
+    assert seen, "no simulated schedule lands the commit after the CTA exited"
