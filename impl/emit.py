@@ -174,6 +174,7 @@ class _Emitter:
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
+        self.stream = False  # this warp's loop advances its TMA sources (``streams``)
         self.args = dict(ck.runtime_args)
         self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
 
@@ -370,7 +371,8 @@ class _Emitter:
         man = Manifest(
             entry=name, arch=self.o.arch, block=info.block_threads,
             cluster=info.cluster_shape, num_warps=self.nw, cluster_size=self.csize,
-            smem=self.L.smem_bytes, src_bytes=self.L.src_bytes,
+            smem=self.L.smem_bytes, src_bytes=self.L.src_bytes * (
+                self.src_periods() if any(self.streams(p) for p in ck.programs) else 1),
             src_stamps=self.L.src_stamps(), dst_bytes=self.L.dst_bytes, cap=cap,
             cyclic=cyclic, has_clc=any(isinstance(i, TmaLoad) and i.kind == "clc"
                                        for p in ck.programs for i in p.code),
@@ -386,7 +388,7 @@ class _Emitter:
         for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
                   "tka", "tmax"):
             self.body.append(f"\t.reg .b32 %{n};")
-        for n in ("ev", "t0"):
+        for n in ("ev", "t0", "srcoff"):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
         for n, t in self.params:
@@ -538,6 +540,9 @@ class _Emitter:
             self(f"mov.u32 {reg}, 0;")
         if not self.b100:
             self.plan_commit_deferrals(prog)
+        self.stream = self.streams(prog)
+        if self.stream:
+            self("mov.u64 %srcoff, 0;")
         for pc, ins in enumerate(prog.code):
             self.label(self.pc_label(pc))
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
@@ -548,6 +553,8 @@ class _Emitter:
 
     def instr(self, pc: int, ins: Instr) -> None:
         if isinstance(ins, Jump):
+            if self.stream and ins.target <= pc:
+                self.advance_source()
             self(f"bra {self.pc_label(ins.target)};")
             return
         if isinstance(ins, Branch):
@@ -985,14 +992,53 @@ class _Emitter:
                 self(f"or.b32 {st.flags}, {st.flags}, {E.F_PENDING};")
                 observed = True
 
-    def src_addr(self, pc: int, extra: int = 0) -> str:
+    def src_addr(self, pc: int, extra: int = 0, stream: bool = False) -> str:
         reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
         s = self.rd()
         self(f"add.u64 {s}, %src, {reg.offset + extra};")
+        if stream and self.stream:
+            self(f"add.u64 {s}, {s}, %srcoff;")
         return s
 
+    # ---- streaming sources (structured loops without checks)
+
+    def streams(self, prog: AgentProgram) -> bool:
+        """Does this warp's loop read fresh global memory on every turn?  The unrolled
+        programs give every TMA load its own source region; a structured loop repeats
+        its loads' pcs every period, so without an advance it would read the same
+        regions again (L2 hits, a benchmark measuring the cache).  Only without checks:
+        the runner writes data stamps into the first period's regions alone."""
+        return bool(self.args) and not self.o.checks and any(
+            isinstance(i, Jump) and i.target <= pc for pc, i in enumerate(prog.code)) and \
+            any(isinstance(i, TmaLoad) and i.kind != "clc" for i in prog.code)
+
+    def advance_source(self) -> None:
+        """At the loop's back edge: the next period reads the next ``src_bytes`` of the
+        cluster's source; past the room the runner gave (``%src_stride``), it starts
+        over (never out of bounds, whatever the trip count)."""
+        nxt, end, pr = self.rd(), self.rd(), self.p()
+        self(f"add.u64 {nxt}, %srcoff, {self.L.src_bytes};")
+        self(f"add.u64 {end}, {nxt}, {self.L.src_bytes};")
+        self(f"setp.gt.u64 {pr}, {end}, %src_stride;")
+        self(f"selp.u64 %srcoff, 0, {nxt}, {pr};")
+
+    def src_periods(self) -> int:
+        """How many periods of source the loops read: the trip count over the TMA loads
+        of one turn of the shortest streaming cycle (at least one load per iteration),
+        plus one for the turn the loop leaves early."""
+        k = max(self.args.values(), default=0)
+        best = 0
+        for prog in self.ck.programs:
+            for pc, i in enumerate(prog.code):
+                if isinstance(i, Jump) and i.target <= pc:
+                    n = sum(1 for x in prog.code[i.target:pc]
+                            if isinstance(x, TmaLoad) and x.kind != "clc")
+                    if n:
+                        best = max(best, -(-k // n) + 1)
+        return max(best, 1)
+
     def tma(self, pc: int, ins: TmaLoad) -> None:
-        src = self.src_addr(pc)
+        src = self.src_addr(pc, stream=True)
         key = delivery_key(self.prog, pc, ins)
         normal = [d for d in ins.deliveries if d.buf is not None and not is_split(d)]
         split = [d for d in ins.deliveries if d.buf is not None and is_split(d)]

@@ -183,7 +183,7 @@ SETUP = ("mbarrier.init", "fence.mbarrier_init", "bar.sync", "barrier.sync",
 
 
 def _head(ops: list[SyncOp]) -> int:
-    """Length of the set-up at the start of ``ops``: ``mbarrier.init``\ s, then (only
+    """Length of the set-up at the start of ``ops``: ``mbarrier.init`` ops, then (only
     after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them."""
     n = 0
     while n < len(ops) and ops[n].op.startswith("mbarrier.init"):
@@ -259,7 +259,7 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
     """Role by role, after normalisation (``sync_ops``) and these accepted differences:
 
     * ``elect.sync`` (the DSL elects one thread) is dropped: pipeproof's single-thread
-      steps run in lane 0 between ``bar.warp.sync``\ s;
+      steps run in lane 0 between ``bar.warp.sync`` ops;
     * pipeproof's own prologue (before the role dispatch: the exit counter's
       ``bar.sync``, the trace ticket's cluster barrier) is dropped;
     * the set-up (``mbarrier.init`` .. ``fence.mbarrier_init`` .. ``bar.sync``) happens

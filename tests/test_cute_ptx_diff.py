@@ -17,6 +17,7 @@ the others are ``slow`` (each ``cute.compile`` takes seconds).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -75,25 +76,28 @@ _CACHE: dict[str, str] = {}
 
 
 def _cute_ptx(names: list[str], arch: str, tmp: str) -> None:
-    """Compile ``names`` (one architecture: the DSL reads it once, at import) to PTX."""
+    """Compile ``names`` (one architecture: the DSL reads it once, at import) to PTX; each
+    kernel's file is the one its compile added to the dump folder."""
     todo = [n for n in names if n not in _CACHE]
     if not todo:
         return
-    for n in todo:  # the DSL writes its dumps only into an existing folder
-        os.makedirs(os.path.join(tmp, n), exist_ok=True)
-    code = ("import sys, os; sys.path.insert(0, %r)\n"
+    dump = os.path.join(tmp, arch)
+    os.makedirs(dump, exist_ok=True)  # the DSL writes its dumps only into an existing one
+    code = ("import sys, os, glob, json; sys.path.insert(0, %r)\n"
+            "got = {}\n"
             "for n in sys.argv[1:]:\n"
-            "    os.environ['CUTE_DSL_DUMP_DIR'] = os.path.join(%r, n)\n"
-            "    m = __import__(n); getattr(m, n)()\n") % (KERNELS, tmp)
-    env = dict(os.environ, CUTE_DSL_ARCH=arch, CUTE_DSL_KEEP="ptx",
-               CUTE_DSL_DUMP_DIR=os.path.join(tmp, todo[0]))
+            "    before = set(glob.glob(os.path.join(%r, '*.ptx')))\n"
+            "    m = __import__(n); getattr(m, n)()\n"
+            "    got[n] = sorted(set(glob.glob(os.path.join(%r, '*.ptx'))) - before)\n"
+            "print(json.dumps(got))\n") % (KERNELS, dump, dump)
+    env = dict(os.environ, CUTE_DSL_ARCH=arch, CUTE_DSL_KEEP="ptx", CUTE_DSL_DUMP_DIR=dump)
     r = subprocess.run([sys.executable, "-c", code, *todo], env=env, capture_output=True,
                        text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
     for n in todo:
-        found = glob.glob(os.path.join(tmp, "**", f"*{n}*.ptx"), recursive=True)
-        assert found, f"cute.compile left no PTX for {n}"
-        _CACHE[n] = open(found[0]).read()
+        assert len(got[n]) == 1, f"cute.compile of {n} left {got[n]}"
+        _CACHE[n] = open(got[n][0]).read()
 
 
 def _diff(name: str, arch: str, twin: str, tmp: str, batch: list[str]):

@@ -303,3 +303,36 @@ def test_multi_consumer_skipped_tail_is_observable_in_the_structured_trace():
                 (seed, r.headline())
             seen.add(seed)
     assert seen, "no simulated schedule lands the commit after the CTA exited"
+
+
+def test_bare_structured_tma_streams_through_fresh_memory(tmp_path):
+    """Without checks a structured TMA loop advances its sources by one period's
+    ``src_bytes`` at the back edge (the unrolled kernel's loads each read their own
+    region; repeating the regions would measure L2), wrapping inside the room the
+    runner gives (``%src_stride``): the PTX stays independent of the trip count, the
+    manifest asks for room in proportion to it.  With checks (data stamps) nothing
+    changes."""
+    f = str(ROOT / "bench" / "bench_gpu_tma.pipe")
+    bare = EmitOptions("sm_90a", trace=False, jitter=False, checks=False)
+    ems = {k: emit_file(f, {"stages": 4, "k_tiles": k, "tile_bytes": 16384}, bare)
+           for k in (16, 128, 1000)}
+    body = {k: "\n".join(ln for ln in e.ptx.splitlines() if not ln.startswith("//"))
+            for k, e in ems.items()}
+    assert len(set(body.values())) == 1
+    ptx = ems[128].ptx
+    assert "%srcoff" in ptx and "%src_stride;" in ptx
+    base = emit_file(f, {"stages": 4, "k_tiles": 128, "tile_bytes": 16384},
+                     EmitOptions("sm_90a", trace=False, jitter=False)).manifest.src_bytes
+    # 16 loads per period (4 * stages iterations, one load each)
+    assert ems[16].manifest.src_bytes == 2 * base
+    assert ems[128].manifest.src_bytes == (128 // 16 + 1) * base
+    assert ems[1000].manifest.src_bytes == (-(-1000 // 16) + 1) * base
+    checked = emit_file(f, {"stages": 4, "k_tiles": 128, "tile_bytes": 16384},
+                        EmitOptions("sm_90a"))
+    assert "add.u64 %srcoff" not in checked.ptx and "selp.u64 %srcoff" not in checked.ptx
+    if shutil.which("ptxas"):
+        p = tmp_path / "bw.ptx"
+        p.write_text(ptx)
+        r = subprocess.run(["ptxas", "-arch=sm_90a", str(p), "-o", str(p) + ".cubin"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:800]
