@@ -34,6 +34,12 @@ Execution model of an emitted warp (all 32 lanes follow the program's control fl
   them, the GPU does not fault).
 * **jitter**: before each step lane 0 may ``nanosleep`` a pseudo-random time
   (xorshift32 seeded per run, CTA and warp).
+* **emulated commits** (sm_90a): a ``tcgen05.commit`` fires after the warp's next step
+  when that step cannot wait, following the loop's control flow to each possible next
+  step (``plan_commit_deferrals``), so a commit landing after the warp's exit is seen.
+* **streaming sources**: without checks, a structured loop's TMA loads advance through
+  global memory one period (``src_bytes``) per turn, as the unrolled loads do
+  (``streams``), so a bandwidth measurement does not read L2.
 
 Targets: ``sm_90a`` (runs on Hopper; Blackwell-only operations are emulated with the
 same synchronisation effect, see ``spec/hardware.md``) and ``sm_100a`` (the real
