@@ -51,8 +51,9 @@ TWINS = _twins()
 
 #: kernel -> how its PTX still differs from the twin's emitted PTX (strict xfail)
 DIFFERS = {
-    "cp_async_groups": "the twin commits one more cp.async group (an empty one) before "
-                       "its final wait_group 0 than the DSL kernel",
+    "cp_async_groups": "the twin ends with cp_async_wait_all(), which PTX defines as "
+                       "commit_group + wait_group 0, the DSL kernel with "
+                       "cp_async_wait_group(0): one more (empty) commit_group",
     "pipeline_clc_fetch_async": "cluster kernel: the DSL's CLC query/response code and "
                                 "its one code path for both CTAs (run-time rank) against "
                                 "pipeproof's per-CTA programs",
