@@ -72,6 +72,9 @@ ARCHES = ("sm_90a", "sm_100a")
 PTX_VERSION = "8.7"
 #: ``mbarrier.try_wait`` suspend-time hint of the bare waits (CUTLASS's value)
 SUSPEND_HINT_NS = 10_000_000
+#: how long an emulated commit pending at a warp's exit waits for the CTA's other warps
+#: to exit before it lands (``linger_for_exits``; conformance runs only)
+EXIT_LINGER_NS = 50_000
 #: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
 TICKET_OFF = 4
 
@@ -736,7 +739,10 @@ class _Emitter:
             self.signal(pc, ins, st)
             self.ghost(ins.post, st, generic)
             self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
-            for cpc, cins, flag in self.defer_at.pop(pc, []):
+            fires = self.defer_at.pop(pc, [])
+            if fires and t is Exit and self.o.checks:
+                self.linger_for_exits(fires)
+            for cpc, cins, flag in fires:
                 self.fire_pending(cpc, cins, flag)
             if t is UmmaCommit and not self.b100:
                 self.umma_defer(pc, ins)
@@ -1233,6 +1239,38 @@ class _Emitter:
                 where = self.defer_at if isinstance(prog.code[s], self.DEFERRABLE) \
                     else self.fire_before
                 where.setdefault(s, []).append((pc, ins, flag))
+
+    def linger_for_exits(self, fires: list) -> None:
+        """Before a commit still pending at the warp's exit lands: wait (bounded by
+        ``EXIT_LINGER_NS``) until the CTA's other warps have exited (header word 0 counts
+        them at ``$EXIT``).  A late completion is a schedule the hardware may take; taking
+        it on purpose makes a commit that lands after the CTA exited (the model's
+        dangling-arrive-at-exit: a missing ``producer_tail``) show in every run rather
+        than when the other warps happen to be faster.  In a correct kernel another warp
+        waits for this commit, so the wait runs out and the commit lands as before."""
+        go, top = self.fresh("lxgo"), self.fresh("lx")
+        flags = [f for _, _, f in fires]
+        if all(f is not None for f in flags):
+            acc = self.r()
+            self(f"mov.u32 {acc}, {flags[0]};")
+            for f in flags[1:]:
+                self(f"or.b32 {acc}, {acc}, {f};")
+            pz = self.p()
+            self(f"setp.eq.u32 {pz}, {acc}, 0;")
+            self(f"@{pz} bra {go};")
+        t0, now, el, c, pr = self.rd(), self.rd(), self.rd(), self.r(), self.p()
+        self(f"mov.u64 {t0}, %globaltimer;")
+        self.label(top)
+        self(f"ld.relaxed.cta.shared.u32 {c}, [%smem];")
+        self(f"setp.ge.u32 {pr}, {c}, {self.nw - 1};")
+        self(f"@{pr} bra {go};")
+        self(f"mov.u64 {now}, %globaltimer;")
+        self(f"sub.u64 {el}, {now}, {t0};")
+        self(f"setp.gt.u64 {pr}, {el}, {EXIT_LINGER_NS};")
+        self(f"@{pr} bra {go};")
+        self("nanosleep.u32 64;")
+        self(f"bra {top};")
+        self.label(go)
 
     def fire_pending(self, pc: int, ins: UmmaCommit, flag: Optional[str]) -> None:
         """Fire a deferred commit (lane 0): always, or if its flag says it is pending."""

@@ -336,3 +336,27 @@ def test_bare_structured_tma_streams_through_fresh_memory(tmp_path):
         r = subprocess.run(["ptxas", "-arch=sm_90a", str(p), "-o", str(p) + ".cubin"],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[:800]
+
+
+def test_a_commit_pending_at_exit_waits_for_the_other_warps():
+    """With checks, the emulated commit that lands after the MMA warp's exit first waits
+    (bounded) for the CTA's other warps to exit, so the skipped-tail mutant's dangling
+    arrive does not depend on which warp is faster; the bare kernel does not wait."""
+    from pipeproof.impl.emit import EXIT_LINGER_NS, emit
+    from pipeproof.impl.mutants import mutant
+    from pipeproof.model.program import Exit
+
+    ck = compile_for_emission(parse_file(str(TB / "pipeline_tma_multi_consumers_async.pipe")),
+                              {}).kernel
+    m = mutant(ck, "skipped-tail").kernel
+    k = next(i for i, p in enumerate(m.programs) if p.role == "mma")
+    for opts, waits in ((EmitOptions("sm_90a"), True),
+                        (EmitOptions("sm_90a", trace=False, jitter=False, checks=False), False)):
+        bl = _blocks(emit(m, opts).ptx, k)
+        exits = [bl[pc] for pc, i in enumerate(m.programs[k].code) if isinstance(i, Exit)]
+        assert exits and all("mbarrier.arrive" in b for b in exits)
+        for b in exits:
+            lingers = "ld.relaxed.cta.shared.u32" in b and str(EXIT_LINGER_NS) in b
+            assert lingers == waits
+            if waits:
+                assert b.index("ld.relaxed.cta.shared.u32") < b.index("mbarrier.arrive")
