@@ -6,47 +6,19 @@
     python bench/diff_cute_ptx.py D/<the .ptx> examples/textbook/pipeline_async.pipe \\
         -p stages=2 -p k_tiles=4 [--structured]
 
-Both files are reduced to their synchronisation instructions (``mbarrier.*``, fences,
-``bar``/``barrier``, ``cp.async*``, ``tcgen05.commit``, ``elect.sync``), operands dropped and
-qualifiers made explicit where PTX has a default (``.shared`` is ``.shared::cta``; an
-``mbarrier.arrive`` without semantics is ``.release.cta``, a ``try_wait`` ``.acquire.cta``)
-and sorted after the operation's name, in text order, and diffed (``difflib``).  The pipeproof side is emitted without
-instrumentation (``--no-trace --no-jitter --no-checks``) and unrolled unless
-``--structured`` (the DSL unrolls a ``Constexpr`` trip count).  The order of the warps'
-code in the two files may differ; the diff is for reading, not a verdict.
+Both files are reduced to their synchronisation ops and compared role by role
+(``pipeproof/impl/ptx_sync.py``: the normalisation and the accepted differences;
+``tests/test_cute_ptx_diff.py`` runs this for every kernel of tests/cute_kernels/).  The
+pipeproof side is emitted without instrumentation (``--no-trace --no-jitter
+--no-checks``) and unrolled unless ``--structured`` (the DSL unrolls a ``Constexpr`` trip
+count).
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import re
 import sys
 from pathlib import Path
-
-SYNC = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:mbarrier|fence|bar|barrier|cp\.async|tcgen05\.commit|"
-                  r"elect)\.[\w.:]*|bar\.sync|bar\.arrive)")
-
-
-def ops(ptx: str) -> list[str]:
-    out = []
-    for line in ptx.splitlines():
-        line = line.split("//")[0]
-        m = SYNC.match(line)
-        if not m:
-            continue
-        op = m.group(1)
-        if op.startswith("bar.warp"):
-            continue  # warp convergence, not synchronisation between warps
-        op = re.sub(r"\.shared(?=\.|$)", ".shared::cta", op)
-        if op.startswith("mbarrier.arrive") and ".release" not in op:
-            op = op.replace("mbarrier.arrive", "mbarrier.arrive.release.cta", 1)
-        if op.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) and ".acquire" not in op:
-            op = re.sub(r"^(mbarrier\.(?:try|test)_wait(?:\.parity)?)", r"\1.acquire.cta", op)
-        head, *quals = op.split(".")
-        # qualifier order differs between writers (arrive.release.cta.expect_tx)
-        out.append(".".join([head, quals[0]] + sorted(quals[1:])) if quals else head)
-    return out
 
 
 def main(argv: list[str]) -> int:
@@ -54,19 +26,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("cute_ptx")
     ap.add_argument("pipe")
     ap.add_argument("-p", "--param", action="append", default=[])
+    ap.add_argument("--arch", default="sm_90a", choices=("sm_90a", "sm_100a"))
     ap.add_argument("--structured", action="store_true")
     a = ap.parse_args(argv)
     from pipeproof.impl.emit import EmitOptions, emit_file
+    from pipeproof.impl.ptx_sync import compare
 
     params = {k: int(v) for k, v in (x.split("=", 1) for x in a.param)}
-    em = emit_file(a.pipe, params, EmitOptions("sm_90a", trace=False, jitter=False,
+    em = emit_file(a.pipe, params, EmitOptions(a.arch, trace=False, jitter=False,
                                                checks=False, structured=a.structured))
-    mine, theirs = ops(em.ptx), ops(Path(a.cute_ptx).read_text())
-    sys.stdout.writelines(difflib.unified_diff([x + "\n" for x in theirs],
-                                               [x + "\n" for x in mine],
-                                               "cute.compile", f"pipeproof ({em.note})"))
-    print(f"\n{len(theirs)} ops (cute.compile), {len(mine)} ops (pipeproof)")
-    return 0
+    d = compare(Path(a.cute_ptx).read_text(), em.ptx)
+    print(f"# cute.compile vs pipeproof ({em.note})")
+    print(d.text())
+    return 0 if d.equal else 1
 
 
 if __name__ == "__main__":

@@ -52,6 +52,12 @@ Execution model of an emitted warp (all 32 lanes follow the program's control fl
   waits (a spin nobody satisfies ends as ``STUCK``: a deadlock, not a hang), and
   ``fence.acq_rel.gpu``.  Region data are weak ``st.global``/``ld.global`` of stamps,
   so a read the flags do not order can see a stale or poisoned stamp on the GPU.
+* **emulated commits** (sm_90a): a ``tcgen05.commit`` fires after the warp's next step
+  when that step cannot wait, following the loop's control flow to each possible next
+  step (``plan_commit_deferrals``), so a commit landing after the warp's exit is seen.
+* **streaming sources**: without checks, a structured loop's TMA loads advance through
+  global memory one period (``src_bytes``) per turn, as the unrolled loads do
+  (``streams``), so a bandwidth measurement does not read L2.
 
 Targets: ``sm_90a`` (runs on Hopper; Blackwell-only operations are emulated with the
 same synchronisation effect, see ``spec/hardware.md``) and ``sm_100a`` (the real
@@ -86,6 +92,9 @@ ARCHES = ("sm_90a", "sm_100a")
 PTX_VERSION = "8.7"
 #: ``mbarrier.try_wait`` suspend-time hint of the bare waits (CUTLASS's value)
 SUSPEND_HINT_NS = 10_000_000
+#: how long an emulated commit pending at a warp's exit waits for the CTA's other warps
+#: to exit before it lands (``linger_for_exits``; conformance runs only)
+EXIT_LINGER_NS = 50_000
 #: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
 TICKET_OFF = 4
 
@@ -202,6 +211,7 @@ class _Emitter:
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
+        self.stream = False  # this warp's loop advances its TMA sources (``streams``)
         self.args = dict(ck.runtime_args)
         self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
         if self.gmem:
@@ -426,7 +436,8 @@ class _Emitter:
         man = Manifest(
             entry=name, arch=self.o.arch, block=info.block_threads,
             cluster=info.cluster_shape, num_warps=self.nw, cluster_size=self.csize,
-            smem=self.L.smem_bytes, src_bytes=self.L.src_bytes,
+            smem=self.L.smem_bytes, src_bytes=self.L.src_bytes * (
+                self.src_periods() if any(self.streams(p) for p in ck.programs) else 1),
             src_stamps=self.L.src_stamps(), dst_bytes=self.L.dst_bytes, cap=cap,
             cyclic=cyclic, has_clc=any(isinstance(i, TmaLoad) and i.kind == "clc"
                                        for p in ck.programs for i in p.code),
@@ -445,7 +456,7 @@ class _Emitter:
             self.body.append(f"\t.reg .b32 %{n};")
         for n in ("k_inst", "k_cin"):
             self.body.append(f"\t.reg .b32 %{n};")
-        for n in ("ev", "t0") + (("gm",) if self.gmem else ()):
+        for n in ("ev", "t0", "srcoff") + (("gm",) if self.gmem else ()):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
         for n, t in self.params:
@@ -600,12 +611,21 @@ class _Emitter:
                 self.targets.add(ins.target)
             elif isinstance(ins, Branch):
                 self.targets.update((ins.then, ins.orelse))
+        #: pc -> emulated commits that fire after that step / before it (when a flag is
+        #: given: only if that commit is still pending, see ``plan_commit_deferrals``)
         self.defer_at: dict[int, list] = {}
+        self.fire_before: dict[int, list] = {}
+        self.pending: dict[int, str] = {}
         self.locals = {}
         for name in prog.locals:
             reg = self.r()
             self.locals[name] = reg
             self(f"mov.u32 {reg}, 0;")
+        if not self.b100:
+            self.plan_commit_deferrals(prog)
+        self.stream = self.streams(prog)
+        if self.stream:
+            self("mov.u64 %srcoff, 0;")
         for pc, ins in enumerate(prog.code):
             self.label(self.pc_label(pc))
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
@@ -616,6 +636,8 @@ class _Emitter:
 
     def instr(self, pc: int, ins: Instr) -> None:
         if isinstance(ins, Jump):
+            if self.stream and ins.target <= pc:
+                self.advance_source()
             self(f"bra {self.pc_label(ins.target)};")
             return
         if isinstance(ins, Branch):
@@ -632,6 +654,14 @@ class _Emitter:
                 v = self.dyn(ins.value)
                 self(f"mov.u32 {self.locals[ins.dest]}, {v};")
             return
+        if pc in self.fire_before:
+            # commits still pending from a predecessor fire before this step can wait
+            skip = self.fresh("fb")
+            self(f"@!%pl0 bra {skip};")
+            for cpc, cins, flag in self.fire_before.pop(pc):
+                self.fire_pending(cpc, cins, flag)
+            self.label(skip)
+            self("bar.warp.sync -1;")
         self.step(pc, ins)
         if isinstance(ins, Exit):
             self("bra $EXIT;")
@@ -761,8 +791,8 @@ class _Emitter:
             self.ghost(ins.pre, st, True)
             tk = self.ticket()
             self.record(E.K_STEP, pc, tk, "0", st.flags)
-            for cpc, cins in self.defer_at.pop(pc, []):
-                self.umma_fire(cpc, cins)
+            for cpc, cins, flag in self.defer_at.pop(pc, []):
+                self.fire_pending(cpc, cins, flag)
             self.lane0_end(st)
             self.arrive_threads(ins)
             return
@@ -783,8 +813,11 @@ class _Emitter:
             self.signal(pc, ins, st)
             self.ghost(ins.post, st, generic)
             self.record(E.K_STEP, pc, tk, st.obs0, st.flags)
-            for cpc, cins in self.defer_at.pop(pc, []):
-                self.umma_fire(cpc, cins)
+            fires = self.defer_at.pop(pc, [])
+            if fires and t is Exit and self.o.checks:
+                self.linger_for_exits(fires)
+            for cpc, cins, flag in fires:
+                self.fire_pending(cpc, cins, flag)
             if t is UmmaCommit and not self.b100:
                 self.umma_defer(pc, ins)
         self.lane0_end(st)
@@ -1122,14 +1155,53 @@ class _Emitter:
                 self(f"or.b32 {st.flags}, {st.flags}, {E.F_PENDING};")
                 observed = True
 
-    def src_addr(self, pc: int, extra: int = 0) -> str:
+    def src_addr(self, pc: int, extra: int = 0, stream: bool = False) -> str:
         reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
         s = self.rd()
         self(f"add.u64 {s}, %src, {reg.offset + extra};")
+        if stream and self.stream:
+            self(f"add.u64 {s}, {s}, %srcoff;")
         return s
 
+    # ---- streaming sources (structured loops without checks)
+
+    def streams(self, prog: AgentProgram) -> bool:
+        """Does this warp's loop read fresh global memory on every turn?  The unrolled
+        programs give every TMA load its own source region; a structured loop repeats
+        its loads' pcs every period, so without an advance it would read the same
+        regions again (L2 hits, a benchmark measuring the cache).  Only without checks:
+        the runner writes data stamps into the first period's regions alone."""
+        return bool(self.args) and not self.o.checks and any(
+            isinstance(i, Jump) and i.target <= pc for pc, i in enumerate(prog.code)) and \
+            any(isinstance(i, TmaLoad) and i.kind != "clc" for i in prog.code)
+
+    def advance_source(self) -> None:
+        """At the loop's back edge: the next period reads the next ``src_bytes`` of the
+        cluster's source; past the room the runner gave (``%src_stride``), it starts
+        over (never out of bounds, whatever the trip count)."""
+        nxt, end, pr = self.rd(), self.rd(), self.p()
+        self(f"add.u64 {nxt}, %srcoff, {self.L.src_bytes};")
+        self(f"add.u64 {end}, {nxt}, {self.L.src_bytes};")
+        self(f"setp.gt.u64 {pr}, {end}, %src_stride;")
+        self(f"selp.u64 %srcoff, 0, {nxt}, {pr};")
+
+    def src_periods(self) -> int:
+        """How many periods of source the loops read: the trip count over the TMA loads
+        of one turn of the shortest streaming cycle (at least one load per iteration),
+        plus one for the turn the loop leaves early."""
+        k = max(self.args.values(), default=0)
+        best = 0
+        for prog in self.ck.programs:
+            for pc, i in enumerate(prog.code):
+                if isinstance(i, Jump) and i.target <= pc:
+                    n = sum(1 for x in prog.code[i.target:pc]
+                            if isinstance(x, TmaLoad) and x.kind != "clc")
+                    if n:
+                        best = max(best, -(-k // n) + 1)
+        return max(best, 1)
+
     def tma(self, pc: int, ins: TmaLoad) -> None:
-        src = self.src_addr(pc)
+        src = self.src_addr(pc, stream=True)
         key = delivery_key(self.prog, pc, ins)
         normal = [d for d in ins.deliveries if d.buf is not None and not is_split(d)]
         split = [d for d in ins.deliveries if d.buf is not None and is_split(d)]
@@ -1254,14 +1326,114 @@ class _Emitter:
     def umma_defer(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a: the emulated commit completes after the warp's *next* step when that
         step cannot wait (so a completion after the warp's exit is observable, as with a
-        real asynchronous tcgen05.commit); otherwise at once."""
+        real asynchronous tcgen05.commit); otherwise at once.  Where the next step is
+        only known at run time (``plan_commit_deferrals``), a flag marks it pending."""
         code = self.prog.code  # type: ignore[union-attr]
         nxt = pc + 1
-        if nxt < len(code) and nxt not in self.targets and \
+        if pc in self.pending:
+            self(f"mov.u32 {self.pending[pc]}, 1;")
+        elif nxt < len(code) and nxt not in self.targets and \
                 isinstance(code[nxt], self.DEFERRABLE):
-            self.defer_at.setdefault(nxt, []).append((pc, ins))
+            self.defer_at.setdefault(nxt, []).append((pc, ins, None))
         else:
             self.umma_fire(pc, ins)
+
+    def next_steps(self, start: int) -> Optional[set[int]]:
+        """The steps the warp may execute next from ``start``, through its control flow
+        only (``SetLocal``, ``Branch``, ``Jump``: no synchronisation); ``None`` when a
+        path ends or reads shared memory (a CLC response) before a step."""
+        code = self.prog.code  # type: ignore[union-attr]
+        seen: set[int] = set()
+        out: set[int] = set()
+        todo = [start]
+        while todo:
+            pc = todo.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            if not 0 <= pc < len(code):
+                return None
+            ins = code[pc]
+            if isinstance(ins, Jump):
+                todo.append(ins.target)
+            elif isinstance(ins, Branch):
+                todo += [ins.then, ins.orelse]
+            elif isinstance(ins, SetLocal):
+                if ins.value.op == "response":
+                    return None
+                todo.append(pc + 1)
+            else:
+                out.add(pc)
+        return out
+
+    def plan_commit_deferrals(self, prog: AgentProgram) -> None:
+        """Where the step after an emulated commit is not the next instruction (a loop of
+        structured emission: ``k += 1; if k < k_tiles`` comes between the release and the
+        next wait or the exit), defer it along every path as ``umma_defer`` does on the
+        straight line: after a next step that cannot wait (``Exit`` in particular, so a
+        commit landing after the warp exited stays observable), before one that can.  A
+        per-commit flag register says whether the commit is still pending there."""
+        for pc, ins in enumerate(prog.code):
+            if not isinstance(ins, UmmaCommit):
+                continue
+            nxt = pc + 1
+            if nxt < len(prog.code) and nxt not in self.targets and \
+                    isinstance(prog.code[nxt], self.DEFERRABLE):
+                continue  # the straight-line case
+            succ = self.next_steps(nxt)
+            if not succ or not any(isinstance(prog.code[s], self.DEFERRABLE) for s in succ):
+                continue  # fires at once, as before
+            flag = self.r()
+            self(f"mov.u32 {flag}, 0;")
+            self.pending[pc] = flag
+            for s in sorted(succ):
+                where = self.defer_at if isinstance(prog.code[s], self.DEFERRABLE) \
+                    else self.fire_before
+                where.setdefault(s, []).append((pc, ins, flag))
+
+    def linger_for_exits(self, fires: list) -> None:
+        """Before a commit still pending at the warp's exit lands: wait (bounded by
+        ``EXIT_LINGER_NS``) until the CTA's other warps have exited (header word 0 counts
+        them at ``$EXIT``).  A late completion is a schedule the hardware may take; taking
+        it on purpose makes a commit that lands after the CTA exited (the model's
+        dangling-arrive-at-exit: a missing ``producer_tail``) show in every run rather
+        than when the other warps happen to be faster.  In a correct kernel another warp
+        waits for this commit, so the wait runs out and the commit lands as before."""
+        go, top = self.fresh("lxgo"), self.fresh("lx")
+        flags = [f for _, _, f in fires]
+        if all(f is not None for f in flags):
+            acc = self.r()
+            self(f"mov.u32 {acc}, {flags[0]};")
+            for f in flags[1:]:
+                self(f"or.b32 {acc}, {acc}, {f};")
+            pz = self.p()
+            self(f"setp.eq.u32 {pz}, {acc}, 0;")
+            self(f"@{pz} bra {go};")
+        t0, now, el, c, pr = self.rd(), self.rd(), self.rd(), self.r(), self.p()
+        self(f"mov.u64 {t0}, %globaltimer;")
+        self.label(top)
+        self(f"ld.relaxed.cta.shared.u32 {c}, [%smem];")
+        self(f"setp.ge.u32 {pr}, {c}, {self.nw - 1};")
+        self(f"@{pr} bra {go};")
+        self(f"mov.u64 {now}, %globaltimer;")
+        self(f"sub.u64 {el}, {now}, {t0};")
+        self(f"setp.gt.u64 {pr}, {el}, {EXIT_LINGER_NS};")
+        self(f"@{pr} bra {go};")
+        self("nanosleep.u32 64;")
+        self(f"bra {top};")
+        self.label(go)
+
+    def fire_pending(self, pc: int, ins: UmmaCommit, flag: Optional[str]) -> None:
+        """Fire a deferred commit (lane 0): always, or if its flag says it is pending."""
+        if flag is None:
+            self.umma_fire(pc, ins)
+            return
+        skip, pr = self.fresh("uf"), self.p()
+        self(f"setp.eq.u32 {pr}, {flag}, 0;")
+        self(f"@{pr} bra {skip};")
+        self.umma_fire(pc, ins)
+        self(f"mov.u32 {flag}, 0;")
+        self.label(skip)
 
     def umma_fire(self, pc: int, ins: UmmaCommit) -> None:
         """sm_90a emulation of a tcgen05.commit firing: after the emulated MMA's writes,

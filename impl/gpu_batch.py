@@ -231,12 +231,23 @@ def bench_specs() -> list[tuple[str, str, dict, bool, dict]]:
             out.append((f"bench__lat_tma_s{stages}_{t}", BENCH_TMA,
                         {"stages": stages, "k_tiles": k, "tile_bytes": 1024}, trace,
                         dict(opts)))
-    # bandwidth stays unrolled: every unrolled TMA load reads its own global region (a
-    # structured loop reads the same region every period: L2 hits)
+    # bandwidth: structured and bare (no watchdog, no stamps), as a kernel author would
+    # run it; without checks the loop's TMA loads advance through fresh global memory
+    # every period as the unrolled ones do (impl/emit.py ``streams``: no L2 reuse).
+    # ``_u``: the configuration measured before (unrolled, with checks), same run
     for stages, tile in ((4, 16384), (6, 16384), (4, 32768), (2, 32768)):
         out.append((f"bench__bw_tma_s{stages}_t{tile // 1024}k", BENCH_TMA,
                     {"stages": stages, "k_tiles": 128, "tile_bytes": tile}, False,
-                    {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": False}))
+                    {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": True,
+                     "checks": False}))
+    # the same, 4x the trip count (the launch amortised over 4x the bytes)
+    out.append(("bench__bw_tma_s4_t16k_k512", BENCH_TMA,
+                {"stages": 4, "k_tiles": 512, "tile_bytes": 16384}, False,
+                {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": True,
+                 "checks": False}))
+    out.append(("bench__bw_tma_s4_t16k_u", BENCH_TMA,
+                {"stages": 4, "k_tiles": 128, "tile_bytes": 16384}, False,
+                {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": False}))
     return out
 
 

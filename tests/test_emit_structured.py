@@ -229,3 +229,134 @@ def test_cli_bare_emission(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0 and "unrolled" in r.stderr, r.stderr
     assert "p_a_k_tiles" not in out.read_text()
+
+
+# ---- issue 25 regression: an emulated tcgen05.commit must still land after the exit
+
+
+def _blocks(ptx: str, k: int) -> dict[int, str]:
+    """The PTX of program ``k``, per pc (``$Lk_pc:`` labels)."""
+    import re
+
+    body = ptx.split(f"$P{k}:")[1].split(f"$P{k + 1}:")[0].split("$STUCK_EXIT:")[0]
+    parts = re.split(r"\n\$L%d_(\d+):" % k, body)
+    return {int(pc): txt for pc, txt in zip(parts[1::2], parts[2::2])}
+
+
+def _exit_fires(ck) -> dict[str, bool]:
+    """Per warp: does any of its exits fire an emulated commit after the exit's event
+    (an ``mbarrier.arrive`` in the Exit step's block: the exit itself arrives nowhere)?"""
+    from pipeproof.impl.emit import emit
+    from pipeproof.model.program import Exit
+
+    ptx = emit(ck, EmitOptions("sm_90a")).ptx
+    out = {}
+    for k, p in enumerate(ck.programs):
+        bl = _blocks(ptx, k)
+        out[p.name] = any("mbarrier.arrive" in bl[pc] for pc, i in enumerate(p.code)
+                          if isinstance(i, Exit))
+    return out
+
+
+UMMA = ["pipeline_tma_multi_consumers_async", "pipeline_tma_umma", "pipeline_async_umma"]
+
+
+@pytest.mark.parametrize("name", UMMA)
+def test_structured_commits_land_after_the_exit_as_unrolled_ones_do(name):
+    """sm_90a emulates tcgen05.commit's late completion by firing it after the warp's next
+    step when that step cannot wait; the loop's ``k += 1; if k < k_tiles`` between the
+    release and the exit must not make it fire early (GPU: the multi-consumer
+    ``skipped-tail`` mutant's dangling arrive was never seen, 160/160 ACCEPTED)."""
+    k = parse_file(str(TB / f"{name}.pipe"))
+    unrolled = compile_kernel(k, {})
+    structured = compile_for_emission(k, {}).kernel
+    for u, s in [(unrolled, structured)] + [
+            (mu.kernel, ms.kernel) for mu, ms in zip(mutants(unrolled), mutants(structured))
+            if mu.name == "skipped-tail"]:
+        eu, es = _exit_fires(u), _exit_fires(s)
+        assert eu == es
+    assert any(eu.values())
+
+
+def test_multi_consumer_skipped_tail_is_observable_in_the_structured_trace():
+    """The emitted order (MMA warp's exit event, then its commit's env event) replays as
+    the model's dangling-arrive-at-exit on the structured programs."""
+    from pipeproof.impl.mutants import mutant
+    from pipeproof.impl.replay import VIOLATION
+
+    ck = compile_for_emission(parse_file(str(TB / "pipeline_tma_multi_consumers_async.pipe")),
+                              {}).kernel
+    assert _exit_fires(ck)["cta0.w1"]
+    m = mutant(ck, "skipped-tail")
+    assert m is not None and _exit_fires(m.kernel)["cta0.w1"]
+    R = Replayer(m.kernel)
+    seen = set()
+    for seed in range(40):
+        evs = simulate(m.kernel, seed)
+        exits = [i for i, e in enumerate(evs) if e.kind == E.K_STEP and
+                 type(m.kernel.program(e.cta, e.warp).code[e.pc]).__name__ == "Exit"]
+        last_env = max((i for i, e in enumerate(evs) if e.kind == E.K_ENV), default=-1)
+        r = R.replay(evs)
+        assert r.status != REJECTED, (seed, r.headline())
+        if len(exits) == 3 and last_env > exits[-1]:  # every warp gone, then the commit
+            assert r.status == VIOLATION and r.violation[0] == "dangling-arrive-at-exit", \
+                (seed, r.headline())
+            seen.add(seed)
+    assert seen, "no simulated schedule lands the commit after the CTA exited"
+
+
+def test_bare_structured_tma_streams_through_fresh_memory(tmp_path):
+    """Without checks a structured TMA loop advances its sources by one period's
+    ``src_bytes`` at the back edge (the unrolled kernel's loads each read their own
+    region; repeating the regions would measure L2), wrapping inside the room the
+    runner gives (``%src_stride``): the PTX stays independent of the trip count, the
+    manifest asks for room in proportion to it.  With checks (data stamps) nothing
+    changes."""
+    f = str(ROOT / "bench" / "bench_gpu_tma.pipe")
+    bare = EmitOptions("sm_90a", trace=False, jitter=False, checks=False)
+    ems = {k: emit_file(f, {"stages": 4, "k_tiles": k, "tile_bytes": 16384}, bare)
+           for k in (16, 128, 1000)}
+    body = {k: "\n".join(ln for ln in e.ptx.splitlines() if not ln.startswith("//"))
+            for k, e in ems.items()}
+    assert len(set(body.values())) == 1
+    ptx = ems[128].ptx
+    assert "%srcoff" in ptx and "%src_stride;" in ptx
+    base = emit_file(f, {"stages": 4, "k_tiles": 128, "tile_bytes": 16384},
+                     EmitOptions("sm_90a", trace=False, jitter=False)).manifest.src_bytes
+    # 16 loads per period (4 * stages iterations, one load each)
+    assert ems[16].manifest.src_bytes == 2 * base
+    assert ems[128].manifest.src_bytes == (128 // 16 + 1) * base
+    assert ems[1000].manifest.src_bytes == (-(-1000 // 16) + 1) * base
+    checked = emit_file(f, {"stages": 4, "k_tiles": 128, "tile_bytes": 16384},
+                        EmitOptions("sm_90a"))
+    assert "add.u64 %srcoff" not in checked.ptx and "selp.u64 %srcoff" not in checked.ptx
+    if shutil.which("ptxas"):
+        p = tmp_path / "bw.ptx"
+        p.write_text(ptx)
+        r = subprocess.run(["ptxas", "-arch=sm_90a", str(p), "-o", str(p) + ".cubin"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[:800]
+
+
+def test_a_commit_pending_at_exit_waits_for_the_other_warps():
+    """With checks, the emulated commit that lands after the MMA warp's exit first waits
+    (bounded) for the CTA's other warps to exit, so the skipped-tail mutant's dangling
+    arrive does not depend on which warp is faster; the bare kernel does not wait."""
+    from pipeproof.impl.emit import EXIT_LINGER_NS, emit
+    from pipeproof.impl.mutants import mutant
+    from pipeproof.model.program import Exit
+
+    ck = compile_for_emission(parse_file(str(TB / "pipeline_tma_multi_consumers_async.pipe")),
+                              {}).kernel
+    m = mutant(ck, "skipped-tail").kernel
+    k = next(i for i, p in enumerate(m.programs) if p.role == "mma")
+    for opts, waits in ((EmitOptions("sm_90a"), True),
+                        (EmitOptions("sm_90a", trace=False, jitter=False, checks=False), False)):
+        bl = _blocks(emit(m, opts).ptx, k)
+        exits = [bl[pc] for pc, i in enumerate(m.programs[k].code) if isinstance(i, Exit)]
+        assert exits and all("mbarrier.arrive" in b for b in exits)
+        for b in exits:
+            lingers = "ld.relaxed.cta.shared.u32" in b and str(EXIT_LINGER_NS) in b
+            assert lingers == waits
+            if waits:
+                assert b.index("ld.relaxed.cta.shared.u32") < b.index("mbarrier.arrive")
