@@ -45,7 +45,7 @@ import z3
 from pipeproof.checker.concrete import ConcreteRunner
 from pipeproof.checker.native.build import core_source, load
 from pipeproof.checker.native.ccode import Unsupported, generate
-from pipeproof.checker.native.search import ST_OVERFLOW, _path, _Shape
+from pipeproof.checker.native.search import ST_DONE, ST_OVERFLOW, _path, _Shape
 from pipeproof.checker.properties import PRIORITY
 from pipeproof.checker.symbolic import Encoding
 from pipeproof.model.properties import ALL_PROPERTIES
@@ -168,9 +168,18 @@ class _Body:
         if k == _K.Z3_OP_BSUB:
             return f"(({a[0]} - {a[1]}) & {m})"
         if k == _K.Z3_OP_BMUL:
-            if len(a) != 2 or 2 * w > MAX_WIDTH:
-                raise Unsupported(f"a {w}-bit product: {t}")
-            return f"(({a[0]} * {a[1]}) & {m})"
+            if len(a) != 2:
+                raise Unsupported(f"a product of {len(a)} terms: {t}")
+            if 2 * w <= MAX_WIDTH:
+                return f"(({a[0]} * {a[1]}) & {m})"
+            # by a constant c: c - 2^w when that is smaller (two's complement wraps alike)
+            for i in (0, 1):
+                if z3.is_bv_value(t.arg(i)):
+                    c = t.arg(i).as_long()
+                    c = c - (1 << w) if c >= 1 << (w - 1) else c
+                    if abs(c) * (1 << w) < (1 << 31):
+                        return f"(({c} * {a[1 - i]}) & {m})"
+            raise Unsupported(f"a {w}-bit product: {t}")
         if k == _K.Z3_OP_BNEG:
             return f"((0 - {a[0]}) & {m})"
         if k == _K.Z3_OP_BAND:
@@ -222,21 +231,37 @@ class PromelaModel:
     acyclic: bool
 
 
-def final_encoding(system: System, max_states: int = 5_000_000,
-                   timeout: float = 600.0) -> Encoding:
+@dataclass(frozen=True)
+class Reference:
+    """The native search that fixed the encoding (no reductions: SPIN's state space)."""
+
+    states: int
+    transitions: int
+    complete: bool  # searched to the end (no violation, limit or timeout stopped it)
+
+
+def final_encoding(system: System, max_states: int = 1_000_000,
+                   timeout: float = 600.0) -> tuple[Encoding, Reference]:
     """The native engine's encoding once its value ranges and queue capacities hold
     every reachable state (``checker/native/search.py``: sample, search, widen on an
-    overflow, search again).  A search stopped by ``max_states`` leaves the ranges
-    guessed so far; the Promela then still asserts ``encoding_overflow``."""
+    overflow, search again), every sampled range first widened to 16 bits.  A search
+    stopped by ``max_states`` leaves the ranges guessed so far; the Promela then still
+    asserts ``encoding_overflow``."""
     shape = _Shape(system, [])
+    # keys are Promela shorts whatever their range: give every sampled range all 16 bits
+    # (the overflow assertion stays, for values beyond that)
+    for name, (lo, hi) in list(shape.ranges.items()):
+        if -(1 << 15) <= lo and hi < (1 << 15):
+            shape.ranges[name] = (-(1 << 15), (1 << 15) - 1)
     for _ in range(13):
         enc = shape.encoding()
         prog = generate(enc, core_source(), [])
         _ffi, lib = load(prog.source)
         st = lib.pp_search(max_states, timeout, 0, PRIORITY.get("deadlock", 99))
         if st != ST_OVERFLOW:
+            ref = Reference(lib.pp_nstates(), lib.pp_ntrans(), st == ST_DONE)
             lib.pp_free()
-            return enc
+            return enc, ref
         steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
         lib.pp_free()
         states, _ = ConcreteRunner(system).run(steps)
