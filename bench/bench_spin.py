@@ -349,7 +349,8 @@ def render(meta: dict, rows: list[dict], engines: list[str]) -> str:
         head += [f"{e} verdict", f"{e} states", f"{e} s", f"{e}/SPIN"]
     cfl = " or ".join(f"`{' '.join(f)}`" for f in meta["spin_cflags"].values())
     lines = [METHOD.format(timeout=meta["timeout"], date=meta["date"], cpus=meta["cpus"],
-                           spin=meta["spin"], pan=" ".join(meta["pan_flags"]), cfl=cfl),
+                           spin=meta["spin"], pan=" ".join(meta["pan_flags"]), cfl=cfl)
+             + (f"\n{meta['note']}\n" if meta.get("note") else ""),
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["spin"]

@@ -248,10 +248,15 @@ def final_encoding(system: System, max_states: int = 1_000_000,
     stopped by ``max_states`` leaves the ranges guessed so far; the Promela then still
     asserts ``encoding_overflow``."""
     shape = _Shape(system, [])
-    # keys are Promela shorts whatever their range: give every sampled range all 16 bits
-    # (the overflow assertion stays, for values beyond that)
+    # keys are Promela shorts whatever their range: give every sampled range all 16 bits,
+    # and a barrier's tx-count its full PTX range, [-(2^20 - 1), 2^20 - 1] (Promela ints)
+    # (PTX ISA, "mbarrier": tx-count): a breadth-first sample does not reach the deep
+    # states where a large expect_tx is pending, SPIN's depth-first search does.  The
+    # overflow assertion stays, for values beyond.
     for name, (lo, hi) in list(shape.ranges.items()):
-        if -(1 << 15) <= lo and hi < (1 << 15):
+        if name.endswith(".tx"):
+            shape.ranges[name] = (-(1 << 20), (1 << 20) - 1)
+        elif -(1 << 15) <= lo and hi < (1 << 15):
             shape.ranges[name] = (-(1 << 15), (1 << 15) - 1)
     for _ in range(13):
         enc = shape.encoding()
