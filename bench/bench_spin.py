@@ -316,8 +316,8 @@ with other work: the 1-minute load average at the start of each row is in its fi
 * **Same model.** The Promela (`bench/spin/*.pml`) is printed by `bench/spin_promela.py` from
   the transition templates of pipeproof's one semantics (the ones the native engine compiles
   to C), so SPIN explores exactly the state space of pipeproof's explicit engine *without
-  reductions*: "unreduced states" is that count (the native engine's search, stopped at
-  1,000,000), and where SPIN searches to the end it stores the same number of states
+  reductions*: "unreduced states" is that count (the native engine's breadth-first search,
+  stopped at 1,000,000 states or at the shortest violation's depth), and where SPIN searches to the end it stores the same number of states
   (checked by `tests/test_spin_bench.py`).  Every pipeproof check is an `assert`, deadlock a
   `timeout` watcher.  No second rendering of the PTX rules is involved.
 * **SPIN's time to verdict** = `spin -a` + `cc` + `./pan` from the .pml ({spin}; pan
@@ -328,7 +328,8 @@ with other work: the 1-minute load average at the start of each row is in its fi
 * **pipeproof's time to verdict** = `pipeproof check FILE -p ... --json` as a user runs it,
   from the .pipe file (parsing, compiling, engine start-up and search), per engine; the
   native engine with an empty compile cache.  auto and explicit use pipeproof's reductions
-  (partial-order, warp symmetry); native uses warp symmetry only.
+  (partial-order, warp symmetry); native uses warp symmetry only.  auto's "0 states": its BMC
+  engine answered first (no explicit states counted).
 * **Ratio** = pipeproof seconds / SPIN seconds (wall clock; below 1: pipeproof answered
   first).  CPU ratios (the process and its children, less disturbed by the load) are in
   `spin.json`.  A row where SPIN gives no verdict within the timeout counts as pipeproof no
@@ -354,8 +355,9 @@ def render(meta: dict, rows: list[dict], engines: list[str]) -> str:
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["spin"]
-        cells = [f"{r['name']} (load {r['load']})", f"{r['unreduced_states']:,}"
-                 + ("" if r["unreduced_complete"] else " (stopped)"),
+        stop = ("" if r["unreduced_complete"] else " (to a violation)"
+                if s.get("status") == "VIOLATED" else " (stopped)")
+        cells = [f"{r['name']} (load {r['load']})", f"{r['unreduced_states']:,}" + stop,
                  f"{s.get('states') or 0:,}", _v(s),
                  f"{s.get('total_s', 0):.2f} ({s.get('spin_a_s', 0):.2f}+{s.get('cc_s', 0):.2f}"
                  f"+{s.get('pan_s', 0):.2f}, {s.get('cflags', '-')})"]
