@@ -157,7 +157,8 @@ def spin_verdict(out: str) -> tuple[str, str | None]:
     return "UNKNOWN", "no answer"
 
 
-def timed(cmd: list[str], timeout: float, **kw) -> tuple[float, float, Optional[subprocess.CompletedProcess]]:
+def timed(cmd: list[str], timeout: float,
+          **kw: object) -> tuple[float, float, Optional[subprocess.CompletedProcess]]:
     """Run ``cmd``: (wall seconds, CPU seconds of it and its children, result; None when
     it ran out of time and was killed).  CPU time is the measure that the load of a
     shared machine disturbs least."""
@@ -205,7 +206,8 @@ def _cc_pan(d: str, cc: str, opt: str, flags: list[str], a_wall: float, a_cpu: f
     left = timeout - a_wall
     exe = f"pan_{opt}"
     out = ""
-    for key, cmd in (("cc_s", [cc, *flags, "-o", exe, "pan.c"]), ("pan_s", [f"./{exe}", *PAN_FLAGS])):
+    for key, cmd in (("cc_s", [cc, *flags, "-o", exe, "pan.c"]),
+                     ("pan_s", [f"./{exe}", *PAN_FLAGS])):
         row[key], row[key.replace("_s", "_cpu_s")], r = timed(cmd, max(left, 1), cwd=d)
         if r is None:
             row.update(status="UNKNOWN", property=f"timeout after {timeout:.0f} s",
@@ -250,7 +252,8 @@ def run_pipeproof(path: Path, params: dict[str, int], engine: str, timeout: floa
         return {"status": "ERROR", "property": (r.stderr or r.stdout)[-300:], "total_s": total}
     st = d.get("stats", {})
     return {"status": d.get("status"), "property": d.get("property") or d.get("reason"),
-            "total_s": total, "cpu_s": cpu, "states": st.get("states"), "engine_used": st.get("engine"),
+            "total_s": total, "cpu_s": cpu, "states": st.get("states"),
+            "engine_used": st.get("engine"),
             "exit": r.returncode}
 
 
