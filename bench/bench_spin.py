@@ -268,7 +268,11 @@ def main() -> int:
     args = ap.parse_args()
     if args.render:
         d = json.loads((RESULTS / f"{args.out}.json").read_text())
-        (RESULTS / f"{args.out}.md").write_text(render(d["meta"], d["rows"], engines_of(d)))
+        md = RESULTS / f"{args.out}.md"
+        # the analysis written by hand below the table stays
+        old = md.read_text() if md.exists() else ""
+        tail = old[old.index(ANALYSIS):] if ANALYSIS in old else ""
+        md.write_text(render(d["meta"], d["rows"], engines_of(d)) + ("\n" + tail if tail else ""))
         return 0
     why = missing_tools()
     if why:
@@ -309,6 +313,9 @@ def main() -> int:
 def engines_of(d: dict) -> list[str]:
     return [e for e in ("auto", "explicit", "native") if d["rows"] and e in d["rows"][0]]
 
+
+#: the heading of the analysis written by hand below the generated table
+ANALYSIS = "## What the run shows"
 
 METHOD = """\
 # SPIN as the yardstick (issue 26 item 5)
