@@ -82,6 +82,12 @@ LIFTED_DIFFERS: dict[tuple[str, int], tuple[str, Optional[str], str]] = {
         "symptom is an overwrite of the TMEM accumulator, which the lifter does not "
         "track (tcgen05.ld/mma on tensor memory have no ghost effects yet); the lifted "
         "kernel shows the second CTA's release overrunning the phase"),
+    ("pipeline_tma_umma", 3): (
+        "VIOLATED", "tmem-misuse",
+        "tensor memory freed before the MMAs: the lifted kernel's tcgen05.mma accesses "
+        "tensor memory (a tmem_use step, frontend/cute/tmem_ops.py), the twin's "
+        "tcgen05_mma does not (in .pipe only PipelineUmmaAsync accumulator stages are "
+        "tensor memory, spec/primitives.md 12 C-T6), so the twin is PROVEN"),
     ("pipeline_order", 2): (
         "VIOLATED", "read-before-full",
         "both warpgroups enter the critical section at once: besides the surplus arrival "

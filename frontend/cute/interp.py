@@ -164,7 +164,7 @@ class Lifter:
         """``cluster_index``: which cluster of the grid to interpret (x fastest); its CTAs
         see their own ``%ctaid`` and ``%clusterid`` (a conformance judge lifts each
         cluster whose trace it replays)."""
-        from . import data_ops, ops, sync_ops  # noqa: F401  (importing registers handlers)
+        from . import data_ops, ops, sync_ops, tmem_ops  # noqa: F401  (registers handlers)
         from .optable import op_table
 
         self.m = module
