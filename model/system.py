@@ -753,8 +753,9 @@ class System:
         else:
             what = ("reads" if e.kind == "read" else "writes") + f" the accumulator {e.buf} in"
         add_check(checks, bad, Prop.TMEM_MISUSE,
-                  lambda: f"{name()} {what} tensor memory of CTA {cta} while none is allocated there (before tcgen05.alloc, or "
-                          "after or during its tcgen05.dealloc)")
+                  lambda: f"{name()} {what} tensor memory of CTA {cta} while none is "
+                          "allocated there (before tcgen05.alloc, or after or during its "
+                          "tcgen05.dealloc)")
 
     def _tmem_exec(self, V: Any, S: Any, a: int, ins: Instr, checks: list[Check],
                    who: str) -> Any:
