@@ -110,3 +110,17 @@ def test_planted_tmem_bugs_are_tmem_misuse(bug, says):
     assert t is not None and says in t.detail, t.detail if t else None
     if bug != 5:  # the violating step is at the user's line (5: the warp's exit)
         assert "pipeline_tma_umma.py" in str(t.events[-1].loc), t.events[-1]
+
+
+@pytest.mark.parametrize("bug", [0, 3, 4, 5])
+def test_engines_agree_on_the_lifted_tmem_protocol(bug):
+    """The z3 BMC engine and the explicit-state engine give the same verdict."""
+    from pipeproof.api import check_compiled
+
+    _, lifted = _lift("pipeline_tma_umma", bug)
+    ex = check_compiled(lifted.compiled, engine="explicit")
+    bmc = check_compiled(lifted.compiled, engine="bmc")
+    assert bmc.status != "UNKNOWN", bmc.verdict.headline()
+    ok = ("PROVEN", "SAFE")
+    assert (ex.status in ok, ex.prop) == (bmc.status in ok, bmc.prop), \
+        (ex.verdict.headline(), bmc.verdict.headline())
