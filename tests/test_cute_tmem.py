@@ -99,7 +99,8 @@ def test_an_unknown_tmem_op_stays_unknown():
 @pytest.mark.parametrize("bug,says", [
     (3, "accesses tensor memory of CTA 0 while none is allocated"),
     (4, "after CTA 0 relinquished"),
-    (5, "exits with tensor memory still allocated")])
+    (5, "exits with tensor memory still allocated"),
+    (6, "executed by 1 of the warp's 32 lanes")])
 def test_planted_tmem_bugs_are_tmem_misuse(bug, says):
     from pipeproof.api import check_compiled
 
@@ -112,7 +113,7 @@ def test_planted_tmem_bugs_are_tmem_misuse(bug, says):
         assert "pipeline_tma_umma.py" in str(t.events[-1].loc), t.events[-1]
 
 
-@pytest.mark.parametrize("bug", [0, 3, 4, 5])
+@pytest.mark.parametrize("bug", [0, 3, 4, 5, 6])
 def test_engines_agree_on_the_lifted_tmem_protocol(bug):
     """The z3 BMC engine and the explicit-state engine give the same verdict."""
     from pipeproof.api import check_compiled

@@ -36,6 +36,10 @@ Planted bugs (``bug=N``):
      must be deallocated before the kernel exits).
      Lifted: VIOLATED tmem-misuse
      Twin pipeline_tma_umma_bug5.pipe: VIOLATED tmem-misuse
+  6. allocate() inside elect_one(): tcgen05.alloc is .sync.aligned, one lane of the
+     allocator warp issues it.
+     Lifted: VIOLATED tmem-misuse
+     Twin pipeline_tma_umma_bug6.pipe: VIOLATED tmem-misuse
 """
 import cutlass
 import cutlass.cute as cute
@@ -54,7 +58,7 @@ from cutlass.pipeline import (
 )
 
 ARCH = "sm_100a"
-BUGS = (1, 2, 3, 4, 5)
+BUGS = (1, 2, 3, 4, 5, 6)
 
 THREADS = 64
 MMA_WARP = 1
@@ -145,7 +149,11 @@ def pipeline_tma_umma_kernel(
     )
     if cutlass.const_expr(bug == 4):
         tmem.relinquish_alloc_permit()
-    tmem.allocate(TMEM_COLS)
+    if cutlass.const_expr(bug == 6):
+        with cute.arch.elect_one():
+            tmem.allocate(TMEM_COLS)
+    else:
+        tmem.allocate(TMEM_COLS)
     tmem.wait_for_alloc()
 
     if warp_idx == 0:  # TMA producer
