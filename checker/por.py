@@ -284,6 +284,9 @@ class Footprints:
     def _ghost(self, effects: Iterable[GhostEffect]) -> set:
         out = set()
         for e in effects:
+            if e.kind == "tmem_use":  # reads the CTA's (and pair's) tensor-memory state
+                out |= {(("tmem", c), "R") for c in self.sys.tmem_pair_of(e.buf.cta)}
+                continue
             mode = _GHOST_MODE[e.kind]
             if e.buf.cta == GMEM_CTA and mode in ("WE", "WB"):
                 # a global region's writes also set its owner and clear every warp's

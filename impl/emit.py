@@ -85,6 +85,7 @@ from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
 from . import events as E
+from .emit_tmem import is_tmem, lower as lower_tmem
 from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
                      compute_layout, delivery_key, is_split, stamp_of)
 
@@ -746,6 +747,9 @@ class _Emitter:
     def step(self, pc: int, ins: Instr) -> None:
         st = _Step(self, pc)
         t = type(ins)
+        if is_tmem(ins):  # tcgen05.alloc/dealloc/relinquish_alloc_permit (.sync.aligned)
+            lower_tmem(self, pc, ins, st)
+            return
         if t is NamedBarrierOp:
             self.named(pc, ins, st)
             return

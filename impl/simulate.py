@@ -20,14 +20,18 @@ from typing import Optional
 from ..model.compile import CompiledKernel
 from ..model.program import (Arrive, ClusterArrive, CompleteTx, CpAsyncArrive, Exit,
                              ExpectTx, GmemAtomic, GmemFence, GmemWait, MbarInit,
-                             NamedBarrierOp, TmaLoad, TryWait, UmmaCommit)
+                             NamedBarrierOp, TmaLoad, TmemAlloc, TmemDealloc, TmemRelinquish,
+                             TryWait, UmmaCommit)
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE as V
 from . import events as E
 from .events import GpuEvent
 
 SIGNALS = (Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsyncArrive, UmmaCommit, ClusterArrive,
-           NamedBarrierOp, Exit, MbarInit, GmemAtomic, GmemFence)
+           NamedBarrierOp, Exit, MbarInit, GmemAtomic, GmemFence,
+           # tcgen05.alloc/dealloc/relinquish_alloc_permit: ticket before the issue
+           # (impl/emit_tmem.py)
+           TmemAlloc, TmemDealloc, TmemRelinquish)
 
 
 def simulate(ck: CompiledKernel, seed: int, observed_env: tuple[str, ...] = ("tcgen05",),

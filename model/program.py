@@ -108,7 +108,11 @@ class GhostEffect:
       * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty;
       * ``tmem_ptr``: a warp loads the tensor-memory address ``tcgen05.alloc`` wrote into
         ``buf`` (``TmemAllocator.retrieve_ptr``): the store must have happened and been
-        released by the allocating warp (else ``tmem-misuse``).
+        released by the allocating warp (else ``tmem-misuse``);
+      * ``tmem_use``: the warp accesses tensor memory of CTA ``buf.cta`` (a lifted
+        tcgen05 MMA or ld/st; ``buf`` names no stage buffer): the CTA must hold an
+        allocation and no ``cta_group::2`` dealloc of its pair may be under way
+        (``System._tmem_use``, else ``tmem-misuse``).
     """
 
     kind: str

@@ -602,8 +602,16 @@ class System:
         (morally strong operations), so the reader may see stale data.  Conservative:
         a later cluster-scope release by the writer (cumulativity) does not clear the
         mark; acquire scopes are not checked (CUTLASS waits are .cta)."""
-        b = self.buf.get(e.buf)
         name = (lambda: who() if callable(who) else who)
+        if e.kind == "tmem_use":  # a tensor-memory access of the CTA (R2, at its issue)
+            if self.tmem:
+                self._tmem_use(V, S, e, checks, name)
+            else:
+                checks.append(Check(True, Prop.TMEM_MISUSE,
+                                    f"{name()} accesses tensor memory of CTA {e.buf.cta}, "
+                                    "but the kernel never allocates any (tcgen05.alloc)"))
+            return
+        b = self.buf.get(e.buf)
         if b is None:
             checks.append(Check(True, Prop.MASK_OUTSIDE_CLUSTER, f"{e.buf} does not exist"))
             return
@@ -740,11 +748,14 @@ class System:
         if self.tmem_paired:
             bad = V.or_(bad, *[V.eq(S.get(self.tmem[c] + TM_PAIR), PAIR_DEALLOC)
                                for c in self.tmem_pair_of(cta)])
-        what = "reads" if e.kind == "read" else "writes"
+        if e.kind == "tmem_use":  # a lifted tcgen05 access: no stage buffer to name
+            what = "accesses"
+        else:
+            what = ("reads" if e.kind == "read" else "writes") + f" the accumulator {e.buf} in"
         add_check(checks, bad, Prop.TMEM_MISUSE,
-                  lambda: f"{name()} {what} the accumulator {e.buf} in tensor memory of CTA "
-                          f"{cta} while none is allocated there (before tcgen05.alloc, or "
-                          "after or during its tcgen05.dealloc)")
+                  lambda: f"{name()} {what} tensor memory of CTA {cta} while none is "
+                          "allocated there (before tcgen05.alloc, or after or during its "
+                          "tcgen05.dealloc)")
 
     def _tmem_exec(self, V: Any, S: Any, a: int, ins: Instr, checks: list[Check],
                    who: str) -> Any:

@@ -70,18 +70,19 @@ LIFTED_DIFFERS: dict[tuple[str, int], tuple[str, Optional[str], str]] = {
         "the helper warp releases the stage before reading it: as in "
         "pipeline_tma_async_participants bug 3, the twin names the read, the lifted "
         "kernel the write"),
-    ("pipeline_async_umma", 2): (
-        "VIOLATED", "overwrite-before-release",
-        "tcgen05.commit is issued before the MMAs, so the release comes before the "
-        "reads: the twin reports the TMA's next write reaching the MMA's read "
-        "(read-before-full), the lifted kernel the same write overwriting operands the "
-        "MMA holds"),
     ("pipeline_umma_async", 1): (
         "VIOLATED", "phase-overrun",
         "the same bug (consumer group not scaled by the CTA pair): the twin's first "
         "symptom is an overwrite of the TMEM accumulator, which the lifter does not "
-        "track (tcgen05.ld/mma on tensor memory have no ghost effects yet); the lifted "
+        "track per stage (tcgen05.ld/mma are a tmem_use of the CTA's whole tensor "
+        "memory, frontend/cute/tmem_ops.py); the lifted "
         "kernel shows the second CTA's release overrunning the phase"),
+    ("pipeline_tma_umma", 3): (
+        "VIOLATED", "tmem-misuse",
+        "tensor memory freed before the MMAs: the lifted kernel's tcgen05.mma accesses "
+        "tensor memory (a tmem_use step, frontend/cute/tmem_ops.py), the twin's "
+        "tcgen05_mma does not (in .pipe only PipelineUmmaAsync accumulator stages are "
+        "tensor memory, spec/primitives.md 12 C-T6), so the twin is PROVEN"),
     ("pipeline_order", 2): (
         "VIOLATED", "read-before-full",
         "both warpgroups enter the critical section at once: besides the surplus arrival "

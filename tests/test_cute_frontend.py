@@ -30,7 +30,8 @@ LIMITS = dict(engine="explicit", jobs=1, max_states=400_000, timeout=3600.0)
 SLOW = {("pipeline_tma_async_multicast", 1), ("pipeline_tma_async_multicast", 2),
         ("pipeline_tma_async_multicast", 3), ("pipeline_tma_async_2x1", 2),
         ("pipeline_tma_async_2x1", 3),
-        ("pipeline_umma_async", 1), ("pipeline_umma_async", 2), ("pipeline_umma_async", 3)}
+        ("pipeline_umma_async", 1), ("pipeline_umma_async", 2), ("pipeline_umma_async", 3),
+        ("pipeline_umma_async", 4), ("pipeline_tma_umma_2cta", 4)}
 
 CASES = cases()
 

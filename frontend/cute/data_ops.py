@@ -9,6 +9,7 @@ from typing import Any
 
 from .mlir_text import Op
 from .optable import op
+from .tmem_ops import is_tmem_type, tmem_use
 from .values import OPAQUE, Dyn, Lanes, Ptr, View, lane
 
 
@@ -74,6 +75,8 @@ def copy_between(lf: Any, o: Op, env: dict, mask: Any) -> None:
     write of the destination, where they are shared memory."""
     if len(o.operands) < 3:
         return
+    if any(is_tmem_type(t) for t in o.operand_types[1:3]):  # tcgen05.ld / tcgen05.st
+        tmem_use(lf, o, mask, "tcgen05 copy")
     src = lf.val(env, o.operands[1], o)
     dst = lf.val(env, o.operands[2], o)
     _access(lf, o, src, mask, False)
@@ -94,6 +97,8 @@ def _gemm(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return None
     tcgen05 = bool(re.search(r"sm100|tcgen05|umma", o.operand_types[0] if o.operand_types
                              else ""))
+    if any(is_tmem_type(t) for t in o.operand_types[1:]):  # tcgen05.mma into tensor memory
+        tmem_use(lf, o, mask, "tcgen05.mma")
     for h in o.operands[2:4]:
         v = lf.val(env, h, o)
         p = v.ptr if isinstance(v, View) else None

@@ -182,7 +182,7 @@ class Lifter:
         to the kernel as it is has the value the entry compiled with.  ``params``:
         symbolic parameters, and each run-time argument's value at each of their
         points (``ScalarParams``); such an argument is a ``Sym``."""
-        from . import data_ops, ops, sync_ops  # noqa: F401  (importing registers handlers)
+        from . import data_ops, ops, sync_ops, tmem_ops  # noqa: F401  (registers handlers)
         from .optable import op_table
 
         self.m = module

@@ -691,18 +691,16 @@ def _fence_proxy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 
 
 # ops that are known and do not take part in the barrier protocol this front end models
-# (fences between proxies, MMA issue and its own group waits, register moves, TMEM
-# allocation, prefetches, printing); each is named, so anything else with side effects
-# is refused (``interp.is_side_effecting``)
+# (fences between proxies, MMA issue and its own group waits, register moves,
+# prefetches, printing; TMEM allocation is tmem_ops.py); each is named, so anything
+# else with side effects is refused (``interp.is_side_effecting``)
 @op("nvvm.fence.proxy.acquire", "nvvm.fence.proxy.release",
     "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
     "nvvm.wgmma.wait.group.sync.aligned", "nvvm.wgmma.mma_async", "nvvm.setmaxregister",
     "nvvm.tcgen05.wait", "nvvm.tcgen05.ld",
     "nvvm.tcgen05.st", "nvvm.tcgen05.mma", "nvvm.tcgen05.fence",
     "nvvm.prefetch.tensormap", "nvvm.cp.async.bulk.tensor.prefetch",
-    "cute_nvgpu.prefetch_tma_desc", "cute_nvgpu.arch.sm100.alloc_tmem",
-    "cute_nvgpu.arch.sm100.dealloc_tmem", "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit",
-    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr", "cute_nvgpu.arch.get_dyn_smem_size",
+    "cute_nvgpu.prefetch_tma_desc", "cute_nvgpu.arch.get_dyn_smem_size",
     "cute_nvgpu.arch.sm100.tmem_load", "cute.print", "nvvm.griddepcontrol.wait",
     "nvvm.griddepcontrol.launch.dependents")
 def _no_sync_effect(lf: Any, o: Op, env: dict, mask: Any) -> Any:
@@ -717,4 +715,7 @@ def traced_op_names() -> frozenset[str]:
     from .optable import TABLE
     from .sites import RETURN_OPS
 
-    return frozenset(n for n, f in TABLE.items() if f.__module__ == __name__) | RETURN_OPS
+    from .tmem_ops import TRACED
+
+    return frozenset(n for n, f in TABLE.items() if f.__module__ == __name__) | TRACED | \
+        RETURN_OPS

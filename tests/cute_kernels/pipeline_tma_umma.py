@@ -4,7 +4,9 @@ A (128x64 f16) and B (64x64 f16) tiles of each stage with real TMA loads
 stage's tcgen05 MMAs (``cute.gemm``, accumulator in tensor memory) and releases the stage
 with one elected tcgen05.commit.  Participants API; TMEM allocated by the MMA warp
 through ``cutlass.utils.TmemAllocator`` (named barrier 1 over the CTA before the roles
-and before the free).
+and before the free); the lifted kernel has the allocation protocol (tcgen05.alloc,
+relinquish_alloc_permit, dealloc) and the MMAs' tensor-memory accesses, the twin the
+same allocator.
 
 The textbook skeleton is the 2-CTA form (cta_group::2, a CTA pair); this kernel is the
 1-CTA form, so its twin is a new file.
@@ -20,6 +22,24 @@ Planted bugs (``bug=N``):
      Twin pipeline_tma_umma_bug1.pipe: VIOLATED deadlock
   2. the MMA warp skips the release of its last stage: producer.tail() waits for ever.
      Twin pipeline_tma_umma_bug2.pipe: VIOLATED deadlock
+  3. the MMA warp (the allocator) frees the tensor memory before its MMAs (right after
+     wait_for_alloc) instead of at the end: every tcgen05.mma writes deallocated columns.
+     Lifted: VIOLATED tmem-misuse (the tcgen05.mma after the dealloc)
+     Twin pipeline_tma_umma_bug3.pipe: PROVEN -- the twin's tcgen05_mma has no tensor-
+     memory access (in .pipe only PipelineUmmaAsync accumulator stages are tensor memory,
+     spec/primitives.md 12 C-T6); tests/cute_helpers.LIFTED_DIFFERS says why
+  4. relinquish_alloc_permit() before allocate(): tcgen05.alloc after the CTA gave up
+     its allocation permit.
+     Lifted: VIOLATED tmem-misuse
+     Twin pipeline_tma_umma_bug4.pipe: VIOLATED tmem-misuse
+  5. no free(): the CTA exits with its columns allocated (PTX ISA: all tensor memory
+     must be deallocated before the kernel exits).
+     Lifted: VIOLATED tmem-misuse
+     Twin pipeline_tma_umma_bug5.pipe: VIOLATED tmem-misuse
+  6. allocate() inside elect_one(): tcgen05.alloc is .sync.aligned, one lane of the
+     allocator warp issues it.
+     Lifted: VIOLATED tmem-misuse
+     Twin pipeline_tma_umma_bug6.pipe: VIOLATED tmem-misuse
 """
 import cutlass
 import cutlass.cute as cute
@@ -38,7 +58,7 @@ from cutlass.pipeline import (
 )
 
 ARCH = "sm_100a"
-BUGS = (1, 2)
+BUGS = (1, 2, 3, 4, 5, 6)
 
 THREADS = 64
 MMA_WARP = 1
@@ -127,7 +147,13 @@ def pipeline_tma_umma_kernel(
     tmem = cutlass.utils.TmemAllocator(
         storage.tmem_holding_buf, barrier_for_retrieve=cta_bar, allocator_warp_id=MMA_WARP
     )
-    tmem.allocate(TMEM_COLS)
+    if cutlass.const_expr(bug == 4):
+        tmem.relinquish_alloc_permit()
+    if cutlass.const_expr(bug == 6):
+        with cute.arch.elect_one():
+            tmem.allocate(TMEM_COLS)
+    else:
+        tmem.allocate(TMEM_COLS)
     tmem.wait_for_alloc()
 
     if warp_idx == 0:  # TMA producer
@@ -140,6 +166,8 @@ def pipeline_tma_umma_kernel(
 
     if warp_idx == MMA_WARP:  # tcgen05 MMA issuer
         tmem_ptr = tmem.retrieve_ptr(ACC_DTYPE)
+        if cutlass.const_expr(bug == 3):
+            tmem.free(tmem_ptr)
         acc_shape = tiled_mma.partition_shape_C(MMA_TILER[:2])
         tCtAcc = cute.make_tensor(tmem_ptr, tiled_mma.make_fragment_C(acc_shape).layout)
         tCrA = tiled_mma.make_fragment_A(sA)  # (MMA, MMA_M, MMA_K, STAGE)
@@ -162,10 +190,12 @@ def pipeline_tma_umma_kernel(
             else:
                 handle.release()
 
-    tmem.relinquish_alloc_permit()
+    if cutlass.const_expr(bug != 4):
+        tmem.relinquish_alloc_permit()
     cta_bar.arrive_and_wait()  # producers pass this after producer.tail(): MMAs are done
-    if warp_idx == MMA_WARP:
-        tmem.free(tmem.retrieve_ptr(ACC_DTYPE))
+    if cutlass.const_expr(bug != 3 and bug != 5):
+        if warp_idx == MMA_WARP:
+            tmem.free(tmem.retrieve_ptr(ACC_DTYPE))
 
 
 @cute.jit

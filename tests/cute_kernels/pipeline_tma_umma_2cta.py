@@ -47,6 +47,11 @@ Planted bugs (``bug=N``):
      Lifted: VIOLATED use-before-init (complete_tx on ab.full[0]@cta0)
      Twin pipeline_tma_umma_2cta_bug3.pipe: VIOLATED use-before-init (complete_tx on
      ab.full[0]@cta0)
+  4. only the leader CTA frees the pair's cta_group::2 allocation (the MMA runs there):
+     a 2-CTA dealloc needs one warp of each CTA, and the peer exits with its columns
+     allocated (the leader's free waits for the peer's arrival for ever).
+     Lifted: VIOLATED tmem-misuse
+     Twin pipeline_tma_umma_2cta_bug4.pipe: VIOLATED tmem-misuse
 """
 import cutlass
 import cutlass.cute as cute
@@ -64,7 +69,7 @@ from cutlass.pipeline import (
 )
 
 ARCH = "sm_100a"
-BUGS = (1, 2, 3)
+BUGS = (1, 2, 3, 4)
 
 THREADS = 64
 MMA_WARP = 1
@@ -207,7 +212,11 @@ def pipeline_tma_umma_2cta_kernel(
 
     tmem.relinquish_alloc_permit()
     NamedBarrier(barrier_id=1, num_threads=THREADS).arrive_and_wait()  # after producer.tail()
-    tmem.free(tmem_ptr)
+    if cutlass.const_expr(bug == 4):
+        if ab.is_leader_cta:
+            tmem.free(tmem_ptr)
+    else:
+        tmem.free(tmem_ptr)
 
 
 @cute.jit
