@@ -1565,8 +1565,6 @@ class System:
 
     def blocked_reason(self, state: tuple, a: int) -> str:
         """Why warp ``a`` cannot move in ``state`` (for deadlock reports)."""
-        from .values import CONCRETE as V
-
         ag = self.agents[a]
         pc = state[ag.pc]
         if pc == DONE:
