@@ -72,6 +72,19 @@ def _ffi() -> Any:
     return ffi
 
 
+def unavailable() -> Optional[str]:
+    """Why the native engine cannot run here (``NativeUnavailable``'s message), or None
+    where cffi and a C compiler are both present; compiles nothing."""
+    try:
+        compiler()
+        import cffi  # noqa: F401
+    except NativeUnavailable as e:
+        return str(e)
+    except ImportError:
+        return "the native engine needs cffi: pip install 'pipeproof[native]'"
+    return None
+
+
 def cache_dir() -> Path:
     base = os.environ.get("PIPEPROOF_NATIVE_CACHE")
     if base:
