@@ -20,6 +20,8 @@ from typing import Any, Optional
 CDEF = """
 int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_rank);
 void pp_free(void);
+void pp_set_reduce(int on);
+int pp_acyclic(void);
 int64_t pp_nstates(void);
 int64_t pp_ntrans(void);
 int32_t pp_maxdepth(void);
