@@ -97,6 +97,7 @@ def _built(prog: Any) -> Any:
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(programs())
