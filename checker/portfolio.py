@@ -320,6 +320,8 @@ def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: 
                               "did not answer in time")
     if n.status != UNKNOWN:  # pragma: no cover - a decided native answer wins above
         raise AssertionError(n)
+    if nat.result is None:
+        n.stats.seconds = time.perf_counter() - t0
     note("native", n)
     e = expl.result or Verdict(UNKNOWN, reason="timeout: the explicit engine did not "
                                "answer in time")
