@@ -212,7 +212,7 @@ def _native_job(system: System, max_states: int, timeout: float, symmetry: bool
         from .native.search import check_native
 
         return check_native(system, max_states=max_states, timeout=timeout,
-                            symmetry=symmetry, safe_steps=symmetry)
+                            symmetry=symmetry)
     return run
 
 

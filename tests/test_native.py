@@ -116,9 +116,7 @@ def test_cli_engine_native(capsys) -> None:
                "native", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "PROVEN"
-    # 56 states with warp symmetry alone; the safe-step reduction (also on by default)
-    # explores a subset, how large depending on the points z3 proves in its time
-    assert out["stats"]["engine"] == "native" and 0 < out["stats"]["states"] <= 56
+    assert out["stats"]["engine"] == "native" and out["stats"]["states"] == 56
     validate(out, SCHEMA)
     rc = main(["check", str(ROOT / "examples/bugs/p1-bug.pipe"), "--engine", "native",
                "--json"])
