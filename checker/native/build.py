@@ -94,8 +94,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pipeproof" / "native"
 
 
-def load(source: str) -> tuple[Any, Any]:
-    """(ffi, library) of ``source``, compiled unless the cache has it."""
+def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
+    """(ffi, library) of ``source``, compiled unless the cache has it; a compile that
+    takes longer than ``timeout`` seconds is stopped (``BuildFailed``)."""
     ffi = _ffi()
     cc = compiler()
     digest = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
@@ -107,8 +108,13 @@ def load(source: str) -> tuple[Any, Any]:
             src = Path(tmp) / "k.c"
             src.write_text(source)
             out = Path(tmp) / "k.so"
-            r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
-                               capture_output=True, text=True)
+            try:
+                r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
+                                   capture_output=True, text=True,
+                                   timeout=None if timeout is None else max(timeout, 1.0))
+            except subprocess.TimeoutExpired:
+                raise BuildFailed(f"timeout: compiling the native successor function took "
+                                  f"more than the {max(timeout or 0, 1.0):.0f} s left") from None
             if r.returncode != 0:
                 raise BuildFailed(f"compiling the native successor function failed "
                                         f"({cc}): {_tail(r.stderr)}")

@@ -202,7 +202,7 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
                 safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
             prog = generate(enc, core_source(), blocks, safe)
             t_build = time.perf_counter()
-            ffi, lib = load(prog.source)
+            ffi, lib = load(prog.source, timeout - (t_build - t0))
             # sampling ranges, building the templates and proving safe points;
             # compiling (or the cache)
             stats.extra["encode_seconds"] = round(t_build - t0, 3)
