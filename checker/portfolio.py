@@ -35,10 +35,13 @@ of its other reductions), alongside the explicit engine: the first of the two to
 wins and the other is stopped.  Both verdicts are sound on their own (the native
 engine's counterexamples are breadth-first, so shortest, and replayed on the concrete
 model); where the explicit engine's partial-order reduction shrinks the state space
-most (multi-CTA clusters) it usually answers first, where it is off (one CTA of fewer
-than 10 warps) the native search's 20-500x states per second can.  Without cffi or a C
+most (multi-CTA clusters) it answers first, where it is off (one CTA of fewer than 10
+warps) the native search's 20-500x states per second can.  Without cffi or a C
 compiler, or with less than ``MIN_NATIVE_SECONDS`` left, there is no native stage and
-``stats.extra["auto"]`` says why (``bench/results/scale.md``).
+``stats.extra["auto"]`` says why (``bench/results/scale.md``).  Where the explicit engine
+runs with stubborn sets (clusters of several CTAs, CTAs of 10 or more warps) there is no
+native stage either: measured, it decided none of those kernels first, and on a machine
+whose CPUs are already busy it slowed the explicit engine down (``_explicit_por``).
 """
 
 from __future__ import annotations
@@ -289,6 +292,19 @@ def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
                            "time"), None
 
 
+def _explicit_por(system: System, por: Optional[bool]) -> bool:
+    """Does the explicit engine run with stubborn sets (``explicit.check_explicit``'s
+    choice for ``por=None``)?  There the native engine, which has no partial-order
+    reduction, explores far more states and decided none of the measured kernels first
+    (``bench/results/scale.md``), while on a loaded machine it takes CPU from the
+    explicit engine: no native stage."""
+    from .explicit import POR_AUTO_WARPS
+
+    if por is not None:
+        return por
+    return system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
+
+
 def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: int,
                         symmetry: bool, on_found: Optional[Callable[[Verdict], None]],
                         note: Callable[[str, Verdict], None]) -> Verdict:
@@ -384,8 +400,13 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
             note("bmc certificate", v)
             if e is None:
                 expl.gate.set()
-                e = _explicit_or_native(system, expl, left(), max_states, reduce,
-                                        on_found, note)
+                if reduce and _explicit_por(system, por):
+                    e = keep_found(expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found)
+                                   or Verdict(UNKNOWN, reason="timeout: the explicit engine "
+                                              "did not answer in time"), expl.found)
+                else:
+                    e = _explicit_or_native(system, expl, left(), max_states, reduce,
+                                            on_found, note)
             else:
                 e = keep_found(e, expl.found)
         finally:

@@ -92,7 +92,18 @@ def test_explicit_engine_still_answers_beside_the_native_stage(monkeypatch: Any)
 
 
 def test_without_native_support_the_answer_says_why(monkeypatch: Any) -> None:
+    import time
+
+    from pipeproof.checker import explicit
+
     _undecided_certificate(monkeypatch)
+    real = explicit.check_explicit
+
+    def late(system: Any, **kw: Any) -> Any:  # answers after the certificate gave up
+        time.sleep(3.0)
+        return real(system, **kw)
+
+    monkeypatch.setattr(explicit, "check_explicit", late)
     monkeypatch.setattr(portfolio, "native_unavailable",
                         lambda: "the native engine needs cffi (test)")
     v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
@@ -106,5 +117,15 @@ def test_sequential_auto_has_no_native_stage(monkeypatch: Any) -> None:
     """``jobs=1`` keeps the one-after-the-other order of the engines it always had."""
     _undecided_certificate(monkeypatch)
     v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=1)
+    assert v.status == "PROVEN" and v.stats.engine == "explicit"
+    assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate"]
+
+
+def test_no_native_stage_beside_stubborn_sets(monkeypatch: Any) -> None:
+    """A 2x2 cluster: the explicit engine runs with stubborn sets, and no native search
+    takes CPU from it."""
+    _undecided_certificate(monkeypatch)
+    src = (EX / "textbook/pipeline_tma_async_multicast.pipe").read_text()
+    v = check_auto(G.build_system(src), depth=60, timeout=120, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate"]
