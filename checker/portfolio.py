@@ -28,6 +28,20 @@ those it cannot decide (multicast, K1, K2, K5, p9-fixed) answer in 2-4 s.  Which
 decides can then depend on the machine's speed; the verdict, the property and the
 counterexample length do not (``tests/test_portfolio.py``).  ``jobs=1`` keeps the
 sequential order, one answer for every run.
+
+Racing, the CPU the certificate leaves when it gives up goes to the native engine
+(``checker/native/``: the explicit engine's search in C, with its warp symmetry but none
+of its other reductions), alongside the explicit engine: the first of the two to decide
+wins and the other is stopped.  Both verdicts are sound on their own (the native
+engine's counterexamples are breadth-first, so shortest, and replayed on the concrete
+model); where the explicit engine's partial-order reduction shrinks the state space
+most (multi-CTA clusters) it answers first, where it is off (one CTA of fewer than 10
+warps) the native search's 20-500x states per second can.  Without cffi or a C
+compiler, or with less than ``MIN_NATIVE_SECONDS`` left, there is no native stage and
+``stats.extra["auto"]`` says why (``bench/results/scale.md``).  Where the explicit engine
+runs with stubborn sets (clusters of several CTAs, CTAs of 10 or more warps) there is no
+native stage either: measured, it decided none of those kernels first, and on a machine
+whose CPUs are already busy it slowed the explicit engine down (``_explicit_por``).
 """
 
 from __future__ import annotations
@@ -45,6 +59,8 @@ from .verdict import PROVEN, UNKNOWN, VIOLATED, Verdict
 MIN_UNROLL_SECONDS = 5.0
 #: seconds past its own timeout that a racing stage gets to send its answer
 RACE_GRACE = 5.0
+#: racing: the native engine takes the certificate's CPU only with this much time left
+MIN_NATIVE_SECONDS = 5.0
 #: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
 #: verdict that comes sooner waits for them -- before the first of the two to decide wins
 HEAD_START = 2.0
@@ -193,6 +209,48 @@ def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any]
     return run
 
 
+def _native_job(system: System, max_states: int, timeout: float, symmetry: bool
+                ) -> Callable[[Any, Any], Verdict]:
+    def run(gate: Any, notify: Any) -> Verdict:
+        from .native.search import check_native
+
+        return check_native(system, max_states=max_states, timeout=timeout,
+                            symmetry=symmetry)
+    return run
+
+
+def native_unavailable() -> Optional[str]:
+    """Why the native stage cannot run here (no cffi, no C compiler), or None."""
+    from .native.build import unavailable
+
+    return unavailable()
+
+
+def _first_decided(stages: list[_Forked], seconds: float,
+                   on_found: Optional[Callable[[Verdict], None]]) -> Optional[_Forked]:
+    """Wait up to ``seconds`` for the first of ``stages`` to decide (VIOLATED or
+    PROVEN); None when none does (each one's answer, if any, is in its ``result``).
+    A counterexample the first stage (the explicit engine) sends before its answer goes
+    to ``on_found``."""
+    from multiprocessing.connection import wait
+
+    end = time.perf_counter() + seconds
+    while True:
+        stages[0].deliver(on_found)
+        pending = [c for c in stages if c.result is None]
+        if not pending:
+            return None
+        ready = wait([c.conn for c in pending], timeout=max(end - time.perf_counter(), 0.0))
+        if not ready:
+            return None
+        for c in pending:
+            if c.conn in ready:
+                c.receive()
+        for c in stages:
+            if c.result is not None and c.result.status in (VIOLATED, PROVEN):
+                return c
+
+
 def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
           on_found: Optional[Callable[[Verdict], None]] = None
           ) -> tuple[Verdict, Optional[Verdict]]:
@@ -232,6 +290,58 @@ def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
             cert.cancel()
             return Verdict(UNKNOWN, reason="timeout: BMC's certificate did not answer in "
                            "time"), None
+
+
+def _explicit_por(system: System, por: Optional[bool]) -> bool:
+    """Does the explicit engine run with stubborn sets (``explicit.check_explicit``'s
+    choice for ``por=None``)?  There the native engine, which has no partial-order
+    reduction, explores far more states and decided none of the measured kernels first
+    (``bench/results/scale.md``), while on a loaded machine it takes CPU from the
+    explicit engine: no native stage."""
+    from .explicit import POR_AUTO_WARPS
+
+    if por is not None:
+        return por
+    return system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
+
+
+def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: int,
+                        symmetry: bool, on_found: Optional[Callable[[Verdict], None]],
+                        note: Callable[[str, Verdict], None]) -> Verdict:
+    """The racing explicit engine's answer, or the native engine's where that one, started
+    now on the CPU the certificate left, decides first (module docstring).  The stage
+    that did not decide gets a line in ``note``."""
+    why = None if left >= MIN_NATIVE_SECONDS else \
+        f"less than {MIN_NATIVE_SECONDS:.0f} s left"
+    why = why or native_unavailable()
+    if why is not None:
+        e = expl.wait_result(max(left, 0.0) + RACE_GRACE, on_found) or Verdict(
+            UNKNOWN, reason="timeout: the explicit engine did not answer in time")
+        note("native", Verdict(UNKNOWN, reason=f"not run: {why}"))
+        return keep_found(e, expl.found)
+    t0 = time.perf_counter()
+    nat = _Forked(_native_job(system, max_states, left, symmetry), "native engine")
+    try:
+        first = _first_decided([expl, nat], left + RACE_GRACE, on_found)
+    finally:
+        nat.cancel()
+    if first is nat:
+        expl.cancel()
+        v = Verdict(UNKNOWN, reason="stopped when the native engine decided first")
+        v.stats.seconds = time.perf_counter() - t0
+        note("explicit", v)
+        return nat.result  # type: ignore[return-value]
+    n = nat.result or Verdict(UNKNOWN, reason="stopped when the explicit engine decided "
+                              "first" if first is expl else "timeout: the native engine "
+                              "did not answer in time")
+    if n.status != UNKNOWN:  # pragma: no cover - a decided native answer wins above
+        raise AssertionError(n)
+    if nat.result is None:
+        n.stats.seconds = time.perf_counter() - t0
+    note("native", n)
+    e = expl.result or Verdict(UNKNOWN, reason="timeout: the explicit engine did not "
+                               "answer in time")
+    return keep_found(e, expl.found)
 
 
 def check_auto(system: System, depth: int, timeout: float = 600.0,
@@ -290,9 +400,15 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
             note("bmc certificate", v)
             if e is None:
                 expl.gate.set()
-                e = expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found) or Verdict(
-                    UNKNOWN, reason="timeout: the explicit engine did not answer in time")
-            e = keep_found(e, expl.found)
+                if reduce and _explicit_por(system, por):
+                    e = keep_found(expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found)
+                                   or Verdict(UNKNOWN, reason="timeout: the explicit engine "
+                                              "did not answer in time"), expl.found)
+                else:
+                    e = _explicit_or_native(system, expl, left(), max_states, reduce,
+                                            on_found, note)
+            else:
+                e = keep_found(e, expl.found)
         finally:
             expl.cancel()
     else:

@@ -67,8 +67,12 @@ def test_unrolling_gets_the_time_the_explicit_engine_left() -> None:
     r = check_file(EX / "textbook/pipeline_async.pipe", max_states=5, timeout=120)
     v = r.verdict
     assert v.status == "PROVEN" and v.stats.engine == "bmc"
-    assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate", "explicit"]
-    assert "state limit" in v.stats.extra["auto"][1]["reason"]
+    stages = v.stats.extra["auto"]
+    # racing, the native engine ran beside the explicit one (or says why not)
+    racing = ["native"] if v.stats.extra["auto_jobs"] == 2 else []
+    assert [s["stage"] for s in stages] == ["bmc certificate", *racing, "explicit"]
+    assert all("state limit" in s["reason"] or "not run" in s["reason"]
+               for s in stages[1:])
 
 
 def test_unknown_when_no_stage_decides(tmp_path: Path, capsys: Any) -> None:
@@ -240,13 +244,17 @@ def test_racing_explicit_process_that_dies_is_unknown_not_a_hang(monkeypatch: An
 
     from pipeproof.checker import explicit
 
+    from pipeproof.checker import portfolio
+
     _undecided_certificate(monkeypatch, 0.0)
     monkeypatch.setattr(explicit, "check_explicit", lambda system, **kw: os._exit(7))
+    # no native stage beside it (it would decide: tests/test_portfolio_native.py)
+    monkeypatch.setattr(portfolio, "native_unavailable", lambda: "off (test)")
     v = check_auto(G.build_system(_SMALL), depth=60, timeout=120, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "bmc"
     stages = v.stats.extra["auto"]
-    assert [s["stage"] for s in stages] == ["bmc certificate", "explicit"]
-    assert "ended without an answer (exit code 7" in stages[1]["reason"]
+    assert [s["stage"] for s in stages] == ["bmc certificate", "native", "explicit"]
+    assert "ended without an answer (exit code 7" in stages[2]["reason"]
 
 
 def test_racing_explicit_errors_reach_the_caller(monkeypatch: Any) -> None:

@@ -9,6 +9,13 @@
  * warps have not all exited is a deadlock candidate; once a candidate of length L is
  * known, the search stops at the first state of depth L.  Python chooses among the
  * candidates and rebuilds the path from the parent links.
+ *
+ * Safe-step reduction (pp_set_reduce(1); checker/native/search.py): every step of a
+ * state is still evaluated (violations, overflows and deadlocks are seen as above), but
+ * where some warp -- lowest index first -- is at one of its safe points (is_safe, from
+ * ccode.py, proven by checker/safesteps.py) with an enabled step, only that warp's
+ * successors are kept: the reduced rule of certificate.certify_reduced.  Its theorem
+ * needs the reduced graph acyclic, which pp_acyclic checks over the recorded edges.
  */
 
 enum { ST_DONE = 0, ST_FOUND = 1, ST_LIMIT = 2, ST_TIMEOUT = 3, ST_OVERFLOW = 4,
@@ -29,6 +36,8 @@ static struct {
   int want_edges;
   int32_t ovf_state, ovf_tid;
   int nomem;
+  int reduce;                              /* safe-step reduction on */
+  int32_t *rbuf, *rtid; int64_t rn, rcap;  /* a state's good successors, reduce only */
   uint8_t scratch[SB];
 } G;
 
@@ -111,6 +120,15 @@ static int add_edge(int32_t s, int32_t t, int32_t tid) {
   return 0;
 }
 
+static int take(int tid, int32_t *y) {
+  canon(y);
+  pack(y, G.scratch);
+  int64_t id = intern(G.scratch, tid);
+  if (id < 0) { G.nomem = 1; return 1; }
+  if (G.want_edges && add_edge(G.cur, (int32_t)id, tid)) { G.nomem = 1; return 1; }
+  return 0;
+}
+
 static int visit(int tid, int r, int rank, int32_t *y) {
   G.any = 1;
   G.ntrans++;
@@ -122,12 +140,61 @@ static int visit(int tid, int r, int rank, int32_t *y) {
     }
     return 0;
   }
-  canon(y);
-  pack(y, G.scratch);
-  int64_t id = intern(G.scratch, tid);
-  if (id < 0) { G.nomem = 1; return 1; }
-  if (G.want_edges && add_edge(G.cur, (int32_t)id, tid)) { G.nomem = 1; return 1; }
+  if (G.reduce) {  /* kept until the state's every step is seen (reduced_take) */
+    if (G.rn == G.rcap) {
+      int64_t nc = G.rcap ? G.rcap * 2 : 64;
+      int32_t *b = realloc(G.rbuf, (size_t)nc * NK * sizeof(int32_t));
+      if (!b) { G.nomem = 1; return 1; }
+      G.rbuf = b;
+      int32_t *t = realloc(G.rtid, (size_t)nc * sizeof(int32_t));
+      if (!t) { G.nomem = 1; return 1; }
+      G.rtid = t; G.rcap = nc;
+    }
+    memcpy(G.rbuf + (size_t)G.rn * NK, y, NK * sizeof(int32_t));
+    G.rtid[G.rn++] = tid;
+    return 0;
+  }
+  return take(tid, y);
+}
+
+/* the reduced rule over the buffered successors of x: the lowest warp at a safe point
+ * with an enabled step moves alone, else every step; 1 when out of memory */
+static int reduced_take(const int32_t *x) {
+  int only = -1;
+  for (int a = 0; a < NAGENTS && only < 0; a++) {
+    if (!is_safe(a, x[PC_KEYS[a]])) continue;
+    for (int64_t i = 0; i < G.rn; i++) if (TACT[G.rtid[i]] == a) { only = a; break; }
+  }
+  for (int64_t i = 0; i < G.rn; i++) {
+    if (only >= 0 && TACT[G.rtid[i]] != only) continue;
+    if (take(G.rtid[i], G.rbuf + (size_t)i * NK)) return 1;
+  }
+  G.rn = 0;
   return 0;
+}
+
+void pp_set_reduce(int on) { G.reduce = on; }
+
+/* 1 when the graph of the recorded edges has no cycle (Kahn's algorithm); edges are
+ * recorded in the order of their source states.  -1: out of memory. */
+int pp_acyclic(void) {
+  int64_t n = G.n, ne = G.nedges;
+  int64_t *off = calloc((size_t)n + 1, sizeof(int64_t));
+  int64_t *indeg = calloc((size_t)n, sizeof(int64_t));
+  int64_t *todo = malloc(((size_t)n + 1) * sizeof(int64_t));
+  if (!off || !indeg || !todo) { free(off); free(indeg); free(todo); return -1; }
+  for (int64_t j = 0; j < ne; j++) { off[G.edges[3 * j] + 1]++; indeg[G.edges[3 * j + 1]]++; }
+  for (int64_t i = 0; i < n; i++) off[i + 1] += off[i];
+  int64_t top = 0, seen = 0;
+  for (int64_t i = 0; i < n; i++) if (!indeg[i]) todo[top++] = i;
+  while (top) {
+    int64_t v = todo[--top];
+    seen++;
+    for (int64_t j = off[v]; j < off[v + 1]; j++)
+      if (--indeg[G.edges[3 * j + 1]] == 0) todo[top++] = G.edges[3 * j + 1];
+  }
+  free(off); free(indeg); free(todo);
+  return seen == n;
 }
 
 static double now(void) {
@@ -137,8 +204,10 @@ static double now(void) {
 
 void pp_free(void) {
   free(G.arena); free(G.hashes); free(G.parent); free(G.ptid); free(G.depth);
-  free(G.table); free(G.cand); free(G.edges);
+  free(G.table); free(G.cand); free(G.edges); free(G.rbuf); free(G.rtid);
+  int reduce = G.reduce;
   memset(&G, 0, sizeof(G));
+  G.reduce = reduce;
 }
 
 /* Search from INIT.  deadlock_rank: the rank of a deadlock candidate.  Returns ST_*. */
@@ -159,7 +228,9 @@ int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_r
     if (G.found_len >= 0 && d >= G.found_len) break;
     G.cur = (int32_t)si; G.d = d; G.any = 0;
     unpack(G.arena + (size_t)si * SB, x);
+    G.rn = 0;
     if (expand(x, y)) return G.nomem ? ST_NOMEM : ST_OVERFLOW;
+    if (G.reduce && reduced_take(x)) return ST_NOMEM;
     if (!G.any) {
       int done = 1;
       for (int a = 0; a < NAGENTS; a++) if (x[PC_KEYS[a]] != DONE_PC) { done = 0; break; }

@@ -20,6 +20,8 @@ from typing import Any, Optional
 CDEF = """
 int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_rank);
 void pp_free(void);
+void pp_set_reduce(int on);
+int pp_acyclic(void);
 int64_t pp_nstates(void);
 int64_t pp_ntrans(void);
 int32_t pp_maxdepth(void);
@@ -72,6 +74,19 @@ def _ffi() -> Any:
     return ffi
 
 
+def unavailable() -> Optional[str]:
+    """Why the native engine cannot run here (``NativeUnavailable``'s message), or None
+    where cffi and a C compiler are both present; compiles nothing."""
+    try:
+        compiler()
+        import cffi  # noqa: F401
+    except NativeUnavailable as e:
+        return str(e)
+    except ImportError:
+        return "the native engine needs cffi: pip install 'pipeproof[native]'"
+    return None
+
+
 def cache_dir() -> Path:
     base = os.environ.get("PIPEPROOF_NATIVE_CACHE")
     if base:
@@ -79,8 +94,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pipeproof" / "native"
 
 
-def load(source: str) -> tuple[Any, Any]:
-    """(ffi, library) of ``source``, compiled unless the cache has it."""
+def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
+    """(ffi, library) of ``source``, compiled unless the cache has it; a compile that
+    takes longer than ``timeout`` seconds is stopped (``BuildFailed``)."""
     ffi = _ffi()
     cc = compiler()
     digest = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
@@ -92,8 +108,13 @@ def load(source: str) -> tuple[Any, Any]:
             src = Path(tmp) / "k.c"
             src.write_text(source)
             out = Path(tmp) / "k.so"
-            r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
-                               capture_output=True, text=True)
+            try:
+                r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
+                                   capture_output=True, text=True,
+                                   timeout=None if timeout is None else max(timeout, 1.0))
+            except subprocess.TimeoutExpired:
+                raise BuildFailed(f"timeout: compiling the native successor function took "
+                                  f"more than the {max(timeout or 0, 1.0):.0f} s left") from None
             if r.returncode != 0:
                 raise BuildFailed(f"compiling the native successor function failed "
                                         f"({cc}): {_tail(r.stderr)}")

@@ -320,12 +320,29 @@ def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
     return out
 
 
+def _safe_fn(enc: Encoding, safe: dict[int, frozenset[int]]) -> list[str]:
+    """``TACT`` (the warp of each transition, -1 for an asynchronous item) and
+    ``is_safe(a, pc)``: is ``pc`` one of warp ``a``'s safe points (``safe``, proven by
+    ``checker/safesteps.py``) -- the table of the safe-step reduction in ``bfs.c``."""
+    tact = [-1 if t.agent is None else t.agent for t in enc.transitions] or [-1]
+    out = [f"static const int TACT[] = {{{', '.join(map(str, tact))}}};",
+           "static int is_safe(int a, int32_t pc) {", "  switch (a) {"]
+    for a, pcs in sorted(safe.items()):
+        if pcs:
+            cases = " ".join(f"case {p}:" for p in sorted(pcs))
+            out.append(f"    case {a}: switch (pc) {{ {cases} return 1; default: return 0; }}")
+    out += ["    default: return 0;", "  }", "}"]
+    return out
+
+
 def generate(enc: Encoding, core: str,
-             blocks: Sequence[Sequence[Sequence[int]]] = ()) -> Program:
+             blocks: Sequence[Sequence[Sequence[int]]] = (),
+             safe: Optional[dict[int, frozenset[int]]] = None) -> Program:
     """The C source of ``enc``: the transition functions, ``expand``, the packing of a
     state's keys into bytes, the initial state, the canonical form under the warp
-    symmetry ``blocks`` (``_canon_fn``; none: the identity), and ``core`` (the search,
-    ``bfs.c``) after them."""
+    symmetry ``blocks`` (``_canon_fn``; none: the identity), the safe points ``safe``
+    (``_safe_fn``; none: no point is safe), and ``core`` (the search, ``bfs.c``) after
+    them."""
     key_of_var = {x.get_id(): k for k, x in enumerate(enc.X)}
     pc_keys = tuple(enc.key_of_slot[ag.pc] for ag in enc.sys.agents)
     sizes = [storage_bytes(*r) for r in enc.key_range]
@@ -359,6 +376,7 @@ def generate(enc: Encoding, core: str,
         lines += _transition_fn(enc, i, key_of_var)
     lines += _expand_fn(enc, pc_keys)
     lines += _canon_fn(blocks)
+    lines += _safe_fn(enc, safe or {})
     lines.append(core)
     return Program("\n".join(lines) + "\n", enc.nkeys, sb,
                    tuple(tr.step for tr in enc.transitions), pc_keys)

@@ -18,6 +18,21 @@ comes from a small breadth-first sample bounded by states (not by time, so the v
 never depends on the clock); a step that leaves them stops the search, is replayed on
 the concrete model to see which keys were too small, and the search restarts with those
 widened -- never a SAFE or PROVEN over a truncated encoding.
+
+With ``safe_steps`` (kernels whose every warp ends), the search follows the reduced rule
+of ``certificate.certify_reduced``: where some warp (lowest index first) is at one of its
+*safe points* with an enabled step, only that warp's steps are followed.  The safe
+points are proven by z3 over this very encoding (``checker/safesteps.py``: the step
+cannot be disabled, enabled, spoiled or reordered by any other actor's step; undecided
+within ``SAFE_SECONDS`` counts as not safe), so ``certify_reduced``'s theorem carries
+over: every step of every reached state is still evaluated, and where none violates,
+none leaves the encoding, no state deadlocks and the reduced graph has no cycle
+(``pp_acyclic``), no reachable state has a problem -- PROVEN.  That covers every
+property the steps check and deadlocks; starvation is not searched with it (some warp
+loops for ever: the reduction is off).  A counterexample it finds is real (replayed as
+any other) but perhaps not a shortest one: the unreduced search bounded by
+``CONFIRM_SECONDS`` looks for a shortest one, and says so where it stopped first.  An
+unfinished reduced search claims nothing about bounded runs.
 """
 
 from __future__ import annotations
@@ -46,6 +61,10 @@ ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM = range(6)
 SAMPLE_STATES = 2_000
 #: restarts with a wider encoding before the engine gives up (UNKNOWN)
 MAX_RESTARTS = 12
+#: seconds of z3 for proving safe points (at most a quarter of the timeout)
+SAFE_SECONDS = 10.0
+#: seconds of the unreduced search that looks for a shorter counterexample
+CONFIRM_SECONDS = 20.0
 
 
 def _storage_range(lo: int, hi: int) -> tuple[int, int]:
@@ -156,14 +175,16 @@ def canon_order(vals: list[int], blocks: list[list[int]]) -> list[int]:
 
 def check_native(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 symmetry: bool = False) -> Verdict:
+                 symmetry: bool = False, safe_steps: bool = False) -> Verdict:
     """Exhaustive breadth-first search in native code (module docstring).
 
     ``symmetry``: explore one state per class of states equal up to a permutation of
     interchangeable warps (``statespace.symmetric_groups``), the explicit engine's warp
     symmetry with another representative (warp blocks sorted by value); not where some
     warp loops for ever (the starvation analysis follows each warp, as the explicit
-    engine's).  ``progress`` is not called: the search runs in C to its end or limit.
+    engine's).  ``safe_steps``: the safe-step reduction (module docstring), likewise
+    not where some warp loops for ever.  ``progress`` is not called: the search runs in
+    C to its end or limit.
     Raises ``NativeUnavailable`` where cffi or a C compiler is missing."""
     t0 = time.perf_counter()
     stats = Stats(engine="native")
@@ -176,15 +197,20 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         while True:
             enc = shape.encoding()
             blocks = warp_blocks(enc, groups)
-            prog = generate(enc, core_source(), blocks)
+            safe: dict[int, frozenset[int]] = {}
+            if safe_steps and acyclic:
+                safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
+            prog = generate(enc, core_source(), blocks, safe)
             t_build = time.perf_counter()
-            ffi, lib = load(prog.source)
-            # sampling ranges and building the templates; compiling (or the cache)
+            ffi, lib = load(prog.source, timeout - (t_build - t0))
+            # sampling ranges, building the templates and proving safe points;
+            # compiling (or the cache)
             stats.extra["encode_seconds"] = round(t_build - t0, 3)
             stats.extra["compile_seconds"] = round(time.perf_counter() - t_build, 3)
             left = max(timeout - (time.perf_counter() - t0), 0.01)
             search_t0 = time.perf_counter()
-            st = lib.pp_search(max_states, left, 1 if not enc.acyclic else 0,
+            lib.pp_set_reduce(1 if safe else 0)
+            st = lib.pp_search(max_states, left, 1 if not enc.acyclic or safe else 0,
                                PRIORITY.get("deadlock", 99))
             stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 4)
             if st != ST_OVERFLOW:
@@ -204,9 +230,13 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         stats.extra["state_bytes"] = prog.state_bytes
         try:
             real = lambda steps: _real(enc, groups, blocks, steps)  # noqa: E731
-            return _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
-                           real)
+            v = _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
+                        real, reduced=bool(safe))
+            if v.status == VIOLATED and safe:
+                v = _confirm(system, enc, prog, ffi, lib, v, max_states, timeout, t0, real)
+            return v
         finally:
+            lib.pp_set_reduce(0)
             lib.pp_free()
     except Unsupported as e:
         return _finish(Verdict(UNKNOWN, reason=f"the native engine cannot encode this kernel: "
@@ -215,6 +245,60 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         return _finish(Verdict(UNKNOWN, reason=str(e)), stats, t0)
     except InternalError as e:
         return _finish(Verdict(UNKNOWN, reason=f"internal error: {e}"), stats, t0)
+
+
+def _safe_points(system: System, enc: Encoding, seconds: float, stats: Stats
+                 ) -> dict[int, frozenset[int]]:
+    """Warp -> its safe points proven by z3 over ``enc`` within ``seconds``
+    (``safesteps.SafeSteps`` on the explicit engine's candidates, no invariant assumed:
+    every state of the encoding is asked about)."""
+    import z3
+
+    from ..safesteps import SafeSteps, footprint_candidates
+    from ..unrolling import Unrolling
+
+    t = time.perf_counter()
+    cand = {a: p for a, p in footprint_candidates(system).items() if p}
+    safe: dict[int, frozenset[int]] = {}
+    if cand:
+        s = SafeSteps(Unrolling(enc, z3.Solver()), cand, t + seconds)
+        safe = {a: p for a, p in s.safe.items() if p}
+        stats.extra["safe_steps"] = dict(s.stats)
+    stats.extra["safe_points"] = sum(len(p) for p in safe.values())
+    stats.extra["safe_seconds"] = round(time.perf_counter() - t, 3)
+    return safe
+
+
+def _confirm(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, v: Verdict,
+             max_states: int, timeout: float, t0: float,
+             real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+    """A counterexample of the reduced search: the unreduced search (same compiled
+    program, reduction off), bounded by ``CONFIRM_SECONDS``, gives a shortest one; where
+    it stops first, ``v`` is kept and marked perhaps not shortest."""
+    c0 = time.perf_counter()
+    left = min(CONFIRM_SECONDS, timeout - (c0 - t0))
+    ex = dict(v.stats.extra)
+    if left <= 0:
+        v.stats.extra.update(shortest=False, confirm_seconds=0.0, confirm_states=0)
+        return v
+    lib.pp_set_reduce(0)
+    st = lib.pp_search(max_states, left, 0, PRIORITY.get("deadlock", 99))
+    if st == ST_FOUND:
+        w = _answer(system, enc, prog, ffi, lib, st, max_states, timeout,
+                    Stats(engine="native"), t0, real)
+        if w.status != VIOLATED:
+            raise InternalError(f"the unreduced search did not confirm the reduced "
+                                f"search's counterexample ({w.status})")
+        ex.update(reduced_states=v.stats.states, shortest=True,
+                  confirm_seconds=round(time.perf_counter() - c0, 3))
+        w.stats.extra = {**ex, **w.stats.extra}
+        return w
+    if st == ST_DONE:
+        raise InternalError("the unreduced search finds no problem where the reduced "
+                            "search found one")
+    v.stats.extra.update(shortest=False, confirm_seconds=round(time.perf_counter() - c0, 3),
+                         confirm_states=int(lib.pp_nstates()))
+    return v
 
 
 def _finish(v: Verdict, stats: Stats, t0: float) -> Verdict:
@@ -277,7 +361,7 @@ def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
 
 def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st: int,
             max_states: int, timeout: float, stats: Stats, t0: float,
-            real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+            real: Callable[[list[tuple]], list[tuple]], reduced: bool = False) -> Verdict:
     stats.states = lib.pp_nstates()
     stats.transitions = lib.pp_ntrans()
     stats.depth = max_depth = lib.pp_maxdepth()
@@ -286,8 +370,9 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
                                f"(explored to depth {max_depth})", depth=max_depth), stats, t0)
     if st in (ST_LIMIT, ST_TIMEOUT):
         d = lib.pp_cur_depth()  # the depth being expanded when it stopped
+        # the safe-step reduction does not explore every run: no claim about them
         note = (f"; no violation or deadlock in any run of up to {d - 1} steps (every one "
-                "explored; starvation not checked)") if d >= 2 else ""
+                "explored; starvation not checked)") if d >= 2 and not reduced else ""
         if st == ST_LIMIT:
             why = state_limit_reason(max_states, max_depth, note)
         else:
@@ -300,6 +385,10 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
         cands = [(c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]) for i in range(n)]
         length, rank, si, tid = min(cands, key=lambda f: (f[0], f[1]))
         return _finish(_counterexample(system, lib, prog, rank, si, tid, real), stats, t0)
+    if reduced and lib.pp_acyclic() != 1:
+        return _finish(Verdict(UNKNOWN, reason="the safe-step reduction's graph has a cycle "
+                               "(or no memory to check it): no proof from it",
+                               depth=max_depth), stats, t0)
     if not enc.acyclic:
         v = _starvation(system, prog, ffi, lib)
         if v is not None:
