@@ -51,11 +51,11 @@ from ..model.program import is_acyclic
 from ..model.system import System
 from .concrete import ConcreteRunner
 from .errors import SetupTimeout
-from .explicit import CONFIRM_TIMEOUT, POR_AUTO_WARPS, _find_starvation
+from .explicit import (CONFIRM_TIMEOUT, POR_AUTO_WARPS, _find_starvation, confirmed,
+                       drop_needless_steps, unconfirmed)
 from .lasso import report_lasso
 from .por import stubborn_sets
 from .properties import DEADLOCK_MSG, PRIORITY
-from .shorten import SHORTEN_TIMEOUT, shorten
 from .statespace import Explorer, symmetric_groups
 from .verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 
@@ -396,18 +396,9 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
     if v.status == VIOLATED and reduction is not None and v.prop != "starvation":
         # as check_explicit: drop needless steps, then confirm with an unreduced search
         # bounded to the counterexample's length
-        if v.trace is not None and v.prop is not None:
-            s = shorten(system, v.trace.steps, v.prop, time.perf_counter() + SHORTEN_TIMEOUT)
-            if s is not None:
-                s.stats = v.stats
-                s.stats.extra["reduced_length"] = v.depth
-                s.reason = s.reason or v.reason
-                v = s
+        v = drop_needless_steps(system, v)
         if confirm_timeout <= 0:
-            v.stats.extra["shortest"] = False
-            v.stats.extra["confirm_skipped"] = True
-            v.stats.seconds = time.perf_counter() - t0
-            return v
+            return unconfirmed(v, t0)
         budget = min(max(timeout - (time.perf_counter() - t0), 1.0), confirm_timeout)
         try:
             w = _search(system, client, nparts, symmetry, None, ex, time.time() + budget,
@@ -416,19 +407,7 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
             if not _lost(e):
                 raise
             w = _unknown(f"a Dask worker or the connection to it was lost ({e})", t0)
-        if w.status == VIOLATED and (w.depth, w.prop) != (v.depth, v.prop):
-            w.stats.extra["reduced_states"] = v.stats.states
-            w.stats.states += v.stats.states
-            w.stats.seconds = time.perf_counter() - t0
-            return w
-        v.stats.extra["shortest"] = w.status in (VIOLATED, PROVEN)
-        if w.status == VIOLATED:
-            v.stats.extra["reduced_states"] = v.stats.states
-            v.stats.states += w.stats.states
-        else:
-            v.stats.extra["confirm_states"] = w.stats.states
-        if w.status == UNKNOWN:
-            v.stats.extra["confirm_stopped"] = w.reason
+        return confirmed(v, w, t0)
     v.stats.seconds = time.perf_counter() - t0
     return v
 

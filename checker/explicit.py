@@ -89,18 +89,9 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
         # first drop the steps the violation does not need (cheap; often already the
         # shortest), then confirm: search the unreduced graph to that depth
-        if v.trace is not None and v.prop is not None:
-            s = shorten(system, v.trace.steps, v.prop, time.perf_counter() + SHORTEN_TIMEOUT)
-            if s is not None:
-                s.stats = v.stats
-                s.stats.extra["reduced_length"] = v.depth
-                s.reason = s.reason or v.reason
-                v = s
+        v = drop_needless_steps(system, v)
         if confirm_timeout <= 0:
-            v.stats.extra["shortest"] = False
-            v.stats.extra["confirm_skipped"] = True
-            v.stats.seconds = time.perf_counter() - t0
-            return v
+            return unconfirmed(v, t0)
         budget = min(max(timeout - (time.perf_counter() - t0), 1.0), confirm_timeout)
         if on_found is not None:
             # a copy: the verdict returned below may be this one, with other statistics
@@ -111,26 +102,54 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         confirm_progress = (None if progress is None else
                             lambda n, d, t, _p=progress, _D=v.depth: _p(n, d, t, confirm=_D))
         w = _bfs(exact, max_states, budget, confirm_progress, v.depth, time.perf_counter())
-        if w.status == VIOLATED and (w.depth, w.prop) != (v.depth, v.prop):
-            w.stats.extra["reduced_states"] = v.stats.states
-            w.stats.states += v.stats.states
-            w.stats.seconds = time.perf_counter() - t0
-            return w
-        if w.status == VIOLATED:
-            # no shorter run violates, and none of this length violates a property
-            # first in the catalogue: the counterexample already found (and perhaps
-            # shown) is a shortest one
-            v.stats.extra["shortest"] = True
-            v.stats.extra["reduced_states"] = v.stats.states
-            v.stats.states += w.stats.states
-            v.stats.extra["confirm_seconds"] = round(w.stats.seconds, 2)
-            v.stats.seconds = time.perf_counter() - t0
-            return v
+        return confirmed(v, w, t0)
+    return v
+
+
+def drop_needless_steps(system: System, v: Verdict) -> Verdict:
+    """A counterexample found under a reduction, with the steps the violation does not
+    need dropped (cheap; often already the shortest); ``v`` itself when none can go."""
+    if v.trace is None or v.prop is None:
+        return v
+    s = shorten(system, v.trace.steps, v.prop, time.perf_counter() + SHORTEN_TIMEOUT)
+    if s is None:
+        return v
+    s.stats = v.stats
+    s.stats.extra["reduced_length"] = v.depth
+    s.reason = s.reason or v.reason
+    return s
+
+
+def unconfirmed(v: Verdict, t0: float) -> Verdict:
+    """The reduced counterexample, reported without the confirming search (skipped)."""
+    v.stats.extra["shortest"] = False
+    v.stats.extra["confirm_skipped"] = True
+    v.stats.seconds = time.perf_counter() - t0
+    return v
+
+
+def confirmed(v: Verdict, w: Verdict, t0: float) -> Verdict:
+    """The reduced search's counterexample ``v`` after the unreduced search ``w``
+    bounded to its length: a shorter (or catalogue-first) one found replaces it;
+    otherwise ``v`` is a shortest one if ``w`` found it again or finished, and says
+    what the confirmation cost."""
+    if w.status == VIOLATED and (w.depth, w.prop) != (v.depth, v.prop):
+        w.stats.extra["reduced_states"] = v.stats.states
+        w.stats.states += v.stats.states
+        w.stats.seconds = time.perf_counter() - t0
+        return w
+    if w.status == VIOLATED:
+        # no shorter run violates, and none of this length violates a property first in
+        # the catalogue: the counterexample already found (and perhaps shown) is shortest
+        v.stats.extra["shortest"] = True
+        v.stats.extra["reduced_states"] = v.stats.states
+        v.stats.states += w.stats.states
+    else:
         v.stats.extra["shortest"] = w.status == PROVEN
         v.stats.extra["confirm_states"] = w.stats.states
-        v.stats.extra["confirm_seconds"] = round(w.stats.seconds, 2)
         v.stats.extra["confirm_stopped"] = w.reason
-        v.stats.seconds = time.perf_counter() - t0
+    v.stats.extra["confirm_seconds"] = round(w.stats.seconds, 2)
+    v.stats.seconds = time.perf_counter() - t0
     return v
 
 
