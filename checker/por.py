@@ -91,6 +91,17 @@ _ASYNC_WRITE = {"AB": "WB", "AE": "WE"}
 
 
 def conflicts(m1: str, m2: str) -> bool:
+    """Do two operation modes on one object conflict?  (Memoised: modes are few.)"""
+    r = _CONFLICTS.get((m1, m2))
+    if r is None:
+        r = _CONFLICTS[(m1, m2)] = _conflicts(m1, m2)
+    return r
+
+
+_CONFLICTS: dict = {}
+
+
+def _conflicts(m1: str, m2: str) -> bool:
     # write_begin/write_end modes carry the fill they write: completions of the same fill
     # commute, and a write_begin commutes with a write_end of the same fill (with another
     # fill in flight, the write_begin is a violation only before that write_end lands)
@@ -129,6 +140,8 @@ PARAM_FP = (("param",), "PS")
 #: it reads them, so a split elsewhere (which may decide it) conflicts with it
 PARAM_READ = (("param",), "PR")
 INF = 1 << 40
+#: entries a reducer's cross-state memo may hold before it is emptied (memory bound)
+_MEMO_LIMIT = 1 << 18
 
 
 class Footprints:
@@ -696,6 +709,8 @@ class Reducer:
                 for obj, mode in self.fp.step[a][pc] | self.fp.future_env[a][pc]:
                     self.touch.setdefault(obj, {}).setdefault(a, set()).add(mode)
         self._safe_cache: dict = {}
+        #: ``_can_complete`` answers by (pending, tx, ops, proper_of), across states
+        self._complete_memo: dict = {}
         #: seed position -> how often it gave the chosen stubborn set: tried first later
         self._hits: dict = {}
 
@@ -859,6 +874,9 @@ class _Ctx:
         self._frozen_true: set = set()
         self._walk_tree: dict = {}
         self._settle_blocked: set = set()
+        self._units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        #: frozenset(T) -> T after one round of ``_grow``
+        self._grow_memo: dict = {}
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
             q = []
@@ -1205,13 +1223,13 @@ class _Ctx:
                         for b, c in self.fp.arrival_counts(it[1], pc).items():
                             counts[b] = counts.get(b, 0) + c
                         ops.extend(o for o in self.fp.bar_ops(it[1], pc) if o[1] != "X")
-                r = (frozenset(fp), counts, tuple(ops))
+                r = _future_tuple(frozenset(fp), counts, tuple(ops))
                 self._env_future[u] = r
             return r
         a = u[1]
         start = self.pcs[a]
         if start == DONE:
-            return frozenset(), {}, ()
+            return _NO_FUTURE
         frozen_cl = self._cluster_frozen(T)
         # the walk depends on T only through the answers to "is this blocking instruction
         # blocked?", asked in an order fixed by the earlier answers: a decision tree of
@@ -1281,7 +1299,7 @@ class _Ctx:
             if looped:
                 counts = {b: INF for b in counts}
                 ops_l = None
-            r = (frozenset(fp), counts, None if ops_l is None else tuple(ops_l))
+            r = _future_tuple(frozenset(fp), counts, None if ops_l is None else tuple(ops_l))
             self._walk_cache[key] = r
         return r
 
@@ -1296,29 +1314,14 @@ class _Ctx:
         over-arrive)?  Conservative: True when unsure."""
         base = self.sys.bar[bar]
         pending, tx = self.get(base + 1), self.get(base + 3)
-        n = len(ops)
-        states = {(0, 0, 0)}
-        for kind, count, dtx in ops:
-            if kind == "W":
-                return True
-            da, dt = (count, dtx) if kind == "A" else (0, -count)
-            new = set()
-            for (am, tm, k) in states:
-                a2 = am + da
-                if a2 > pending:
-                    return True  # some order over-arrives
-                new.add((a2, tm + dt, k + 1))
-            states |= new
-            if len(states) > 4096:
-                return True
-        for (am, tm, k) in states:
-            if k == 0:
-                continue
-            if proper_of is not None and k == proper_of:
-                continue
-            if am == pending and tx + tm == 0:
-                return True
-        return False
+        key = (pending, tx, tuple(ops), proper_of)
+        memo = self.red._complete_memo
+        r = memo.get(key)
+        if r is None:
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            r = memo[key] = _can_complete(pending, tx, ops, proper_of)
+        return r
 
     def _settle_free(self, bar: BarRef, t_ops: list, non_t: list, t_waits: bool) -> bool:
         """Do the T-current operations on ``bar`` commute with everything units outside T
@@ -1462,14 +1465,18 @@ class _Ctx:
             ops_by_bar: dict = {}
             unbounded: set = set()
             for v in others:
-                ops = futures[v][2]
-                if ops is None:
-                    for obj, _m in futures[v][0]:
-                        if obj[0] == "bar":
-                            unbounded.add(obj[1])
+                f = futures[v]
+                if f[2] is None:
+                    unbounded.update(f[4])
                     continue
-                for (b, kind, count, dtx) in ops:
-                    ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+                # the same per-barrier lists, in the same order, as appending the ops of
+                # each future in turn (``_future_tuple`` groups them once per future)
+                for b, ops in f[3]:
+                    got = ops_by_bar.get(b)
+                    if got is None:
+                        ops_by_bar[b] = list(ops)
+                    else:
+                        got.extend(ops)
             keep = {b for b in blocked if b not in unbounded
                     and not self._can_complete(b, ops_by_bar.get(b, []))}
             if keep == blocked:
@@ -1477,98 +1484,153 @@ class _Ctx:
             blocked = keep
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
-        units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        units = self._units
         T = {seed}
         self._cf_size = -1  # a new T: _cluster_frozen's cache is for the last one
         self._frozen_true: set = set()  # and _blocked_frozen's
         changed = True
         while changed:
-            changed = False
-            # enablers of disabled units in T
-            for u in list(T):
-                if u[0] == "a" and not self._enabled(u):
-                    add = self._enablers(u) - T
-                    if add and self.red.why is not None:
-                        self.red.why.append(("enablers of", u, tuple(sorted(add, key=repr))))
-                    if add:
-                        T |= add
-                        changed = True
-            # what units outside T may do before T moves; a wait whose barrier cannot
-            # complete from what they do alone stays blocked (iterate: fewer futures, fewer
-            # operations)
-            others = [v for v in units if v not in T]
-            futures, ops_by_bar, unbounded = self._settle_futures(others, T)
-            arrivals: dict = {}
-            for v in others:
-                for b, c in futures[v][1].items():
-                    arrivals[b] = arrivals.get(b, 0) + c
-            # conflicts between enabled units of T and what others may do.  Operations on
-            # one mbarrier commute when no completion can happen among them (settle-free).
-            holders = self._holders(T, futures)
-            index: dict = {}
-            t_ops_by_bar: dict = {}
-            t_waits: set = set()
-            for u in T:
-                if not self._enabled(u):
-                    continue
-                release_only = self._sync_cannot_complete(u, others, futures)
-                fp = self._current_fp(u, holders)
-                if self._cluster_may_complete(u, T, futures):
-                    # not the completing arrival now, but arrivals outside T may make it
-                    # one before T moves; the completion promotes every CTA's inits
-                    fp = fp | {(x, "M") for c in self.fp.all_ctas
-                               for x in self.fp._arrays_of(c)}
-                if self._exit_may_complete_sync(u, others, futures):
-                    # the exit may complete bar.sync 0 (now or after arrivals outside T),
-                    # which promotes the CTA's inits (System._named_complete): keep "M"
-                    fp = fp | {(x, "M") for x in self.fp._arrays_of(self.sys.agents[u[1]].cta)}
-                for obj, mode in fp:
-                    if release_only and mode == "M":
-                        mode = "MR"
-                    index.setdefault(obj, set()).add(mode)
-                    if obj[0] == "bar" and mode == "O":
-                        t_waits.add(obj[1])
-                for (b, kind, count, dtx) in self._current_ops(u):
-                    t_ops_by_bar.setdefault(b, []).append((kind, count, dtx))
-            free: set = set()
-            for obj in index:
-                if obj[0] != "bar":
-                    continue
-                b = obj[1]
-                if b in unbounded:
-                    continue
-                modes = index[obj]
-                if not modes <= (BAR_OPS | {"O"}):
-                    continue
-                if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
-                                     b in t_waits):
-                    free.add(obj)
-            free |= self._nb_settle_free(index, others, futures)
-            for v in others:
-                for obj, mode in futures[v][0]:
-                    ms = index.get(obj)
-                    if not ms:
-                        continue
-                    if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
-                        continue  # not the CTA's last exit
-                    if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
-                        continue
-                    if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
-                            and self._init_settles(obj, T)):
-                        continue
-                    if obj in free and mode in (BAR_OPS | {"O", "NA"}):
-                        continue
-                    if any(conflicts(mode, m) for m in ms):
-                        if self.red.why is not None:
-                            self.red.why.append((v, obj, mode, tuple(sorted(ms))))
-                        T.add(v)
-                        changed = True
-                        break
+            # one round of closure is a function of T alone (in this state): seeds whose
+            # sets meet at the same T share the rest of the computation
+            key = frozenset(T)
+            nxt = self._grow_memo.get(key)
+            if nxt is None:
+                self._grow(T, units)
+                nxt = frozenset(T)
+                if self.red.why is None:  # the debugging trace wants every reason
+                    self._grow_memo[key] = nxt
+            else:
+                T = set(nxt)
+            changed = nxt != key
             if best_size is not None and sum(1 for u in T if self._enabled(u)) >= best_size:
                 return None
         if not any(self._enabled(u) for u in T):
             return None
         return T
+
+    def _grow(self, T: set, units: list) -> None:
+        """One round of the closure: add to T the enablers of its disabled warps and the
+        units outside T whose future conflicts with an enabled step of T.  Only adds
+        (``stubborn`` repeats it until T stops growing)."""
+        # enablers of disabled units in T
+        for u in list(T):
+            if u[0] == "a" and not self._enabled(u):
+                add = self._enablers(u) - T
+                if add and self.red.why is not None:
+                    self.red.why.append(("enablers of", u, tuple(sorted(add, key=repr))))
+                if add:
+                    T |= add
+        # what units outside T may do before T moves; a wait whose barrier cannot
+        # complete from what they do alone stays blocked (iterate: fewer futures, fewer
+        # operations)
+        others = [v for v in units if v not in T]
+        futures, ops_by_bar, unbounded = self._settle_futures(others, T)
+        arrivals: dict = {}
+        for v in others:
+            for b, c in futures[v][1].items():
+                arrivals[b] = arrivals.get(b, 0) + c
+        # conflicts between enabled units of T and what others may do.  Operations on
+        # one mbarrier commute when no completion can happen among them (settle-free).
+        holders = self._holders(T, futures)
+        index: dict = {}
+        t_ops_by_bar: dict = {}
+        t_waits: set = set()
+        for u in T:
+            if not self._enabled(u):
+                continue
+            release_only = self._sync_cannot_complete(u, others, futures)
+            fp = self._current_fp(u, holders)
+            if self._cluster_may_complete(u, T, futures):
+                # not the completing arrival now, but arrivals outside T may make it
+                # one before T moves; the completion promotes every CTA's inits
+                fp = fp | {(x, "M") for c in self.fp.all_ctas
+                           for x in self.fp._arrays_of(c)}
+            if self._exit_may_complete_sync(u, others, futures):
+                # the exit may complete bar.sync 0 (now or after arrivals outside T),
+                # which promotes the CTA's inits (System._named_complete): keep "M"
+                fp = fp | {(x, "M") for x in self.fp._arrays_of(self.sys.agents[u[1]].cta)}
+            for obj, mode in fp:
+                if release_only and mode == "M":
+                    mode = "MR"
+                index.setdefault(obj, set()).add(mode)
+                if obj[0] == "bar" and mode == "O":
+                    t_waits.add(obj[1])
+            for (b, kind, count, dtx) in self._current_ops(u):
+                t_ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+        free: set = set()
+        for obj in index:
+            if obj[0] != "bar":
+                continue
+            b = obj[1]
+            if b in unbounded:
+                continue
+            modes = index[obj]
+            if not modes <= (BAR_OPS | {"O"}):
+                continue
+            if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
+                                 b in t_waits):
+                free.add(obj)
+        free |= self._nb_settle_free(index, others, futures)
+        for v in others:
+            for obj, mode in futures[v][0]:
+                ms = index.get(obj)
+                if not ms:
+                    continue
+                if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
+                    continue  # not the CTA's last exit
+                if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
+                    continue
+                if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
+                        and self._init_settles(obj, T)):
+                    continue
+                if obj in free and mode in (BAR_OPS | {"O", "NA"}):
+                    continue
+                if any(conflicts(mode, m) for m in ms):
+                    if self.red.why is not None:
+                        self.red.why.append((v, obj, mode, tuple(sorted(ms))))
+                    T.add(v)
+                    break
+
+
+def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
+    """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
+    operations (None: unbounded), those operations grouped per barrier in first-use order
+    ``((bar, ((kind, count, tx), ...)), ...)``, and the barriers the footprint touches."""
+    grouped: dict = {}
+    for (b, kind, count, dtx) in ops or ():
+        grouped.setdefault(b, []).append((kind, count, dtx))
+    bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
+    return (fp, counts, ops, tuple((b, tuple(x)) for b, x in grouped.items()), bars)
+
+
+_NO_FUTURE = _future_tuple(frozenset(), {}, ())
+
+
+def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:
+    """``_Ctx._can_complete`` for a barrier with ``pending`` arrivals and ``tx`` bytes
+    outstanding (a pure function of its arguments: memoised by the reducer)."""
+    states = {(0, 0, 0)}
+    for kind, count, dtx in ops:
+        if kind == "W":
+            return True
+        da, dt = (count, dtx) if kind == "A" else (0, -count)
+        new = set()
+        for (am, tm, k) in states:
+            a2 = am + da
+            if a2 > pending:
+                return True  # some order over-arrives
+            new.add((a2, tm + dt, k + 1))
+        states |= new
+        if len(states) > 4096:
+            return True
+    for (am, tm, k) in states:
+        if k == 0:
+            continue
+        if proper_of is not None and k == proper_of:
+            continue
+        if am == pending and tx + tm == 0:
+            return True
+    return False
 
 
 class _Getter:
