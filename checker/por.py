@@ -127,6 +127,8 @@ def _conflicts(m1: str, m2: str) -> bool:
 #: modes of operations that change an mbarrier's pending count or tx-count (commutative
 #: among themselves unless one of them can complete the phase: see _Ctx._settle_free)
 BAR_OPS = frozenset(["A", "X"])
+#: modes of operations on a settle-free barrier that commute with T's (``_Ctx._grow``)
+_FREE_MODES = BAR_OPS | {"O", "NA"}
 
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
@@ -874,6 +876,9 @@ class _Ctx:
         self._frozen_true: set = set()
         self._walk_tree: dict = {}
         self._settle_blocked: set = set()
+        #: where ``_settle_futures`` collects the barriers of ``_settle_blocked`` that
+        #: stopped the walk of the future it computes (None: not collecting)
+        self._stopped_by: Optional[set] = None
         self._units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
         #: frozenset(T) -> T after one round of ``_grow``
         self._grow_memo: dict = {}
@@ -1150,6 +1155,8 @@ class _Ctx:
         if need is None:
             return False
         if bar is not None and bar in self._settle_blocked:
+            if self._stopped_by is not None:
+                self._stopped_by.add(bar)
             return True
         if key in self._frozen_true:
             return True
@@ -1458,29 +1465,36 @@ class _Ctx:
             if v[0] == "a":
                 cands |= self._closed_waits(v[1])
         blocked = cands
+        # a warp's future from the last round, with the barriers of ``blocked`` that
+        # stopped its walk: it is the same while none of those is dropped (every other
+        # answer of ``_blocked_frozen`` does not depend on ``blocked``)
+        last: dict = {}
+        dropped: set = set()
         while True:
             self._settle_blocked = blocked
             self._walk_cache_round = None
-            futures = {v: self._future(v, T) for v in others}
-            ops_by_bar: dict = {}
+            futures = {}
+            for v in others:
+                got = last.get(v)
+                if got is not None and not (got[1] & dropped):
+                    futures[v] = got[0]
+                    continue
+                self._stopped_by = stopped = set()
+                futures[v] = r = self._future(v, T)
+                last[v] = (r, stopped)
+            self._stopped_by = None
             unbounded: set = set()
             for v in others:
                 f = futures[v]
                 if f[2] is None:
                     unbounded.update(f[4])
-                    continue
-                # the same per-barrier lists, in the same order, as appending the ops of
-                # each future in turn (``_future_tuple`` groups them once per future)
-                for b, ops in f[3]:
-                    got = ops_by_bar.get(b)
-                    if got is None:
-                        ops_by_bar[b] = list(ops)
-                    else:
-                        got.extend(ops)
+            # operations on the barriers still in question (all of them once settled)
+            ops_by_bar = _ops_by_bar(others, futures, blocked)
             keep = {b for b in blocked if b not in unbounded
                     and not self._can_complete(b, ops_by_bar.get(b, []))}
             if keep == blocked:
-                return futures, ops_by_bar, unbounded
+                return futures, _ops_by_bar(others, futures, None), unbounded
+            dropped = blocked - keep
             blocked = keep
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
@@ -1572,10 +1586,22 @@ class _Ctx:
                 free.add(obj)
         free |= self._nb_settle_free(index, others, futures)
         for v in others:
-            for obj, mode in futures[v][0]:
-                ms = index.get(obj)
-                if not ms:
-                    continue
+            # only the objects both touch matter: walk the smaller side
+            by_obj = futures[v][5]
+            if len(by_obj) <= len(index):
+                pairs = ((obj, modes, index.get(obj)) for obj, modes in by_obj.items())
+            else:
+                pairs = ((obj, by_obj.get(obj), ms) for obj, ms in index.items())
+            if self._conflict(v, pairs, holders, free, T):
+                T.add(v)
+
+    def _conflict(self, v: tuple, pairs: Iterable, holders: dict, free: set, T: set) -> bool:
+        """Does some operation of unit v's future (``modes`` on ``obj``) conflict with an
+        operation of an enabled step of T on it (``ms``)?  ``pairs``: (obj, modes, ms)."""
+        for obj, modes, ms in pairs:
+            if not ms or not modes:
+                continue
+            for mode in modes:
                 if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
                     continue  # not the CTA's last exit
                 if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
@@ -1583,27 +1609,52 @@ class _Ctx:
                 if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
                         and self._init_settles(obj, T)):
                     continue
-                if obj in free and mode in (BAR_OPS | {"O", "NA"}):
+                if obj in free and mode in _FREE_MODES:
                     continue
                 if any(conflicts(mode, m) for m in ms):
                     if self.red.why is not None:
                         self.red.why.append((v, obj, mode, tuple(sorted(ms))))
-                    T.add(v)
-                    break
+                    return True
+        return False
 
 
 def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
     """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
     operations (None: unbounded), those operations grouped per barrier in first-use order
-    ``((bar, ((kind, count, tx), ...)), ...)``, and the barriers the footprint touches."""
+    ``((bar, ((kind, count, tx), ...)), ...)``, the barriers the footprint touches, and the
+    footprint as {object: modes}."""
     grouped: dict = {}
     for (b, kind, count, dtx) in ops or ():
         grouped.setdefault(b, []).append((kind, count, dtx))
     bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
-    return (fp, counts, ops, tuple((b, tuple(x)) for b, x in grouped.items()), bars)
+    by_obj: dict = {}
+    for obj, m in fp:
+        by_obj.setdefault(obj, []).append(m)
+    return (fp, counts, ops, tuple((b, tuple(x)) for b, x in grouped.items()), bars,
+            {obj: tuple(ms) for obj, ms in by_obj.items()})
 
 
 _NO_FUTURE = _future_tuple(frozenset(), {}, ())
+
+
+def _ops_by_bar(others: list, futures: dict, only: Optional[set]) -> dict:
+    """The barrier operations of the bounded futures of ``others`` per barrier (those in
+    ``only`` where given): the lists, in the same order, that appending the ops of each
+    future in turn gives (``_future_tuple`` groups them once per future)."""
+    out: dict = {}
+    for v in others:
+        f = futures[v]
+        if f[2] is None:
+            continue
+        for b, ops in f[3]:
+            if only is not None and b not in only:
+                continue
+            got = out.get(b)
+            if got is None:
+                out[b] = list(ops)
+            else:
+                got.extend(ops)
+    return out
 
 
 def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:
