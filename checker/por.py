@@ -1488,12 +1488,12 @@ class _Ctx:
                 f = futures[v]
                 if f[2] is None:
                     unbounded.update(f[4])
-            # operations on the barriers still in question (all of them once settled)
-            ops_by_bar = _ops_by_bar(others, futures, blocked)
+            # operations per barrier, gathered for the barriers asked about
+            ops_by_bar = _OpsByBar(others, futures)
             keep = {b for b in blocked if b not in unbounded
                     and not self._can_complete(b, ops_by_bar.get(b, []))}
             if keep == blocked:
-                return futures, _ops_by_bar(others, futures, None), unbounded
+                return futures, ops_by_bar, unbounded
             dropped = blocked - keep
             blocked = keep
 
@@ -1620,8 +1620,8 @@ class _Ctx:
 
 def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
     """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
-    operations (None: unbounded), those operations grouped per barrier in first-use order
-    ``((bar, ((kind, count, tx), ...)), ...)``, the barriers the footprint touches, and the
+    operations (None: unbounded), those operations per barrier
+    ``{bar: ((kind, count, tx), ...)}``, the barriers the footprint touches, and the
     footprint as {object: modes}."""
     grouped: dict = {}
     for (b, kind, count, dtx) in ops or ():
@@ -1630,31 +1630,34 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
     by_obj: dict = {}
     for obj, m in fp:
         by_obj.setdefault(obj, []).append(m)
-    return (fp, counts, ops, tuple((b, tuple(x)) for b, x in grouped.items()), bars,
+    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars,
             {obj: tuple(ms) for obj, ms in by_obj.items()})
 
 
 _NO_FUTURE = _future_tuple(frozenset(), {}, ())
 
 
-def _ops_by_bar(others: list, futures: dict, only: Optional[set]) -> dict:
-    """The barrier operations of the bounded futures of ``others`` per barrier (those in
-    ``only`` where given): the lists, in the same order, that appending the ops of each
-    future in turn gives (``_future_tuple`` groups them once per future)."""
-    out: dict = {}
-    for v in others:
-        f = futures[v]
-        if f[2] is None:
-            continue
-        for b, ops in f[3]:
-            if only is not None and b not in only:
-                continue
-            got = out.get(b)
-            if got is None:
-                out[b] = list(ops)
-            else:
-                got.extend(ops)
-    return out
+class _OpsByBar:
+    """The barrier operations of the bounded futures of ``others``, per barrier, gathered
+    when asked (``get``): for each barrier the list, in the same order, that appending the
+    operations of each future in turn gives (``_future_tuple`` groups them per future)."""
+
+    __slots__ = ("groups", "memo")
+
+    def __init__(self, others: list, futures: dict):
+        self.groups = [futures[v][3] for v in others if futures[v][2] is not None]
+        self.memo: dict = {}
+
+    def get(self, bar: Any, default: Any = None) -> Any:
+        r = self.memo.get(bar)
+        if r is None:
+            r = []
+            for g in self.groups:
+                ops = g.get(bar)
+                if ops:
+                    r.extend(ops)
+            self.memo[bar] = r
+        return r if r else default
 
 
 def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:
