@@ -713,6 +713,8 @@ class Reducer:
         self._safe_cache: dict = {}
         #: ``_can_complete`` answers by (pending, tx, ops, proper_of), across states
         self._complete_memo: dict = {}
+        #: a small int per barrier (``_future_tuple``), across states
+        self._bar_id: dict = {}
         #: seed position -> how often it gave the chosen stubborn set: tried first later
         self._hits: dict = {}
 
@@ -1230,7 +1232,7 @@ class _Ctx:
                         for b, c in self.fp.arrival_counts(it[1], pc).items():
                             counts[b] = counts.get(b, 0) + c
                         ops.extend(o for o in self.fp.bar_ops(it[1], pc) if o[1] != "X")
-                r = _future_tuple(frozenset(fp), counts, tuple(ops))
+                r = _future_tuple(frozenset(fp), counts, tuple(ops), self.red._bar_id)
                 self._env_future[u] = r
             return r
         a = u[1]
@@ -1306,7 +1308,8 @@ class _Ctx:
             if looped:
                 counts = {b: INF for b in counts}
                 ops_l = None
-            r = _future_tuple(frozenset(fp), counts, None if ops_l is None else tuple(ops_l))
+            r = _future_tuple(frozenset(fp), counts, None if ops_l is None else tuple(ops_l),
+                              self.red._bar_id)
             self._walk_cache[key] = r
         return r
 
@@ -1489,7 +1492,7 @@ class _Ctx:
                 if f[2] is None:
                     unbounded.update(f[4])
             # operations per barrier, gathered for the barriers asked about
-            ops_by_bar = _OpsByBar(others, futures)
+            ops_by_bar = _OpsByBar(others, futures, self.red._bar_id)
             keep = {b for b in blocked if b not in unbounded
                     and not self._can_complete(b, ops_by_bar.get(b, []))}
             if keep == blocked:
@@ -1618,14 +1621,18 @@ class _Ctx:
         return False
 
 
-def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
+def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dict) -> tuple:
     """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
     operations (None: unbounded), those operations per barrier
-    ``{bar: ((kind, count, tx), ...)}``, the barriers the footprint touches, and the
+    ``{bar_id[bar]: ((kind, count, tx), ...)}`` (small ints: a ``BarRef`` hashes slowly),
+    the barriers the footprint touches, and the
     footprint as {object: modes}."""
     grouped: dict = {}
     for (b, kind, count, dtx) in ops or ():
-        grouped.setdefault(b, []).append((kind, count, dtx))
+        i = bar_id.get(b)
+        if i is None:
+            i = bar_id[b] = len(bar_id)
+        grouped.setdefault(i, []).append((kind, count, dtx))
     bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
     by_obj: dict = {}
     for obj, m in fp:
@@ -1634,7 +1641,7 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple]) -> tuple:
             {obj: tuple(ms) for obj, ms in by_obj.items()})
 
 
-_NO_FUTURE = _future_tuple(frozenset(), {}, ())
+_NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
 
 
 class _OpsByBar:
@@ -1642,21 +1649,26 @@ class _OpsByBar:
     when asked (``get``): for each barrier the list, in the same order, that appending the
     operations of each future in turn gives (``_future_tuple`` groups them per future)."""
 
-    __slots__ = ("groups", "memo")
+    __slots__ = ("groups", "memo", "bar_id")
 
-    def __init__(self, others: list, futures: dict):
-        self.groups = [futures[v][3] for v in others if futures[v][2] is not None]
+    def __init__(self, others: list, futures: dict, bar_id: dict):
+        self.groups = [futures[v][3] for v in others
+                       if futures[v][2] is not None and futures[v][3]]
         self.memo: dict = {}
+        self.bar_id = bar_id
 
     def get(self, bar: Any, default: Any = None) -> Any:
-        r = self.memo.get(bar)
+        i = self.bar_id.get(bar)
+        if i is None:  # no future operates on it
+            return default
+        r = self.memo.get(i)
         if r is None:
             r = []
             for g in self.groups:
-                ops = g.get(bar)
+                ops = g.get(i)
                 if ops:
                     r.extend(ops)
-            self.memo[bar] = r
+            self.memo[i] = r
         return r if r else default
 
 
