@@ -1645,31 +1645,30 @@ _NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
 
 
 class _OpsByBar:
-    """The barrier operations of the bounded futures of ``others``, per barrier, gathered
-    when asked (``get``): for each barrier the list, in the same order, that appending the
-    operations of each future in turn gives (``_future_tuple`` groups them per future)."""
+    """The barrier operations of the bounded futures of ``others``, per barrier (``get``):
+    for each barrier the list, in the same order, that appending the operations of each
+    future in turn gives (``_future_tuple`` groups them per future, by barrier id)."""
 
-    __slots__ = ("groups", "memo", "bar_id")
+    __slots__ = ("by_id", "bar_id")
 
     def __init__(self, others: list, futures: dict, bar_id: dict):
-        self.groups = [futures[v][3] for v in others
-                       if futures[v][2] is not None and futures[v][3]]
-        self.memo: dict = {}
+        by_id: dict = {}
+        for v in others:
+            f = futures[v]
+            if f[2] is None:
+                continue
+            for i, ops in f[3].items():
+                got = by_id.get(i)
+                if got is None:
+                    by_id[i] = list(ops)
+                else:
+                    got.extend(ops)
+        self.by_id = by_id
         self.bar_id = bar_id
 
     def get(self, bar: Any, default: Any = None) -> Any:
         i = self.bar_id.get(bar)
-        if i is None:  # no future operates on it
-            return default
-        r = self.memo.get(i)
-        if r is None:
-            r = []
-            for g in self.groups:
-                ops = g.get(i)
-                if ops:
-                    r.extend(ops)
-            self.memo[i] = r
-        return r if r else default
+        return default if i is None else self.by_id.get(i, default)
 
 
 def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:
