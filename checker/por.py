@@ -1589,12 +1589,7 @@ class _Ctx:
                 free.add(obj)
         free |= self._nb_settle_free(index, others, futures)
         for v in others:
-            # only the objects both touch matter: walk the smaller side
-            by_obj = futures[v][5]
-            if len(by_obj) <= len(index):
-                pairs = ((obj, modes, index.get(obj)) for obj, modes in by_obj.items())
-            else:
-                pairs = ((obj, by_obj.get(obj), ms) for obj, ms in index.items())
+            pairs = ((obj, (mode,), index.get(obj)) for obj, mode in futures[v][0])
             if self._conflict(v, pairs, holders, free, T):
                 T.add(v)
 
@@ -1625,8 +1620,7 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dic
     """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
     operations (None: unbounded), those operations per barrier
     ``{bar_id[bar]: ((kind, count, tx), ...)}`` (small ints: a ``BarRef`` hashes slowly),
-    the barriers the footprint touches, and the
-    footprint as {object: modes}."""
+    and the barriers the footprint touches."""
     grouped: dict = {}
     for (b, kind, count, dtx) in ops or ():
         i = bar_id.get(b)
@@ -1634,11 +1628,7 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dic
             i = bar_id[b] = len(bar_id)
         grouped.setdefault(i, []).append((kind, count, dtx))
     bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
-    by_obj: dict = {}
-    for obj, m in fp:
-        by_obj.setdefault(obj, []).append(m)
-    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars,
-            {obj: tuple(ms) for obj, ms in by_obj.items()})
+    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars)
 
 
 _NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
