@@ -32,6 +32,13 @@ an exit that cannot be its CTA's last (``_holders``), uses of a barrier array wh
 no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
 cannot complete even with everything outside T (its visibility footprint shrinks to
 release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
+
+Cost (none of this changes a set: tests/test_por_speed.py compares every state's set with
+a frozen copy of the code before it): a round of the closure is a function of T in a
+state, so seeds whose sets meet share the rest (``_Ctx._grow``); ``_can_complete`` is a
+pure function of the barrier's counts and the operations, memoised across states; a
+warp's future is reused across the settle rounds while no barrier that stopped its walk
+is dropped; the futures' barrier operations are grouped once per future, by small ints.
 """
 
 from __future__ import annotations
