@@ -32,6 +32,13 @@ an exit that cannot be its CTA's last (``_holders``), uses of a barrier array wh
 no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
 cannot complete even with everything outside T (its visibility footprint shrinks to
 release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
+
+Cost (none of this changes a set: tests/test_por_speed.py compares every state's set with
+a frozen copy of the code before it): a round of the closure is a function of T in a
+state, so seeds whose sets meet share the rest (``_Ctx._grow``); ``_can_complete`` is a
+pure function of the barrier's counts and the operations, memoised across states; a
+warp's future is reused across the settle rounds while no barrier that stopped its walk
+is dropped; the futures' barrier operations are grouped once per future, by small ints.
 """
 
 from __future__ import annotations
@@ -91,6 +98,17 @@ _ASYNC_WRITE = {"AB": "WB", "AE": "WE"}
 
 
 def conflicts(m1: str, m2: str) -> bool:
+    """Do two operation modes on one object conflict?  (Memoised: modes are few.)"""
+    r = _CONFLICTS.get((m1, m2))
+    if r is None:
+        r = _CONFLICTS[(m1, m2)] = _conflicts(m1, m2)
+    return r
+
+
+_CONFLICTS: dict = {}
+
+
+def _conflicts(m1: str, m2: str) -> bool:
     # write_begin/write_end modes carry the fill they write: completions of the same fill
     # commute, and a write_begin commutes with a write_end of the same fill (with another
     # fill in flight, the write_begin is a violation only before that write_end lands)
@@ -116,6 +134,8 @@ def conflicts(m1: str, m2: str) -> bool:
 #: modes of operations that change an mbarrier's pending count or tx-count (commutative
 #: among themselves unless one of them can complete the phase: see _Ctx._settle_free)
 BAR_OPS = frozenset(["A", "X"])
+#: modes of operations on a settle-free barrier that commute with T's (``_Ctx._grow``)
+_FREE_MODES = BAR_OPS | {"O", "NA"}
 
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
@@ -129,6 +149,8 @@ PARAM_FP = (("param",), "PS")
 #: it reads them, so a split elsewhere (which may decide it) conflicts with it
 PARAM_READ = (("param",), "PR")
 INF = 1 << 40
+#: entries a reducer's cross-state memo may hold before it is emptied (memory bound)
+_MEMO_LIMIT = 1 << 18
 
 
 class Footprints:
@@ -696,6 +718,10 @@ class Reducer:
                 for obj, mode in self.fp.step[a][pc] | self.fp.future_env[a][pc]:
                     self.touch.setdefault(obj, {}).setdefault(a, set()).add(mode)
         self._safe_cache: dict = {}
+        #: ``_can_complete`` answers by (pending, tx, ops, proper_of), across states
+        self._complete_memo: dict = {}
+        #: a small int per barrier (``_future_tuple``), across states
+        self._bar_id: dict = {}
         #: seed position -> how often it gave the chosen stubborn set: tried first later
         self._hits: dict = {}
 
@@ -859,6 +885,12 @@ class _Ctx:
         self._frozen_true: set = set()
         self._walk_tree: dict = {}
         self._settle_blocked: set = set()
+        #: where ``_settle_futures`` collects the barriers of ``_settle_blocked`` that
+        #: stopped the walk of the future it computes (None: not collecting)
+        self._stopped_by: Optional[set] = None
+        self._units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        #: frozenset(T) -> T after one round of ``_grow``
+        self._grow_memo: dict = {}
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
             q = []
@@ -1132,6 +1164,8 @@ class _Ctx:
         if need is None:
             return False
         if bar is not None and bar in self._settle_blocked:
+            if self._stopped_by is not None:
+                self._stopped_by.add(bar)
             return True
         if key in self._frozen_true:
             return True
@@ -1205,13 +1239,13 @@ class _Ctx:
                         for b, c in self.fp.arrival_counts(it[1], pc).items():
                             counts[b] = counts.get(b, 0) + c
                         ops.extend(o for o in self.fp.bar_ops(it[1], pc) if o[1] != "X")
-                r = (frozenset(fp), counts, tuple(ops))
+                r = _future_tuple(frozenset(fp), counts, tuple(ops), self.red._bar_id)
                 self._env_future[u] = r
             return r
         a = u[1]
         start = self.pcs[a]
         if start == DONE:
-            return frozenset(), {}, ()
+            return _NO_FUTURE
         frozen_cl = self._cluster_frozen(T)
         # the walk depends on T only through the answers to "is this blocking instruction
         # blocked?", asked in an order fixed by the earlier answers: a decision tree of
@@ -1281,7 +1315,8 @@ class _Ctx:
             if looped:
                 counts = {b: INF for b in counts}
                 ops_l = None
-            r = (frozenset(fp), counts, None if ops_l is None else tuple(ops_l))
+            r = _future_tuple(frozenset(fp), counts, None if ops_l is None else tuple(ops_l),
+                              self.red._bar_id)
             self._walk_cache[key] = r
         return r
 
@@ -1296,29 +1331,14 @@ class _Ctx:
         over-arrive)?  Conservative: True when unsure."""
         base = self.sys.bar[bar]
         pending, tx = self.get(base + 1), self.get(base + 3)
-        n = len(ops)
-        states = {(0, 0, 0)}
-        for kind, count, dtx in ops:
-            if kind == "W":
-                return True
-            da, dt = (count, dtx) if kind == "A" else (0, -count)
-            new = set()
-            for (am, tm, k) in states:
-                a2 = am + da
-                if a2 > pending:
-                    return True  # some order over-arrives
-                new.add((a2, tm + dt, k + 1))
-            states |= new
-            if len(states) > 4096:
-                return True
-        for (am, tm, k) in states:
-            if k == 0:
-                continue
-            if proper_of is not None and k == proper_of:
-                continue
-            if am == pending and tx + tm == 0:
-                return True
-        return False
+        key = (pending, tx, tuple(ops), proper_of)
+        memo = self.red._complete_memo
+        r = memo.get(key)
+        if r is None:
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            r = memo[key] = _can_complete(pending, tx, ops, proper_of)
+        return r
 
     def _settle_free(self, bar: BarRef, t_ops: list, non_t: list, t_waits: bool) -> bool:
         """Do the T-current operations on ``bar`` commute with everything units outside T
@@ -1455,120 +1475,224 @@ class _Ctx:
             if v[0] == "a":
                 cands |= self._closed_waits(v[1])
         blocked = cands
+        # a warp's future from the last round, with the barriers of ``blocked`` that
+        # stopped its walk: it is the same while none of those is dropped (every other
+        # answer of ``_blocked_frozen`` does not depend on ``blocked``)
+        last: dict = {}
+        dropped: set = set()
         while True:
             self._settle_blocked = blocked
             self._walk_cache_round = None
-            futures = {v: self._future(v, T) for v in others}
-            ops_by_bar: dict = {}
+            futures = {}
+            for v in others:
+                got = last.get(v)
+                if got is not None and not (got[1] & dropped):
+                    futures[v] = got[0]
+                    continue
+                self._stopped_by = stopped = set()
+                futures[v] = r = self._future(v, T)
+                last[v] = (r, stopped)
+            self._stopped_by = None
             unbounded: set = set()
             for v in others:
-                ops = futures[v][2]
-                if ops is None:
-                    for obj, _m in futures[v][0]:
-                        if obj[0] == "bar":
-                            unbounded.add(obj[1])
-                    continue
-                for (b, kind, count, dtx) in ops:
-                    ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+                f = futures[v]
+                if f[2] is None:
+                    unbounded.update(f[4])
+            # operations per barrier, gathered for the barriers asked about
+            ops_by_bar = _OpsByBar(others, futures, self.red._bar_id)
             keep = {b for b in blocked if b not in unbounded
                     and not self._can_complete(b, ops_by_bar.get(b, []))}
             if keep == blocked:
                 return futures, ops_by_bar, unbounded
+            dropped = blocked - keep
             blocked = keep
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
-        units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        units = self._units
         T = {seed}
         self._cf_size = -1  # a new T: _cluster_frozen's cache is for the last one
         self._frozen_true: set = set()  # and _blocked_frozen's
         changed = True
         while changed:
-            changed = False
-            # enablers of disabled units in T
-            for u in list(T):
-                if u[0] == "a" and not self._enabled(u):
-                    add = self._enablers(u) - T
-                    if add and self.red.why is not None:
-                        self.red.why.append(("enablers of", u, tuple(sorted(add, key=repr))))
-                    if add:
-                        T |= add
-                        changed = True
-            # what units outside T may do before T moves; a wait whose barrier cannot
-            # complete from what they do alone stays blocked (iterate: fewer futures, fewer
-            # operations)
-            others = [v for v in units if v not in T]
-            futures, ops_by_bar, unbounded = self._settle_futures(others, T)
-            arrivals: dict = {}
-            for v in others:
-                for b, c in futures[v][1].items():
-                    arrivals[b] = arrivals.get(b, 0) + c
-            # conflicts between enabled units of T and what others may do.  Operations on
-            # one mbarrier commute when no completion can happen among them (settle-free).
-            holders = self._holders(T, futures)
-            index: dict = {}
-            t_ops_by_bar: dict = {}
-            t_waits: set = set()
-            for u in T:
-                if not self._enabled(u):
-                    continue
-                release_only = self._sync_cannot_complete(u, others, futures)
-                fp = self._current_fp(u, holders)
-                if self._cluster_may_complete(u, T, futures):
-                    # not the completing arrival now, but arrivals outside T may make it
-                    # one before T moves; the completion promotes every CTA's inits
-                    fp = fp | {(x, "M") for c in self.fp.all_ctas
-                               for x in self.fp._arrays_of(c)}
-                if self._exit_may_complete_sync(u, others, futures):
-                    # the exit may complete bar.sync 0 (now or after arrivals outside T),
-                    # which promotes the CTA's inits (System._named_complete): keep "M"
-                    fp = fp | {(x, "M") for x in self.fp._arrays_of(self.sys.agents[u[1]].cta)}
-                for obj, mode in fp:
-                    if release_only and mode == "M":
-                        mode = "MR"
-                    index.setdefault(obj, set()).add(mode)
-                    if obj[0] == "bar" and mode == "O":
-                        t_waits.add(obj[1])
-                for (b, kind, count, dtx) in self._current_ops(u):
-                    t_ops_by_bar.setdefault(b, []).append((kind, count, dtx))
-            free: set = set()
-            for obj in index:
-                if obj[0] != "bar":
-                    continue
-                b = obj[1]
-                if b in unbounded:
-                    continue
-                modes = index[obj]
-                if not modes <= (BAR_OPS | {"O"}):
-                    continue
-                if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
-                                     b in t_waits):
-                    free.add(obj)
-            free |= self._nb_settle_free(index, others, futures)
-            for v in others:
-                for obj, mode in futures[v][0]:
-                    ms = index.get(obj)
-                    if not ms:
-                        continue
-                    if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
-                        continue  # not the CTA's last exit
-                    if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
-                        continue
-                    if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
-                            and self._init_settles(obj, T)):
-                        continue
-                    if obj in free and mode in (BAR_OPS | {"O", "NA"}):
-                        continue
-                    if any(conflicts(mode, m) for m in ms):
-                        if self.red.why is not None:
-                            self.red.why.append((v, obj, mode, tuple(sorted(ms))))
-                        T.add(v)
-                        changed = True
-                        break
+            # one round of closure is a function of T alone (in this state): seeds whose
+            # sets meet at the same T share the rest of the computation
+            key = frozenset(T)
+            nxt = self._grow_memo.get(key)
+            if nxt is None:
+                self._grow(T, units)
+                nxt = frozenset(T)
+                if self.red.why is None:  # the debugging trace wants every reason
+                    self._grow_memo[key] = nxt
+            else:
+                T = set(nxt)
+            changed = nxt != key
             if best_size is not None and sum(1 for u in T if self._enabled(u)) >= best_size:
                 return None
         if not any(self._enabled(u) for u in T):
             return None
         return T
+
+    def _grow(self, T: set, units: list) -> None:
+        """One round of the closure: add to T the enablers of its disabled warps and the
+        units outside T whose future conflicts with an enabled step of T.  Only adds
+        (``stubborn`` repeats it until T stops growing)."""
+        # enablers of disabled units in T
+        for u in list(T):
+            if u[0] == "a" and not self._enabled(u):
+                add = self._enablers(u) - T
+                if add and self.red.why is not None:
+                    self.red.why.append(("enablers of", u, tuple(sorted(add, key=repr))))
+                if add:
+                    T |= add
+        # what units outside T may do before T moves; a wait whose barrier cannot
+        # complete from what they do alone stays blocked (iterate: fewer futures, fewer
+        # operations)
+        others = [v for v in units if v not in T]
+        futures, ops_by_bar, unbounded = self._settle_futures(others, T)
+        arrivals: dict = {}
+        for v in others:
+            for b, c in futures[v][1].items():
+                arrivals[b] = arrivals.get(b, 0) + c
+        # conflicts between enabled units of T and what others may do.  Operations on
+        # one mbarrier commute when no completion can happen among them (settle-free).
+        holders = self._holders(T, futures)
+        index: dict = {}
+        t_ops_by_bar: dict = {}
+        t_waits: set = set()
+        for u in T:
+            if not self._enabled(u):
+                continue
+            release_only = self._sync_cannot_complete(u, others, futures)
+            fp = self._current_fp(u, holders)
+            if self._cluster_may_complete(u, T, futures):
+                # not the completing arrival now, but arrivals outside T may make it
+                # one before T moves; the completion promotes every CTA's inits
+                fp = fp | {(x, "M") for c in self.fp.all_ctas
+                           for x in self.fp._arrays_of(c)}
+            if self._exit_may_complete_sync(u, others, futures):
+                # the exit may complete bar.sync 0 (now or after arrivals outside T),
+                # which promotes the CTA's inits (System._named_complete): keep "M"
+                fp = fp | {(x, "M") for x in self.fp._arrays_of(self.sys.agents[u[1]].cta)}
+            for obj, mode in fp:
+                if release_only and mode == "M":
+                    mode = "MR"
+                index.setdefault(obj, set()).add(mode)
+                if obj[0] == "bar" and mode == "O":
+                    t_waits.add(obj[1])
+            for (b, kind, count, dtx) in self._current_ops(u):
+                t_ops_by_bar.setdefault(b, []).append((kind, count, dtx))
+        free: set = set()
+        for obj in index:
+            if obj[0] != "bar":
+                continue
+            b = obj[1]
+            if b in unbounded:
+                continue
+            modes = index[obj]
+            if not modes <= (BAR_OPS | {"O"}):
+                continue
+            if self._settle_free(b, t_ops_by_bar.get(b, []), ops_by_bar.get(b, []),
+                                 b in t_waits):
+                free.add(obj)
+        free |= self._nb_settle_free(index, others, futures)
+        for v in others:
+            pairs = ((obj, (mode,), index.get(obj)) for obj, mode in futures[v][0])
+            if self._conflict(v, pairs, holders, free, T):
+                T.add(v)
+
+    def _conflict(self, v: tuple, pairs: Iterable, holders: dict, free: set, T: set) -> bool:
+        """Does some operation of unit v's future (``modes`` on ``obj``) conflict with an
+        operation of an enabled step of T on it (``ms``)?  ``pairs``: (obj, modes, ms)."""
+        for obj, modes, ms in pairs:
+            if not ms or not modes:
+                continue
+            for mode in modes:
+                if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
+                    continue  # not the CTA's last exit
+                if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
+                    continue
+                if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}
+                        and self._init_settles(obj, T)):
+                    continue
+                if obj in free and mode in _FREE_MODES:
+                    continue
+                if any(conflicts(mode, m) for m in ms):
+                    if self.red.why is not None:
+                        self.red.why.append((v, obj, mode, tuple(sorted(ms))))
+                    return True
+        return False
+
+
+def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dict) -> tuple:
+    """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
+    operations (None: unbounded), those operations per barrier
+    ``{bar_id[bar]: ((kind, count, tx), ...)}`` (small ints: a ``BarRef`` hashes slowly),
+    and the barriers the footprint touches."""
+    grouped: dict = {}
+    for (b, kind, count, dtx) in ops or ():
+        i = bar_id.get(b)
+        if i is None:
+            i = bar_id[b] = len(bar_id)
+        grouped.setdefault(i, []).append((kind, count, dtx))
+    bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
+    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars)
+
+
+_NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
+
+
+class _OpsByBar:
+    """The barrier operations of the bounded futures of ``others``, per barrier (``get``):
+    for each barrier the list, in the same order, that appending the operations of each
+    future in turn gives (``_future_tuple`` groups them per future, by barrier id)."""
+
+    __slots__ = ("by_id", "bar_id")
+
+    def __init__(self, others: list, futures: dict, bar_id: dict):
+        by_id: dict = {}
+        for v in others:
+            f = futures[v]
+            if f[2] is None:
+                continue
+            for i, ops in f[3].items():
+                got = by_id.get(i)
+                if got is None:
+                    by_id[i] = list(ops)
+                else:
+                    got.extend(ops)
+        self.by_id = by_id
+        self.bar_id = bar_id
+
+    def get(self, bar: Any, default: Any = None) -> Any:
+        i = self.bar_id.get(bar)
+        return default if i is None else self.by_id.get(i, default)
+
+
+def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:
+    """``_Ctx._can_complete`` for a barrier with ``pending`` arrivals and ``tx`` bytes
+    outstanding (a pure function of its arguments: memoised by the reducer)."""
+    states = {(0, 0, 0)}
+    for kind, count, dtx in ops:
+        if kind == "W":
+            return True
+        da, dt = (count, dtx) if kind == "A" else (0, -count)
+        new = set()
+        for (am, tm, k) in states:
+            a2 = am + da
+            if a2 > pending:
+                return True  # some order over-arrives
+            new.add((a2, tm + dt, k + 1))
+        states |= new
+        if len(states) > 4096:
+            return True
+    for (am, tm, k) in states:
+        if k == 0:
+            continue
+        if proper_of is not None and k == proper_of:
+            continue
+        if am == pending and tx + tm == 0:
+            return True
+    return False
 
 
 class _Getter:
