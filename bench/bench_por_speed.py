@@ -1,8 +1,9 @@
 """Per-state cost of the stubborn-set reduction, before and after the cost work.
 
 For each kernel it runs ``check_explicit(por=True)`` to a fixed state bound twice in one
-process: with the frozen reference copy of the old reduction (``tests/por_reference.py``,
-patched in for ``stubborn_sets``) and with ``checker/por.py``; records states,
+process: with the old reduction (``checker/por.py`` as of commit ``OLD_REV``, before the
+cost work, loaded from git history and patched in for ``stubborn_sets``) and with
+``checker/por.py``; records states,
 transitions, verdict and seconds of each (the two must explore the same states: the
 script fails otherwise).  Optionally (``--decide``) it also times
 ``pipeproof check --engine explicit`` on the 4-stage 2x2 kernels with a wall limit.
@@ -16,6 +17,7 @@ A benchmark, not a test: the numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import platform
@@ -35,6 +37,23 @@ CASES = [
 ]
 
 
+#: ``checker/por.py`` before the per-state cost work (the reference of this benchmark)
+OLD_REV = "6500725"
+
+
+def _old_por() -> Any:
+    """The old reduction, read from git history, its relative imports made absolute."""
+    import subprocess
+    import types
+
+    src = subprocess.run(["git", "show", f"{OLD_REV}:checker/por.py"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    src = src.replace("from ..", "from pipeproof.").replace("from .", "from pipeproof.checker.")
+    mod = types.ModuleType("por_old")
+    exec(compile(src, f"{OLD_REV}:checker/por.py", "exec"), mod.__dict__)
+    return mod
+
+
 def _run(path: Path, params: dict, states: int, old: bool) -> dict:
     from pipeproof.checker import explicit as ex_mod
     from pipeproof.model.compile import compile_kernel
@@ -44,9 +63,7 @@ def _run(path: Path, params: dict, states: int, old: bool) -> dict:
     system = System(compile_kernel(parse(path.read_text(), str(path)), params))
     saved = ex_mod.stubborn_sets
     if old:
-        sys.path.insert(0, str(ROOT / "tests"))
-        import por_reference
-        ex_mod.stubborn_sets = por_reference.stubborn_sets
+        ex_mod.stubborn_sets = _old_por().stubborn_sets
     try:
         t0 = time.perf_counter()
         v = ex_mod.check_explicit(system, max_states=states, timeout=3600, por=True,

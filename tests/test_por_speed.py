@@ -1,121 +1,43 @@
-"""The per-state cost work on ``checker/por.py`` changes no stubborn set: in every state the
-explicit engine expands, the optimised ``Reducer.reduce`` returns exactly the steps the
-frozen reference copy (``tests/por_reference.py``, the code before that work) returns.
-Checked state by state on every bundled example (bounded search) and on random generated
-configurations and mutants; the search's state and transition counts and verdict must be
-equal too."""
+"""The per-state cost work on ``checker/por.py`` (memoised futures, closure rounds and
+``_can_complete``) changes no stubborn set.  When it landed, the optimised and the old
+reduction were compared state by state on every bundled example (2,000 states) and on
+generated kernels (bench/results/por_speed.md; the old code is ``checker/por.py`` at
+commit 6500725, which ``bench/bench_por_speed.py`` loads from git history).  What stays in
+the suite: the reduced search of every bundled example, bounded to 300 states, explores
+exactly the states and transitions, and reaches the verdict, that the old reduction did
+(``tests/data/por_counts.json``, recorded with the old code).  A change to the reduction's
+theory changes these counts on purpose: re-record them then, and say why in the commit."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Optional
 
 import pytest
-from hypothesis import given, settings
 
 import generators as G
-import por_reference as ref
-from pipeproof.checker import explicit as explicit_mod
-from pipeproof.checker import por as new
 from pipeproof.checker.explicit import check_explicit
-from pipeproof.model.errors import ConfigError
-from test_reduction_hypothesis import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.pipe"))
+COUNTS = json.loads((ROOT / "tests" / "data" / "por_counts.json").read_text())
+MAX_STATES = 300
 
 
-class _Both:
-    """Run the optimised and the reference reducer side by side; fail on any difference."""
-
-    def __init__(self, explorer: Any, full: bool):
-        self.new = new.Reducer(explorer.sys, explorer, full=full)
-        self.ref = ref.Reducer(explorer.sys, explorer, full=full)
-        self.states = 0
-
-    def reduce(self, state: tuple, enabled: list[tuple]) -> list[tuple]:
-        got = self.new.reduce(state, list(enabled))
-        want = self.ref.reduce(state, list(enabled))
-        self.states += 1
-        assert got == want, f"stubborn sets differ in state {state!r}:\n {got}\n {want}"
-        return got
+@pytest.mark.parametrize("name", sorted(COUNTS))
+def test_reduced_search_explores_what_the_old_reduction_did(name: str) -> None:
+    system = G.build_system((ROOT / "examples" / name).read_text())
+    v = check_explicit(system, max_states=MAX_STATES, timeout=600, por=True, confirm_timeout=0)
+    assert [v.status, v.prop, v.stats.states, v.stats.transitions] == COUNTS[name]
 
 
-def _run(system_of: Any, max_states: int) -> None:
-    """Search with both reducers compared state by state, then the optimised one alone and
-    the reference alone: equal verdicts, states and transitions."""
-    made: list[_Both] = []
-
-    def both(full: bool, deadline: Optional[float] = None) -> Any:
-        def mk(ex: Any) -> _Both:
-            made.append(_Both(ex, full))
-            return made[-1]
-        return mk
-
-    kw = dict(max_states=max_states, timeout=600, por=True, confirm_timeout=0)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(explicit_mod, "stubborn_sets", both)
-        v_both = check_explicit(system_of(), **kw)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(explicit_mod, "stubborn_sets", ref.stubborn_sets)
-        v_ref = check_explicit(system_of(), **kw)
-    v_new = check_explicit(system_of(), **kw)
-    for v in (v_both, v_new):
-        assert (v.status, v.prop, v.stats.states, v.stats.transitions) == \
-            (v_ref.status, v_ref.prop, v_ref.stats.states, v_ref.stats.transitions)
-
-
-def _example_system(path: Path) -> Any:
-    try:
-        return G.build_system(path.read_text())
-    except Exception:  # examples needing parameters or another front end: not ours
-        return None
-
-
-def _check_example(path: Path, max_states: int) -> None:
-    if _example_system(path) is None:
-        pytest.skip("does not compile with default parameters")
-    _run(lambda: _example_system(path), max_states)
-
-
-@pytest.mark.parametrize("path", EXAMPLES, ids=[str(p.relative_to(ROOT / "examples"))
-                                                 for p in EXAMPLES])
-def test_same_stubborn_sets_on_examples_quick(path: Path) -> None:
-    _check_example(path, 40)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", EXAMPLES, ids=[str(p.relative_to(ROOT / "examples"))
-                                                 for p in EXAMPLES])
-def test_same_stubborn_sets_on_examples(path: Path) -> None:
-    _check_example(path, 2000)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path,params", [
-    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 4, "k_tiles": 8}),
-    ("kernels/k1_hopper_persistent_gemm.pipe", {"ab_stage": 4, "k_tiles": 8}),
-])
-def test_same_stubborn_sets_on_4_stage_2x2(path: str, params: dict) -> None:
-    src = (ROOT / "examples" / path).read_text()
-    _run(lambda: G.build_system(src, params), 150)
-
-
-def _check_program(prog: G.Program) -> None:
-    try:
-        G.build_system(prog.source)
-    except ConfigError:
-        return
-    _run(lambda: G.build_system(prog.source), 3000)
-
-
-@settings(max_examples=8, **SETTINGS)
-@given(G.programs())
-def test_same_stubborn_sets_on_generated_programs(prog: G.Program) -> None:
-    _check_program(prog)
-
-
-@settings(max_examples=8, **SETTINGS)
-@given(G.mutants(include_config_errors=False))
-def test_same_stubborn_sets_on_generated_mutants(prog: G.Program) -> None:
-    _check_program(prog)
+def test_every_example_that_compiles_is_recorded() -> None:
+    """A new example joins the recorded counts (re-record them with the current code only
+    if the reduction did not change)."""
+    names = set()
+    for p in sorted((ROOT / "examples").rglob("*.pipe")):
+        try:
+            G.build_system(p.read_text())
+        except Exception:  # needs parameters or another front end
+            continue
+        names.add(str(p.relative_to(ROOT / "examples")))
+    assert names == set(COUNTS)
