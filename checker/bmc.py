@@ -425,7 +425,7 @@ def _search(system: System, enc: Encoding, runner: ConcreteRunner, opts: BmcOpti
     # to within one phase; issue 23 item 2, found by bench/fuzz_pipe.py)
     if _past(run):
         return _timed_out(opts), None, 0
-    inv = _level_invariant(enc, sample, run, cert)
+    inv = _level_invariant(enc, sample, run, cert, opts.phase_budgets)
     if _past(run):
         return _timed_out(opts), None, 0
     if opts.steps == "chain":
@@ -611,10 +611,13 @@ def _certificate(enc: Encoding, sample: Any, run: _Run, opts: BmcOptions) -> Any
     return cert
 
 
-def _level_invariant(enc: Encoding, sample: Any, run: _Run, cert: Any) -> Any:
+def _level_invariant(enc: Encoding, sample: Any, run: _Run, cert: Any,
+                     budgeted: bool = True) -> Any:
     """The invariant asserted of every level: the certificate's set (built on demand)
     when it is small enough, else the proven invariants (``checker/invariants.py``;
-    nothing Houdini finds is stronger than a certificate)."""
+    nothing Houdini finds is stronger than a certificate).  ``budgeted``: Houdini gets
+    its share of the time left; without phase budgets, all of it (so what is proven does
+    not depend on the machine's speed)."""
     if cert is not None:
         if cert.states <= LEVEL_INVARIANT_STATES:
             return cert.term
@@ -622,7 +625,7 @@ def _level_invariant(enc: Encoding, sample: Any, run: _Run, cert: Any) -> Any:
             f"{cert.states:,} states: too many to constrain every level; the proven "
             "invariants instead")
     left = max(run.deadline - time.perf_counter(), 0.0)
-    inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left))
+    inv = prove_invariants(enc, sample, min(INVARIANT_BUDGET, 0.2 * left) if budgeted else left)
     run.extra["invariants"] = dict(inv.stats)
     return inv.term
 
