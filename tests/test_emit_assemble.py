@@ -39,12 +39,18 @@ def _assemble(args):
 
 @pytest.mark.skipif(shutil.which("ptxas") is None,
                     reason="ptxas (CUDA toolkit) is not installed: PTX assembly not checked")
-def test_every_example_assembles(tmp_path):
-    assert EXAMPLES
-    work = [(p, arch, tmp_path) for p in EXAMPLES for arch in ("sm_90a", "sm_100a")]
-    with ThreadPoolExecutor(4) as ex:
+@pytest.mark.parametrize("path", EXAMPLES, ids=[f"{p.parent.name}/{p.stem}" for p in EXAMPLES])
+def test_every_example_assembles(path, tmp_path):
+    # one test per example, so a parallel run (-n auto) spreads the four minutes of
+    # emission and ptxas over its workers
+    work = [(path, arch, tmp_path) for arch in ("sm_90a", "sm_100a")]
+    with ThreadPoolExecutor(2) as ex:
         errors = [e for e in ex.map(_assemble, work) if e]
     assert not errors, "\n".join(errors)
+
+
+def test_there_are_examples_to_assemble():
+    assert len(EXAMPLES) > 50
 
 
 def test_the_tmem_textbook_example_is_refused_on_sm_90a_only():
