@@ -44,7 +44,7 @@ import z3
 
 from pipeproof.checker.concrete import ConcreteRunner
 from pipeproof.checker.native.build import core_source, load
-from pipeproof.checker.native.ccode import Unsupported, generate
+from pipeproof.checker.native.ccode import TermPrinter, Unsupported, generate
 from pipeproof.checker.native.search import ST_DONE, ST_OVERFLOW, _path, _Shape
 from pipeproof.checker.properties import PRIORITY
 from pipeproof.checker.symbolic import Encoding
@@ -73,33 +73,19 @@ def prop_var(prop: str) -> str:
     return "p_" + re.sub(r"[^A-Za-z0-9]", "_", prop)
 
 
-class _Body:
-    """One d_step's statements: shared z3 nodes become hidden temporaries."""
+class _Body(TermPrinter):
+    """One d_step's statements: shared z3 nodes become hidden temporaries (the DAG walk
+    and the Boolean operators are ``TermPrinter``'s, shared with the native engine)."""
+
+    ITE = "({} -> {} : {})"
+    _sx = staticmethod(_sx)
 
     def __init__(self, key_var: dict[int, str], width_of_var: dict[int, int],
                  inline: bool):
+        super().__init__()
         self.key_var = key_var
         self.width_of_var = width_of_var
         self.inline = inline  # the guard: one expression, no temporaries
-        self.memo: dict[int, str] = {}
-        self.lines: list[str] = []
-        self.n = 0
-
-    def expr(self, t: Any) -> str:
-        todo: list[tuple[Any, bool]] = [(t, False)]
-        while todo:
-            node, ready = todo.pop()
-            nid = node.get_id()
-            if nid in self.memo:
-                continue
-            kids = [node.arg(i) for i in range(node.num_args())] if z3.is_app(node) else []
-            if not ready and any(k.get_id() not in self.memo for k in kids):
-                todo.append((node, True))
-                todo.extend((k, False) for k in kids if k.get_id() not in self.memo)
-                continue
-            code = self._node(node, [self.memo[k.get_id()] for k in kids])
-            self.memo[nid] = code
-        return self.memo[t.get_id()]
 
     def _tmp(self, code: str) -> str:
         if self.inline or len(code) < 12:
@@ -129,40 +115,10 @@ class _Body:
             return f"({v} & {_m(w)})"
         return self._tmp(self._bv(t, k, a, w))
 
-    def _bool(self, t: Any, k: int, a: list[str]) -> str:
-        if k == _K.Z3_OP_TRUE:
-            return "1"
-        if k == _K.Z3_OP_FALSE:
-            return "0"
-        if k == _K.Z3_OP_AND:
-            return "(" + " && ".join(a) + ")"
-        if k == _K.Z3_OP_OR:
-            return "(" + " || ".join(a) + ")"
-        if k == _K.Z3_OP_NOT:
-            return f"(!{a[0]})"
-        if k in (_K.Z3_OP_XOR, _K.Z3_OP_DISTINCT) and len(a) == 2:
-            return f"({a[0]} != {a[1]})"
-        if k == _K.Z3_OP_IMPLIES:
-            return f"((!{a[0]}) || {a[1]})"
-        if k == _K.Z3_OP_EQ:
-            return f"({a[0]} == {a[1]})"
-        if k == _K.Z3_OP_ITE:
-            return f"({a[0]} -> {a[1]} : {a[2]})"
-        if k in (_K.Z3_OP_SLEQ, _K.Z3_OP_SLT, _K.Z3_OP_SGEQ, _K.Z3_OP_SGT):
-            w = t.arg(0).size()
-            op = {_K.Z3_OP_SLEQ: "<=", _K.Z3_OP_SLT: "<", _K.Z3_OP_SGEQ: ">=",
-                  _K.Z3_OP_SGT: ">"}[k]
-            return f"({_sx(a[0], w)} {op} {_sx(a[1], w)})"
-        if k in (_K.Z3_OP_ULEQ, _K.Z3_OP_ULT, _K.Z3_OP_UGEQ, _K.Z3_OP_UGT):
-            op = {_K.Z3_OP_ULEQ: "<=", _K.Z3_OP_ULT: "<", _K.Z3_OP_UGEQ: ">=",
-                  _K.Z3_OP_UGT: ">"}[k]
-            return f"({a[0]} {op} {a[1]})"
-        raise Unsupported(f"Boolean operator {t.decl()}")
-
     def _bv(self, t: Any, k: int, a: list[str], w: int) -> str:
         m = _m(w)
         if k == _K.Z3_OP_ITE:
-            return f"({a[0]} -> {a[1]} : {a[2]})"
+            return self.ITE.format(*a)
         if k == _K.Z3_OP_BADD:
             return "((" + " + ".join(a) + f") & {m})"
         if k == _K.Z3_OP_BSUB:

@@ -59,17 +59,22 @@ def storage_bytes(lo: int, hi: int) -> int:
     raise Unsupported(f"a state key with range [{lo}, {hi}] does not fit 32 bits")
 
 
-class _Fn:
-    """One C function's body: temporaries for the z3 nodes it needs, each emitted once."""
+class TermPrinter:
+    """Prints a z3 term DAG node by node, each shared node once, children first (no
+    recursion: the templates of a large kernel nest deeply).  The Boolean operators are
+    written here, once; a subclass says how the rest is written: C for the native engine
+    (``_Fn``), Promela for the SPIN yardstick (``bench/spin_promela.py``)."""
 
-    def __init__(self, key_of_var: dict[int, int]):
-        self.key_of_var = key_of_var
+    #: the conditional expression of the target language
+    ITE = "({} ? {} : {})"
+
+    def __init__(self) -> None:
         self.memo: dict[int, str] = {}
         self.lines: list[str] = []
         self.n = 0
 
     def expr(self, t: Any) -> str:
-        """A C expression for ``t`` (emitting the temporaries it needs)."""
+        """An expression for ``t`` (emitting the temporaries it needs)."""
         root = t
         todo: list[tuple[Any, bool]] = [(root, False)]
         while todo:
@@ -84,6 +89,54 @@ class _Fn:
                 continue
             self.memo[nid] = self._node(node, [self.memo[k.get_id()] for k in kids])
         return self.memo[root.get_id()]
+
+    def _node(self, t: Any, a: list[str]) -> str:
+        raise NotImplementedError
+
+    @staticmethod
+    def _sx(a: str, w: int) -> str:
+        """``a`` (a ``w``-bit value as the target holds it) as a signed number."""
+        raise NotImplementedError
+
+    def _bool(self, t: Any, k: int, a: list[str]) -> str:
+        if k == _K.Z3_OP_TRUE:
+            return "1"
+        if k == _K.Z3_OP_FALSE:
+            return "0"
+        if k == _K.Z3_OP_AND:
+            return "(" + " && ".join(a) + ")"
+        if k == _K.Z3_OP_OR:
+            return "(" + " || ".join(a) + ")"
+        if k == _K.Z3_OP_NOT:
+            return f"(!{a[0]})"
+        if k in (_K.Z3_OP_XOR, _K.Z3_OP_DISTINCT) and len(a) == 2:
+            return f"({a[0]} != {a[1]})"
+        if k == _K.Z3_OP_IMPLIES:
+            return f"((!{a[0]}) || {a[1]})"
+        if k == _K.Z3_OP_EQ:
+            return f"({a[0]} == {a[1]})"
+        if k == _K.Z3_OP_ITE:
+            return self.ITE.format(*a)
+        if k in (_K.Z3_OP_SLEQ, _K.Z3_OP_SLT, _K.Z3_OP_SGEQ, _K.Z3_OP_SGT):
+            w = t.arg(0).size()
+            op = {_K.Z3_OP_SLEQ: "<=", _K.Z3_OP_SLT: "<", _K.Z3_OP_SGEQ: ">=",
+                  _K.Z3_OP_SGT: ">"}[k]
+            return f"({self._sx(a[0], w)} {op} {self._sx(a[1], w)})"
+        if k in (_K.Z3_OP_ULEQ, _K.Z3_OP_ULT, _K.Z3_OP_UGEQ, _K.Z3_OP_UGT):
+            op = {_K.Z3_OP_ULEQ: "<=", _K.Z3_OP_ULT: "<", _K.Z3_OP_UGEQ: ">=",
+                  _K.Z3_OP_UGT: ">"}[k]
+            return f"({a[0]} {op} {a[1]})"
+        raise Unsupported(f"Boolean operator {t.decl()}")
+
+
+class _Fn(TermPrinter):
+    """One C function's body: temporaries for the z3 nodes it needs, each emitted once."""
+
+    _sx = staticmethod(_sx)
+
+    def __init__(self, key_of_var: dict[int, int]):
+        super().__init__()
+        self.key_of_var = key_of_var
 
     def _tmp(self, ctype: str, code: str) -> str:
         name = f"t{self.n}"
@@ -112,42 +165,10 @@ class _Fn:
             return self._tmp("uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})")
         return self._tmp("uint64_t", self._bv(t, k, a, w))
 
-    def _bool(self, t: Any, k: int, a: list[str]) -> str:
-        if k == _K.Z3_OP_TRUE:
-            return "1"
-        if k == _K.Z3_OP_FALSE:
-            return "0"
-        if k == _K.Z3_OP_AND:
-            return "(" + " && ".join(a) + ")"
-        if k == _K.Z3_OP_OR:
-            return "(" + " || ".join(a) + ")"
-        if k == _K.Z3_OP_NOT:
-            return f"(!{a[0]})"
-        if k == _K.Z3_OP_XOR:
-            return f"({a[0]} != {a[1]})"
-        if k == _K.Z3_OP_IMPLIES:
-            return f"(!{a[0]} || {a[1]})"
-        if k == _K.Z3_OP_EQ:
-            return f"({a[0]} == {a[1]})"
-        if k == _K.Z3_OP_DISTINCT and len(a) == 2:
-            return f"({a[0]} != {a[1]})"
-        if k == _K.Z3_OP_ITE:
-            return f"({a[0]} ? {a[1]} : {a[2]})"
-        if k in (_K.Z3_OP_SLEQ, _K.Z3_OP_SLT, _K.Z3_OP_SGEQ, _K.Z3_OP_SGT):
-            w = t.arg(0).size()
-            op = {_K.Z3_OP_SLEQ: "<=", _K.Z3_OP_SLT: "<", _K.Z3_OP_SGEQ: ">=",
-                  _K.Z3_OP_SGT: ">"}[k]
-            return f"({_sx(a[0], w)} {op} {_sx(a[1], w)})"
-        if k in (_K.Z3_OP_ULEQ, _K.Z3_OP_ULT, _K.Z3_OP_UGEQ, _K.Z3_OP_UGT):
-            op = {_K.Z3_OP_ULEQ: "<=", _K.Z3_OP_ULT: "<", _K.Z3_OP_UGEQ: ">=",
-                  _K.Z3_OP_UGT: ">"}[k]
-            return f"({a[0]} {op} {a[1]})"
-        raise Unsupported(f"Boolean operator {t.decl()}")
-
     def _bv(self, t: Any, k: int, a: list[str], w: int) -> str:
         m = _mask(w)
         if k == _K.Z3_OP_ITE:
-            return f"({a[0]} ? {a[1]} : {a[2]})"
+            return self.ITE.format(*a)
         if k == _K.Z3_OP_BADD:
             return "((" + " + ".join(a) + f") & {m})"
         if k == _K.Z3_OP_BSUB:
