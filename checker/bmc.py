@@ -75,7 +75,7 @@ from .lasso import report_lasso
 from .properties import DEADLOCK, DEADLOCK_MSG, PRIORITY
 from .shorten import SHORTEN_TIMEOUT, shorten
 from .statespace import symmetric_groups
-from .symbolic import Encoding, same_shape, sample_ranges
+from .symbolic import Encoding, same_shape, sample_ranges, solver_ms
 from .tracebuild import build_trace
 from .unrolling import Unrolling, make_solver
 from .verdict import PROVEN, SAFE, UNKNOWN, VIOLATED, Stats, Verdict
@@ -362,7 +362,7 @@ def _check(solver: z3.Solver, run: _Run, depth: int, *assumptions: Any) -> Any:
     left = run.deadline - time.perf_counter()
     if left <= 0:
         raise Timeout(depth)
-    solver.set("timeout", max(1, int(left * 1000)))
+    solver.set("timeout", solver_ms(left))
     run.checks += 1
     r = solver.check(*assumptions)
     if r == z3.unknown:

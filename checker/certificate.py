@@ -84,7 +84,7 @@ from .invariants import find_tuple_invariants
 from .lasso import poll_pcs
 from .packed import component_of
 from .safesteps import SafeSteps, footprint_candidates
-from .symbolic import Encoding, Substitution
+from .symbolic import Encoding, Substitution, solver_ms
 from .termeval import Unsupported
 
 #: reachable sets larger than this get no certificate (the unreduced enumeration
@@ -844,7 +844,7 @@ def _unsat(term: Any, deadline: float) -> Optional[bool]:
     if left <= 0:
         return None
     s = z3.SolverFor("QF_BV")
-    s.set("timeout", max(1, int(left * 1000)))
+    s.set("timeout", solver_ms(left))
     s.add(term)
     r = s.check()
     return None if r == z3.unknown else r == z3.unsat

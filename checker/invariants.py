@@ -40,7 +40,7 @@ from typing import Any, Optional, Sequence
 
 import z3
 
-from .symbolic import Encoding, Substitution, same_shape
+from .symbolic import Encoding, Substitution, same_shape, solver_ms
 
 #: a key with at most this many sampled values (not an interval) gets a value-set candidate
 MAX_VALUES = 4
@@ -312,7 +312,7 @@ def houdini(enc: Encoding, cands: list[Candidate], step: Any, Xn: Sequence[Any],
         rounds += 1
         q = z3.Bool(f"broken#{rounds}")
         s.add(z3.Implies(q, z3.Not(z3.And(*[nxt[c] for c in alive]))))
-        s.set("timeout", max(1, int(left * 1000)))
+        s.set("timeout", solver_ms(left))
         r = s.check(q, *[lits[c] for c in alive])
         if r == z3.unsat:
             return alive

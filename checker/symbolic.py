@@ -983,3 +983,12 @@ class Substitution:
 
 def _simp(x: Any) -> Any:
     return z3.simplify(x)
+
+
+def solver_ms(seconds: float) -> int:
+    """z3's ``timeout`` parameter (milliseconds, an unsigned 32-bit number) for
+    ``seconds`` left: at least 1, and the largest it takes when no limit is set
+    (``--timeout inf``), which ``int()`` of an infinite float cannot give."""
+    if seconds != seconds or seconds >= (2 ** 32 - 1) / 1000:
+        return 2 ** 32 - 1
+    return max(1, int(seconds * 1000))

@@ -525,3 +525,18 @@ def test_template_symmetry_refuses_warps_that_differ(tmp_path: Path) -> None:
     sym, why = warp_symmetry(enc, [[0, 1]])
     assert sym is not None, why
     assert template_symmetry(u, sym, time.perf_counter() + 120) is False
+
+
+def test_houdini_without_a_time_limit(monkeypatch: Any) -> None:
+    """No phase budgets and no time limit (``timeout=inf``): Houdini gets all the time
+    there is, and z3 gets its largest timeout, not an overflow of ``int(inf)``."""
+    from pipeproof.api import check_file
+    from pipeproof.checker.symbolic import solver_ms
+
+    assert solver_ms(float("inf")) == solver_ms(1e12) == 2 ** 32 - 1
+    assert solver_ms(0.0) == 1 and solver_ms(2.5) == 2500
+    monkeypatch.setenv("PIPEPROOF_PHASE_BUDGETS", "0")
+    r = check_file(EX / "textbook/pipeline_cp_async.pipe", engine="bmc",
+                   timeout=float("inf"), bmc_certificate=False)
+    assert r.status == "PROVEN"
+    assert r.verdict.stats.extra["invariants"]["proven"] > 0
