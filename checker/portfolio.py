@@ -64,6 +64,14 @@ MIN_NATIVE_SECONDS = 5.0
 #: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
 #: verdict that comes sooner waits for them -- before the first of the two to decide wins
 HEAD_START = 2.0
+#: the longest single wait on a child process: the operating system's waits take no
+#: infinite timeout (``--timeout inf``), so a longer one is waited out slice by slice
+WAIT_SLICE = 3600.0
+
+
+def _wait_slice(seconds: float) -> float:
+    """``seconds`` clipped to [0, WAIT_SLICE] for one OS-level wait."""
+    return min(max(seconds, 0.0), WAIT_SLICE)
 
 
 def default_jobs() -> int:
@@ -166,8 +174,10 @@ class _Forked:
         end = time.perf_counter() + seconds
         while self.result is None:
             self.deliver(on_found)
-            if not self.conn.poll(max(end - time.perf_counter(), 0.0)):
-                return None
+            if not self.conn.poll(_wait_slice(end - time.perf_counter())):
+                if time.perf_counter() >= end:
+                    return None
+                continue
             self.receive()
         return self.result
 
@@ -240,9 +250,11 @@ def _first_decided(stages: list[_Forked], seconds: float,
         pending = [c for c in stages if c.result is None]
         if not pending:
             return None
-        ready = wait([c.conn for c in pending], timeout=max(end - time.perf_counter(), 0.0))
+        ready = wait([c.conn for c in pending], timeout=_wait_slice(end - time.perf_counter()))
         if not ready:
-            return None
+            if time.perf_counter() >= end:
+                return None
+            continue
         for c in pending:
             if c.conn in ready:
                 c.receive()
@@ -272,7 +284,7 @@ def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
         limit = t0 + timeout + RACE_GRACE - now
         if now < head_end:  # wake at its end: the gate, and an explicit verdict waiting
             limit = min(limit, head_end - now)
-        ready = wait(pending, timeout=max(limit, 0.0))
+        ready = wait(pending, timeout=_wait_slice(limit))
         if cert.conn in ready:
             v = cert.receive()
             e = expl.result

@@ -27,6 +27,7 @@ from pipeproof.model.compile import compile_kernel
 from pipeproof.model.lang.parser import parse_file
 from pipeproof.model.program import Branch, Jump, SetLocal, TryWait
 from pipeproof.model.system import System
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 TB = ROOT / "examples" / "textbook"
@@ -85,8 +86,8 @@ def test_structured_warps_execute_the_unrolled_steps(path, params):
 def test_structured_and_unrolled_verdicts_agree(path, params):
     """(The cluster example is left out: its unrolled check alone takes minutes.)"""
     unrolled, structured = _both(path, params)
-    vu = check_explicit(System(unrolled), max_states=100_000, timeout=60)
-    vs = check_explicit(System(structured), max_states=100_000, timeout=60)
+    vu = check_explicit(System(unrolled), max_states=100_000, timeout=NO_DEADLINE)
+    vs = check_explicit(System(structured), max_states=100_000, timeout=NO_DEADLINE)
     assert vu.status not in ("UNKNOWN",) and vs.status not in ("UNKNOWN",), (vu, vs)
     assert (vs.status, vs.prop) == (vu.status, vu.prop)
 

@@ -9,6 +9,7 @@ UNKNOWN verdict, never a traceback.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -111,7 +112,9 @@ def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
             try:
                 r = subprocess.run([cc, *CFLAGS, str(src), "-o", str(out)],
                                    capture_output=True, text=True,
-                                   timeout=None if timeout is None else max(timeout, 1.0))
+                                   # no limit for an infinite budget: the OS wait takes none
+                                   timeout=None if timeout is None or math.isinf(timeout)
+                                   else max(timeout, 1.0))
             except subprocess.TimeoutExpired:
                 raise BuildFailed(f"timeout: compiling the native successor function took "
                                   f"more than the {max(timeout or 0, 1.0):.0f} s left") from None
