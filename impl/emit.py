@@ -72,6 +72,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ..model.compile import CompiledKernel
+from ..model.pipeline_state import advance_rule
 from ..model.errors import Unsupported
 from ..model.system import ANY_FILL
 from ..model.groups import WARP_SIZE
@@ -85,6 +86,7 @@ from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait)
 from . import events as E
+from . import fold as F
 from .emit_tmem import is_tmem, lower as lower_tmem
 from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
                      compute_layout, delivery_key, is_split, stamp_of)
@@ -124,6 +126,9 @@ class EmitOptions:
     #: observed; ``warp`` -- lane 0 arrives once with count ``n`` and the trace records
     #: the pending count ``mbarrier.arrive`` returned
     arrivals: str = "thread"
+    #: structured loops keep PipelineState in registers: the copies of a body that differ
+    #: only in stage index and phase are emitted once (``impl/fold.py``)
+    fold: bool = True
 
 
 @dataclass
@@ -170,6 +175,9 @@ class Emitted:
     layout: Layout
     #: how the programs were compiled (``impl/structured.Compiled.describe``)
     note: str = ""
+    #: per warp program (``cta0.w1``): how its structured loop was emitted -- folded
+    #: (PipelineState in registers, ``impl/fold.py``) or why it kept its copies
+    folds: dict = field(default_factory=dict)
 
 
 class _Regs:
@@ -213,6 +221,12 @@ class _Emitter:
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
         self.stream = False  # this warp's loop advances its TMA sources (``streams``)
+        #: the folded loop of the warp being emitted (``plan_fold``) and its registers
+        self.fold: Optional[F.Fold] = None
+        self.fold_it: Optional[str] = None
+        self.fold_pcs: dict[int, str] = {}
+        self.fold_cache: dict = {}
+        self.folds: dict[str, str] = {}
         self.args = dict(ck.runtime_args)
         self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
         if self.gmem:
@@ -246,8 +260,12 @@ class _Emitter:
 
     # ------------------------------------------------------------------ addresses
 
-    def smem_addr(self, off: int) -> str:
+    def smem_addr(self, off: Any) -> str:
         a = self.r()
+        if isinstance(off, F.SymOff):  # a stage index in a register (``impl/fold.py``)
+            self(f"mad.lo.u32 {a}, {off.reg}, {off.stride}, {off.base};")
+            self(f"add.u32 {a}, {a}, %smem;")
+            return a
         self(f"add.u32 {a}, %smem, {off};")
         return a
 
@@ -260,14 +278,20 @@ class _Emitter:
         self(f"mapa.shared::cluster.u32 {m}, {a}, {cta};")
         return m, True
 
-    def bar_off(self, ref: BarRef) -> int:
+    def bar_off(self, ref: BarRef) -> Any:
         try:
+            if isinstance(ref.stage, F.StageReg):  # base + index * 8 (``impl/fold.py``)
+                base = self.L.bar_offset[(ref.array, 0)]
+                step = self.L.bar_offset[(ref.array, 1)] - base \
+                    if (ref.array, 1) in self.L.bar_offset else 0
+                return F.SymOff(base, step, ref.stage.reg)
             return self.L.bar_offset[(ref.array, ref.stage)]
         except KeyError:
             raise Unsupported(f"unsupported: barrier {ref} has no storage") from None
 
     def bar_exists(self, ref: BarRef) -> bool:
-        return (ref.array, ref.stage) in self.L.bar_offset and 0 <= ref.cta < self.csize
+        stage = 0 if isinstance(ref.stage, F.StageReg) else ref.stage
+        return (ref.array, stage) in self.L.bar_offset and 0 <= ref.cta < self.csize
 
     def slot_off(self, buf: BufRef, key: tuple) -> int:
         return self.L.buffers[buf.buffer].slot_addr(buf.stage, key)
@@ -301,7 +325,7 @@ class _Emitter:
         self(f"mul.wide.u32 {off}, {t}, {E.EVENT_BYTES};")
         self(f"add.u64 {addr}, %ev, {off};")
         regs = []
-        for v in (hdr, pc, obs0, obs1):
+        for v in (hdr, self.pcv(pc), obs0, obs1):
             if isinstance(v, str) and v.startswith("%"):
                 regs.append(v)
             else:
@@ -319,7 +343,7 @@ class _Emitter:
             if e.kind == "read":
                 self.read_check(e, st)
             elif e.kind in ("write_begin", "write_end") and generic_writes:
-                val = POISON if e.kind == "write_begin" else stamp_of(e.tag)
+                val = POISON if e.kind == "write_begin" else self.stamp_val(e.tag)
                 self.store_stamp(e.buf, GEN_KEY, val)
             elif e.kind == "clean" and not fenced and e.buf.cta != GMEM_CTA:
                 self("fence.proxy.async.shared::cta;")
@@ -331,19 +355,31 @@ class _Emitter:
         self(f"add.u64 {a}, %gm, {off};")
         return a
 
-    def store_stamp(self, buf: BufRef, key: tuple, val: int) -> None:
+    def stamp_val(self, tag: Any) -> Any:
+        """``stamp_of(tag)``; a register for a tag held in one (``impl/fold.py``)."""
+        if not isinstance(tag, F.TagReg):
+            return stamp_of(tag)
+        v = self.r()
+        if tag.parity:
+            self(f"add.u32 {v}, {tag.reg}, {PARITY_TAG};")
+            self(f"or.b32 {v}, {v}, {STAMP_BASE};")
+        else:
+            self(f"or.b32 {v}, {tag.reg}, {STAMP_BASE};")
+        return v
+
+    def store_stamp(self, buf: BufRef, key: tuple, val: Any) -> None:
         if buf.cta == GMEM_CTA:
             # a weak store: only the flags' release/acquire orders it for another CTA
             # (PTX ISA "Memory Consistency Model": data races on weak accesses)
             a = self.gmem_addr(self.L.gmem.buf_addr(buf))
-            v, z = self.imm(val), self.imm(0)
+            v, z = (val if isinstance(val, str) else self.imm(val)), self.imm(0)
             self(f"st.global.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
             return
         bl = self.L.buffers.get(buf.buffer)
         if bl is None or key not in bl.slots:
             return
         a, remote = self.cluster_addr(self.slot_off(buf, key), buf.cta)
-        v = self.imm(val)
+        v = val if isinstance(val, str) else self.imm(val)
         z = self.imm(0)
         space = "shared::cluster" if remote else "shared::cta"
         self(f"st.{space}.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
@@ -378,7 +414,7 @@ class _Emitter:
         self(f"red.global.add.u32 [%ctrl+{4 * E.C_ERRORS}], 1;")
         who = self.imm(self.prog.cta << 16 | self.prog.warp)  # type: ignore[union-attr]
         self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_WHO}], {who};")
-        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {st.pc};")
+        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {self.pcv(st.pc)};")
         self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_STAMP}], {v};")
         self.label(ok)
 
@@ -389,6 +425,8 @@ class _Emitter:
         self(f"and.b32 {lo}, {v}, 255;")
         bad = self.p()
         self(f"setp.ne.u32 {bad}, {hi}, {STAMP_BASE};")
+        if isinstance(tag, F.TagReg):  # the tag in a register (``impl/fold.py``)
+            return self.stamp_bad_reg(lo, bad, tag)
         if tag == ANY_FILL:  # any complete fill
             return bad
         par = self.r()
@@ -402,6 +440,22 @@ class _Emitter:
         isp, ebad = self.p(), self.p()
         self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
         self(f"setp.ne.u32 {ebad}, {lo}, {tag};")
+        self(f"@{isp} mov.pred {ebad}, {pbad};")
+        self(f"or.pred {bad}, {bad}, {ebad};")
+        return bad
+
+    def stamp_bad_reg(self, lo: str, bad: str, tag: "F.TagReg") -> str:
+        """``stamp_bad`` for a tag in a register: the same rule as for a constant tag."""
+        par, tpar, pbad = self.r(), self.r(), self.p()
+        self(f"and.b32 {par}, {lo}, 1;")
+        self(f"and.b32 {tpar}, {tag.reg}, 1;")
+        self(f"setp.ne.u32 {pbad}, {par}, {tpar};")
+        if tag.parity:
+            self(f"or.pred {bad}, {bad}, {pbad};")
+            return bad
+        isp, ebad = self.p(), self.p()
+        self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
+        self(f"setp.ne.u32 {ebad}, {lo}, {tag.reg};")
         self(f"@{isp} mov.pred {ebad}, {pbad};")
         self(f"or.pred {bad}, {bad}, {ebad};")
         return bad
@@ -446,7 +500,7 @@ class _Emitter:
             params=[list(p) for p in self.params], args=dict(self.args),
             compiled="structured" if self.args else "unrolled", grid_clusters=self.nclus,
             gmem_bytes=self.L.gmem.size)
-        return Emitted("\n".join(lines), man, self.L)
+        return Emitted("\n".join(lines), man, self.L, folds=dict(self.folds))
 
     def prologue(self) -> list[str]:
         saved, self.body = self.body, []
@@ -627,10 +681,141 @@ class _Emitter:
         self.stream = self.streams(prog)
         if self.stream:
             self("mov.u64 %srcoff, 0;")
+        fold = self.plan_fold(prog)
+        starts = set()
+        if fold is not None:
+            starts = {fold.body.pcs[0]} | ({fold.exit.pcs[0]} if fold.exit else set())
         for pc, ins in enumerate(prog.code):
+            if fold is not None and pc in fold.skip:
+                continue  # another copy of the folded loop
             self.label(self.pc_label(pc))
+            if fold is not None and pc == fold.head:
+                self.fold_init(fold)
+            if pc in starts:
+                self.fold_cache = {}  # derived states are computed per path
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
+            if fold is not None and pc in fold.slots:
+                ins = self.fold_instr(fold, pc, ins)
             self.instr(pc, ins)
+            if fold is not None and pc == fold.body_end:
+                self.fold_advance(fold)
+        self.fold, self.fold_it, self.fold_pcs = None, None, {}
+
+    # ------------------------------------------------------------------ folded loops
+
+    def plan_fold(self, prog: AgentProgram) -> Optional["F.Fold"]:
+        """Fold the copies of ``prog``'s structured loop into one body with the pipeline
+        state in registers (``impl/fold.py``), or say why not (``Emitted.folds``)."""
+        self.fold, self.fold_it, self.fold_pcs, self.fold_cache = None, None, {}, {}
+        if not self.args or not self.o.fold:
+            return None
+        fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream)
+        if fold is not None:
+            inside = set(fold.skip) | set(fold.slots) | {fold.head}
+            if inside & (set(self.defer_at) | set(self.fire_before)):
+                fold, why = None, ("an emulated tcgen05.commit before the loop lands inside "
+                                   "it (its deferral names one copy)")
+        if fold is not None:
+            self.folds[prog.name] = fold.describe()
+        elif why:
+            self.folds[prog.name] = f"copies kept: {why}"
+        self.fold = fold
+        return fold
+
+    def fold_init(self, fold: "F.Fold") -> None:
+        """Before the folded loop's test: the state registers of every class (index, and
+        phase 0 of the class) and the copy counter; the back edge jumps past this."""
+        self.fold_regs = []
+        for nst, start, phase in fold.classes:
+            idx, ph = self.r(), self.r()
+            self(f"mov.u32 {idx}, {start};")
+            self(f"mov.u32 {ph}, {phase};")
+            self.fold_regs.append((idx, ph))
+        if fold.counter:
+            self.fold_it = self.r()
+            self(f"mov.u32 {self.fold_it}, 0;")
+        self.fold_top = self.fresh("fold")
+        self.label(self.fold_top)
+
+    def fold_state(self, fold: "F.Fold", cls: int, shift: int) -> tuple[str, str]:
+        """Registers of ``advance^shift`` of class ``cls``'s state: the model's rule
+        (``model.pipeline_state.advance_rule``) lowered to PTX, from the nearest state
+        already computed on this path."""
+        if shift == 0:
+            return self.fold_regs[cls]
+        if (cls, shift) in self.fold_cache:
+            return self.fold_cache[(cls, shift)]
+        have = max([m for (c, m) in self.fold_cache if c == cls and m < shift], default=0)
+        cur = self.fold_regs[cls] if have == 0 else self.fold_cache[(cls, have)]
+        V = _PtxValues(self)
+        for m in range(have + 1, shift + 1):
+            i, g = advance_rule(V, _PtxVal(cur[0]), _PtxVal(cur[1]), fold.classes[cls][0],
+                                fold.phases)
+            cur = (str(i), str(g))
+            self.fold_cache[(cls, m)] = cur
+        return cur
+
+    def fold_instr(self, fold: "F.Fold", pc: int, ins: Instr) -> Instr:
+        """The template instruction at ``pc`` with its state operands in registers, and
+        (traced or checked) the register holding the pc of the copy that runs."""
+        vals = []
+        for ex in fold.slots[pc]:
+            if not isinstance(ex, F.Explain):
+                vals.append(ex.value)
+                continue
+            idx, ph = self.fold_state(fold, ex.cls, ex.shift)
+            if ex.kind == "stage":
+                vals.append(F.StageReg(idx) if fold.classes[ex.cls][0] > 1 else 0)
+                continue
+            bits = 2 if ex.kind == "parity" or ex.parity_tag else fold.phases
+            if ex.offset == 0 and bits == fold.phases:
+                vals.append(ph if ex.kind == "parity" else F.TagReg(ph, ex.parity_tag))
+                continue
+            v = self.r()
+            self(f"add.u32 {v}, {ph}, {ex.offset};")
+            self(f"and.b32 {v}, {v}, {bits - 1};")
+            vals.append(v if ex.kind == "parity" else F.TagReg(v, ex.parity_tag))
+        if fold.counter and (self.o.trace or self.o.checks):
+            region = fold.body if pc in fold.body.pcs else fold.exit
+            v = self.r()
+            self(f"mad.lo.s32 {v}, {self.fold_it}, {region.stride}, {pc};")  # type: ignore
+            self.fold_pcs = {pc: v}
+        return F.instantiate(ins, vals, F.emitted_effects(self.o.checks))
+
+    def fold_advance(self, fold: "F.Fold") -> None:
+        """End of the folded body: every class state advances once (the model's rule,
+        as ``PipelineState.advance``), the copy counter steps and wraps where the model's
+        program jumps back (there a streaming loop moves to fresh source memory), and
+        control returns to the loop test."""
+        self.fold_pcs = {}
+        V = _PtxValues(self)
+        for (nst, _, _), (idx, ph) in zip(fold.classes, self.fold_regs):
+            i, g = advance_rule(V, _PtxVal(idx), _PtxVal(ph), nst, fold.phases)
+            self(f"mov.u32 {idx}, {i};")
+            self(f"mov.u32 {ph}, {g};")
+        if fold.counter:
+            it, pw = self.fold_it, self.p()
+            self(f"add.u32 {it}, {it}, 1;")
+            self(f"setp.eq.u32 {pw}, {it}, {fold.copies};")
+            if self.stream:
+                stay = self.fresh("nowrap")
+                self(f"@!{pw} bra {stay};")
+                self(f"mov.u32 {it}, {fold.wrap_to};")
+                self.advance_source()
+                self.label(stay)
+            else:
+                self(f"@{pw} mov.u32 {it}, {fold.wrap_to};")
+        self(f"bra {self.fold_top};")
+
+    def fold_region(self, pc: int) -> Optional[tuple[int, int]]:
+        """(first copy's offset, per-copy distance) of a folded pc's global region."""
+        if self.fold is None or self.fold_it is None:
+            return None
+        return self.fold.regions.get(pc)
+
+    def pcv(self, pc: Any) -> Any:
+        """The pc a trace record or error names: a register in a folded body."""
+        return self.fold_pcs.get(pc, pc) if isinstance(pc, int) else pc
 
     def pc_label(self, pc: int) -> str:
         return f"$L{self.k}_{pc}"
@@ -1027,8 +1212,13 @@ class _Emitter:
             if slots and ins.buf.cta == self.prog.cta:  # type: ignore[union-attr]
                 srcs = self.smem_addr(bl.slot_addr(ins.buf.stage, slots[0].key))
                 d = self.rd()
-                off = self.L.dst[(self.prog.cta, self.prog.warp, pc)]  # type: ignore
-                self(f"add.u64 {d}, %dst, {off};")
+                per = self.fold_region(pc)
+                if per is not None:  # a folded copy's region (``src_addr``)
+                    self(f"mad.wide.s32 {d}, {self.fold_it}, {per[1]}, {per[0]};")
+                    self(f"add.u64 {d}, {d}, %dst;")
+                else:
+                    off = self.L.dst[(self.prog.cta, self.prog.warp, pc)]  # type: ignore
+                    self(f"add.u64 {d}, %dst, {off};")
                 self(f"cp.async.bulk.global.shared::cta.bulk_group [{d}], [{srcs}], "
                      f"{STAMP_BYTES};")
         elif t is BulkCommit:
@@ -1160,9 +1350,14 @@ class _Emitter:
                 observed = True
 
     def src_addr(self, pc: int, extra: int = 0, stream: bool = False) -> str:
-        reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
         s = self.rd()
-        self(f"add.u64 {s}, %src, {reg.offset + extra};")
+        per = self.fold_region(pc)
+        if per is not None:  # a folded copy's region: first copy's + copy * distance
+            self(f"mad.wide.s32 {s}, {self.fold_it}, {per[1]}, {per[0] + extra};")
+            self(f"add.u64 {s}, {s}, %src;")
+        else:
+            reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
+            self(f"add.u64 {s}, %src, {reg.offset + extra};")
         if stream and self.stream:
             self(f"add.u64 {s}, {s}, %srcoff;")
         return s
@@ -1477,6 +1672,51 @@ class _Emitter:
         self(f"{op} {ins.id}{cnt};")
 
 
+class _PtxVal:
+    """A 32-bit register as a value of the model's value interface (``+ k`` emits an
+    ``add``): how ``advance_rule`` is lowered."""
+
+    def __init__(self, reg: str, em: Optional["_Emitter"] = None):
+        self.reg, self.em = reg, em
+
+    def __add__(self, k: Any) -> "_PtxVal":
+        em = self.em or _PtxValues.current
+        r = em.r()
+        em(f"add.u32 {r}, {self}, {k};")
+        return _PtxVal(r, em)
+
+    def __str__(self) -> str:
+        return self.reg
+
+
+class _PtxValues:
+    """The value interface (``model/values.py``) on PTX registers: what the model's
+    ``advance_rule`` needs (``eq``, ``ite``, ``mod`` by a power of two)."""
+
+    current: Any = None
+
+    def __init__(self, em: "_Emitter"):
+        self.em = em
+        _PtxValues.current = em
+
+    def eq(self, a: Any, b: Any) -> str:
+        p = self.em.p()
+        self.em(f"setp.eq.u32 {p}, {a}, {b};")
+        return p
+
+    def ite(self, c: str, a: Any, b: Any) -> _PtxVal:
+        r = self.em.r()
+        self.em(f"selp.u32 {r}, {a}, {b}, {c};")
+        return _PtxVal(r, self.em)
+
+    def mod(self, a: Any, m: int) -> _PtxVal:
+        if m & (m - 1):
+            raise Unsupported(f"unsupported: a phase count of {m} in registers")
+        r = self.em.r()
+        self.em(f"and.b32 {r}, {a}, {m - 1};")
+        return _PtxVal(r, self.em)
+
+
 class _Step:
     """Per-step registers: observed value, flags, and where lane 0's block ends."""
 
@@ -1510,6 +1750,10 @@ def emit_file(path: str, params: Optional[dict[str, Any]] = None,
     c = compile_for_emission(parse_file(path), params or {}, opts.structured)
     em = emit(c.kernel, opts)
     em.note = c.describe()
+    folded = sum(1 for v in em.folds.values() if not v.startswith("copies kept"))
+    if em.folds:
+        em.note += (f"; PipelineState in registers in {folded} of {len(em.folds)} looping "
+                    "warps")
     return em
 
 
