@@ -419,7 +419,8 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
             kind, link, _ = per_copy[0][s]
             seq = [per_copy[i][s][2] for i in range(len(pcs))]
             if all(v == seq[0] for v in seq) and not (
-                    kind == "stage" and stages_of.get(link) == 1):
+                    kind == "stage" and stages_of.get(link) == 1 and _linked_varies(
+                        per_copy, s)):
                 # (a one-stage state keeps index 0 but its phase still flips: its class
                 # carries the phase of the parities and tags that follow it)
                 ex[s] = ("const", seq[0])
@@ -492,6 +493,12 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
                 None if shared else Region(eregs[0], estride), n - j0, c - j0,
                 tuple((n_, i_, d_) for (n_, i_), d_ in zip(cls_list, starts)), phases,
                 frozenset(skip), slots, regions, counter)
+
+
+def _linked_varies(per_copy: list, s: int) -> bool:
+    """Does a parity or tag that belongs to stage slot ``s`` vary between copies?"""
+    return any(link == s and any(c[t][2] != kind_v for c in per_copy)
+               for t, (kind, link, kind_v) in enumerate(per_copy[0]) if kind != "stage")
 
 
 @dataclass(frozen=True)
