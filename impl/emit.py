@@ -163,6 +163,9 @@ class Manifest:
     #: bytes of an instance's global-memory block (flags, region stamps): parameter
     #: ``gmem``, ``gmem_stride`` apart, zeroed before every launch
     gmem_bytes: int = 0
+    #: per looping warp: its loop folded with the PipelineState in registers, or why its
+    #: copies were kept (``impl/fold.py``)
+    folded: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -499,7 +502,7 @@ class _Emitter:
             trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact,
             params=[list(p) for p in self.params], args=dict(self.args),
             compiled="structured" if self.args else "unrolled", grid_clusters=self.nclus,
-            gmem_bytes=self.L.gmem.size)
+            gmem_bytes=self.L.gmem.size, folded=dict(self.folds))
         return Emitted("\n".join(lines), man, self.L, folds=dict(self.folds))
 
     def prologue(self) -> list[str]:
