@@ -591,6 +591,13 @@ class _Emitter:
         if self.o.checks:  # data stamps are instrumentation
             pz = self.imm(POISON)
             for bl in self.L.buffers.values():
+                if self.args and self.o.fold and bl.stages > 1:  # a loop over the stages
+                    def poison(i: str, bl: Any = bl) -> None:
+                        for s in bl.slots.values():
+                            a = self.smem_addr(bl.slot_addr(F.StageReg(i), s.key))
+                            self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
+                    self.stage_loop(bl.stages, poison)
+                    continue
                 for stg in range(bl.stages):
                     for s in bl.slots.values():
                         a = self.smem_addr(bl.slot_addr(stg, s.key))
@@ -688,15 +695,20 @@ class _Emitter:
         starts = set()
         if fold is not None:
             starts = {fold.body.pcs[0]} | ({fold.exit.pcs[0]} if fold.exit else set())
+        in_run: set[int] = set()
         for pc, ins in enumerate(prog.code):
-            if fold is not None and pc in fold.skip:
-                continue  # another copy of the folded loop
+            if fold is not None and (pc in fold.skip or pc in in_run):
+                continue  # another copy of the folded loop, or of a run's element
             self.label(self.pc_label(pc))
             if fold is not None and pc == fold.head:
                 self.fold_init(fold)
             if pc in starts:
                 self.fold_cache = {}  # derived states are computed per path
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
+            if fold is not None and pc in fold.runs:
+                in_run.update(range(pc + 1, pc + fold.runs[pc][0]))
+                self.fold_run(fold, pc, ins)
+                continue
             if fold is not None and pc in fold.slots:
                 ins = self.fold_instr(fold, pc, ins)
             self.instr(pc, ins)
@@ -758,11 +770,40 @@ class _Emitter:
             self.fold_cache[(cls, m)] = cur
         return cur
 
-    def fold_instr(self, fold: "F.Fold", pc: int, ins: Instr) -> Instr:
+    def fold_run(self, fold: "F.Fold", pc: int, ins: Instr) -> None:
+        """A run of the continuation (``Fold.runs``: ``producer_tail``'s wait on every
+        stage) as a PTX loop: the state of its first element in registers, the element,
+        the model's advance, ``length`` times; element ``r`` is pc ``pc + r``."""
+        n, cls, base = fold.runs[pc]
+        first = self.fold_state(fold, cls, base)
+        idx, ph, ctr, more = self.r(), self.r(), self.r(), self.p()
+        self(f"mov.u32 {idx}, {first[0]};")
+        self(f"mov.u32 {ph}, {first[1]};")
+        self(f"mov.u32 {ctr}, 0;")
+        top = self.fresh("run")
+        self.label(top)
+        saved, cache = self.fold_regs[cls], self.fold_cache
+        self.fold_regs[cls], self.fold_cache = (idx, ph), {}
+        slots = tuple(replace(e, shift=e.shift - base) if isinstance(e, F.Explain) else e
+                      for e in fold.slots[pc])
+        self.instr(pc, self.fold_instr(fold, pc, ins, slots, ctr))
+        self.fold_pcs = {}
+        i, g = advance_rule(_PtxValues(self), _PtxVal(idx), _PtxVal(ph),
+                            fold.classes[cls][0], fold.phases)
+        self(f"mov.u32 {idx}, {i};")
+        self(f"mov.u32 {ph}, {g};")
+        self(f"add.u32 {ctr}, {ctr}, 1;")
+        self(f"setp.lt.u32 {more}, {ctr}, {n};")
+        self(f"@{more} bra {top};")
+        self.fold_regs[cls], self.fold_cache = saved, cache
+
+    def fold_instr(self, fold: "F.Fold", pc: int, ins: Instr, slots: Optional[tuple] = None,
+                   element: Optional[str] = None) -> Instr:
         """The template instruction at ``pc`` with its state operands in registers, and
-        (traced or checked) the register holding the pc of the copy that runs."""
+        (traced or checked) the register holding the pc of the copy that runs (plus
+        ``element``, a run's element counter)."""
         vals = []
-        for ex in fold.slots[pc]:
+        for ex in (fold.slots[pc] if slots is None else slots):
             if not isinstance(ex, F.Explain):
                 vals.append(ex.value)
                 continue
@@ -782,6 +823,8 @@ class _Emitter:
             region = fold.body if pc in fold.body.pcs else fold.exit
             v = self.r()
             self(f"mad.lo.s32 {v}, {self.fold_it}, {region.stride}, {pc};")  # type: ignore
+            if element is not None:
+                self(f"add.s32 {v}, {v}, {element};")
             self.fold_pcs = {pc: v}
         return F.instantiate(ins, vals, F.emitted_effects(self.o.checks))
 
@@ -809,6 +852,29 @@ class _Emitter:
             else:
                 self(f"@{pw} mov.u32 {it}, {fold.wrap_to};")
         self(f"bra {self.fold_top};")
+
+    def stage_step(self, array: str, stages: int) -> Optional[int]:
+        """Structured emission: the distance between the stages of barrier array
+        ``array`` when they are evenly laid out and a loop over them pays (else None)."""
+        if not (self.args and self.o.fold) or stages < 2:
+            return None
+        offs = [self.L.bar_offset.get((array, s)) for s in range(stages)]
+        if None in offs:
+            return None
+        step = offs[1] - offs[0]
+        return step if all(o == offs[0] + s * step for s, o in enumerate(offs)) else None
+
+    def stage_loop(self, stages: int, body: Any) -> None:
+        """``body(i)`` in a PTX loop over ``i`` in ``0 .. stages - 1`` (a register), so
+        the code does not grow with the stage count."""
+        i, pr = self.r(), self.p()
+        top = self.fresh("stg")
+        self(f"mov.u32 {i}, 0;")
+        self.label(top)
+        body(i)
+        self(f"add.u32 {i}, {i}, 1;")
+        self(f"setp.lt.u32 {pr}, {i}, {stages};")
+        self(f"@{pr} bra {top};")
 
     def fold_region(self, pc: int) -> Optional[tuple[int, int]]:
         """(first copy's offset, per-copy distance) of a folded pc's global region."""
@@ -1231,6 +1297,12 @@ class _Emitter:
         elif t is MbarInit:
             for name, count in ins.arrays:
                 stages, _ = self.L.arrays[name]
+                step = self.stage_step(name, stages)
+                if step is not None:  # a loop over the stages (structured emission)
+                    self.stage_loop(stages, lambda i: self(
+                        f"mbarrier.init.shared::cta.b64 [{self.smem_addr(F.SymOff(self.L.bar_offset[(name, 0)], step, i))}], "
+                        f"{count & 0xFFFFFFFF};"))
+                    continue
                 for s in range(stages):
                     a = self.smem_addr(self.L.bar_offset[(name, s)])
                     self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")

@@ -32,7 +32,7 @@ than straight-line code) keeps today's copies, and ``plan`` says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Optional, Union
 
 from ..model.pipeline_state import PipelineStateVal
@@ -132,6 +132,10 @@ class Fold:
     regions: dict
     #: whether a copy counter is needed (trace pcs, per-copy regions)
     counter: bool
+    #: runs in the continuation: first pc -> (length, class, shift of its first element):
+    #: consecutive instructions that are one template whose state advances once from one
+    #: to the next (``producer_tail``'s wait on every stage), emitted as a PTX loop
+    runs: dict = field(default_factory=dict)
 
     @property
     def body_end(self) -> int:
@@ -489,10 +493,41 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
     skip.add(jpc)
     _check_entries(code, skip, heads[j0] + stride - 1)
     counter = trace or checks or bool(regions) or stream
+    runs = _runs(code, eregs[0], slots, emitted, regions) if not shared else {}
     return Fold(heads[j0], Region(body0, stride),
                 None if shared else Region(eregs[0], estride), n - j0, c - j0,
                 tuple((n_, i_, d_) for (n_, i_), d_ in zip(cls_list, starts)), phases,
-                frozenset(skip), slots, regions, counter)
+                frozenset(skip), slots, regions, counter, runs)
+
+
+def _runs(code: tuple, pcs: tuple, slots: dict, emitted: frozenset, regions: dict) -> dict:
+    """Runs of consecutive continuation pcs that are one instruction on a state advanced
+    once per element: same shape, same constants, every explained operand of one class
+    with its shift one more than the element before (``Fold.runs``)."""
+    def key(p: int) -> Optional[tuple]:
+        exs = slots[p]
+        live = [e for e in exs if isinstance(e, Explain)]
+        if not live or len({e.cls for e in live}) != 1 or p in regions:
+            return None
+        base = min(e.shift for e in live)
+        norm = tuple(replace(e, shift=e.shift - base) if isinstance(e, Explain) else e
+                     for e in exs)
+        return (_walk(code[p], [], emitted), norm, live[0].cls), base
+
+    out: dict = {}
+    i = 0
+    while i < len(pcs):
+        k = key(pcs[i])
+        n = 1
+        while k is not None and i + n < len(pcs) and pcs[i + n] == pcs[i] + n:
+            k2 = key(pcs[i + n])
+            if k2 is None or k2[0] != k[0] or k2[1] != k[1] + n:
+                break
+            n += 1
+        if k is not None and n > 1:
+            out[pcs[i]] = (n, k[0][2], k[1])
+        i += n
+    return out
 
 
 def _linked_varies(per_copy: list, s: int) -> bool:
