@@ -9,7 +9,9 @@ effect; there is no second copy of the pipeline rules.  Role dispatch is a switc
 Programs compiled with run-time kernel arguments (``impl/structured.py``: ``for k in
 range(k_tiles)`` stays a loop) read them from extra ``.param .u32 p_a_NAME`` parameters
 (``Manifest.args`` holds the value the model was compiled with), so the PTX does not
-depend on the trip count.
+depend on the trip count; the copies of such a loop's body that differ only in stage index
+and phase are emitted once, with the PipelineState in registers (``impl/fold.py``,
+``plan_fold``), so it does not depend on the stage count either.
 
 Execution model of an emitted warp (all 32 lanes follow the program's control flow):
 
