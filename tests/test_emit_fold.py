@@ -165,7 +165,8 @@ def test_folded_kernels_assemble(tmp_path, name, opts):
 _SYNC = ("mbarrier.", "cp.async", "bar.sync", "barrier.", "fence.", "tcgen05.")
 
 
-def _run_warp(ptx: str, k: int, args: dict[str, int], limit: int = 200_000) -> list[str]:
+def _run_warp(ptx: str, k: int, args: dict[str, int], limit: int = 400_000,
+              events: bool = False) -> list[str]:
     """Lane 0 of program ``k`` of bare emitted PTX, executed by a small evaluator of the
     integer instructions the emitter uses (shared memory at 0, every wait succeeding):
     the synchronisation instructions it issues, operands evaluated, in order."""
@@ -181,7 +182,8 @@ def _run_warp(ptx: str, k: int, args: dict[str, int], limit: int = 200_000) -> l
             continue
         code.append(ln.rstrip(";"))
     regs: dict[str, int] = {"%smem": 0, "%k_lane": 0, "%pl0": 1, "%src": 0, "%dst": 0,
-                            "%srcoff": 0, "%src_stride": 1 << 40}
+                            "%srcoff": 0, "%src_stride": 1 << 40, "%cap": 1 << 30,
+                            "%timeout": 1 << 60, "%grace": 1 << 60}
     regs.update({f"%a_{n}": v for n, v in args.items()})
 
     def val(x: str) -> int:
@@ -207,6 +209,9 @@ def _run_warp(ptx: str, k: int, args: dict[str, int], limit: int = 200_000) -> l
             if ops[0] in ("$EXIT", "$STUCK_EXIT"):
                 return out
             pc = labels[ops[0]]
+        elif op == "st.global.v4.u32" and events:  # a trace record: header, pc, obs
+            vals = [val(x) for x in ops[1].strip("{}").split(",")]
+            out.append("event " + " ".join(map(str, vals)))
         elif op.startswith(_SYNC):
             shown = [re.sub(r"%[\w]+", lambda m: str(regs.get(m.group(0), 0)), o)
                      for o in ops if not re.fullmatch(r"%(p|rd)\d+|_", o)]
@@ -258,3 +263,23 @@ def test_folded_ptx_issues_the_copies_synchronisation(path, params):
         a, b = _run_warp(folded.ptx, k, args), _run_warp(copies.ptx, k, args)
         assert a == b, k
         assert any("try_wait" in x for x in a)
+
+
+@pytest.mark.parametrize("path,params", [
+    (ROOT / "bench" / "bench_gpu_async.pipe", {"stages": 3, "k_tiles": 29}),
+    (TB / "pipeline_tma_async.pipe", {"k_tiles": 11}),
+], ids=lambda x: getattr(x, "stem", str(x)))
+def test_folded_trace_records_name_the_copies_pcs(path, params):
+    """Traced and checked: the folded kernel writes the records (header, the model's pc
+    of the copy that ran, observations) the kernel with copies writes, so GPU traces map
+    to the same program instructions (``impl/replay.py``)."""
+    opts = dict(trace=True, jitter=False, checks=True)
+    folded = emit_file(str(path), params, EmitOptions("sm_90a", **opts))
+    copies = emit_file(str(path), params, EmitOptions("sm_90a", fold=False, **opts))
+    assert any("folded" in v for v in folded.folds.values())
+    args = folded.manifest.args
+    for k in range(folded.manifest.num_warps):
+        a = _run_warp(folded.ptx, k, args, events=True)
+        b = _run_warp(copies.ptx, k, args, events=True)
+        assert a == b, k
+        assert sum(x.startswith("event") for x in a) > params["k_tiles"]
