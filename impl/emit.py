@@ -1831,6 +1831,12 @@ def emit_file(path: str, params: Optional[dict[str, Any]] = None,
     if em.folds:
         em.note += (f"; PipelineState in registers in {folded} of {len(em.folds)} looping "
                     "warps")
+        kept: dict[str, list[str]] = {}
+        for warp, why in em.folds.items():
+            if why.startswith("copies kept: "):
+                kept.setdefault(why[len("copies kept: "):], []).append(warp)
+        for why, warps in kept.items():  # never a silent difference: say why
+            em.note += f"; copies kept in {', '.join(warps)}: {why}"
     return em
 
 
