@@ -324,8 +324,10 @@ def _plan_one(prog: AgentProgram, jpc: int, layout: Any, checks: bool, trace: bo
     code = prog.code
     heads = _loop_heads(code, jpc)
     if heads is None:
-        raise _NoFold(f"pc {jpc}: the loop body is not straight-line code (a branch inside "
-                      "the body: its shape may depend on the state)")
+        where = next((pc for pc in range(code[jpc].target + 1, jpc)
+                      if isinstance(code[pc], (Branch, Jump, Exit))), jpc)
+        raise _NoFold(f"pc {where}: the loop body branches (only straight-line bodies are "
+                      "folded; a run-time branch may skip the state's advance)")
     n = len(heads)
     c = heads.index(code[jpc].target)
     if n > MAX_COPIES:
