@@ -726,7 +726,8 @@ class _Emitter:
         self.fold, self.fold_it, self.fold_pcs, self.fold_cache = None, None, {}, {}
         if not self.args or not self.o.fold:
             return None
-        fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream)
+        fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream,
+                           commits_deferred=not self.b100)
         if fold is not None:
             inside = set(fold.skip) | set(fold.slots) | {fold.head}
             if inside & (set(self.defer_at) | set(self.fire_before)):
@@ -1586,7 +1587,7 @@ class _Emitter:
         # the commit's own group (its pipeline's), not the kernel's TMA loads'
         cg = f"cta_group::{ins.cta_group}"
         for (arr, stage), bars in groups.items():
-            a = self.smem_addr(self.L.bar_offset[(arr, stage)])
+            a = self.smem_addr(self.bar_off(bars[0]))
             ctas = sorted({b.cta for b in bars})
             if ctas == [self.prog.cta]:  # type: ignore[union-attr]
                 self(f"tcgen05.commit.{cg}.mbarrier::arrive::one.shared::cluster.b64 [{a}];")

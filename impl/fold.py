@@ -295,12 +295,13 @@ class _NoFold(Exception):
 
 
 def plan(prog: AgentProgram, layout: Any, checks: bool, trace: bool,
-         stream: bool = False) -> tuple[Optional[Fold], str]:
+         stream: bool = False, commits_deferred: bool = True) -> tuple[Optional[Fold], str]:
     """Plan the folding of ``prog``'s structured loop: ``(Fold, "")``, or ``(None, why)``.
 
     ``layout``: the emitter's ``impl.layout.Layout`` (stage counts and offsets);
     ``checks``: data stamps are emitted (their tags must be explained too); ``trace``:
-    trace records name pcs."""
+    trace records name pcs; ``commits_deferred``: ``tcgen05.commit`` is emulated and
+    deferred past the warp's next step (sm_90a), which names the next copy's pcs."""
     code = prog.code
     backs = [pc for pc, i in enumerate(code) if isinstance(i, Jump) and i.target <= pc]
     if not backs:
@@ -308,7 +309,8 @@ def plan(prog: AgentProgram, layout: Any, checks: bool, trace: bool,
     reasons = []
     for jpc in backs:
         try:
-            return _plan_one(prog, jpc, layout, checks, trace, stream), ""
+            return _plan_one(prog, jpc, layout, checks, trace, stream,
+                             commits_deferred), ""
         except _NoFold as e:
             reasons.append(str(e))
     return None, reasons[0]
@@ -320,7 +322,7 @@ def emitted_effects(checks: bool) -> frozenset:
 
 
 def _plan_one(prog: AgentProgram, jpc: int, layout: Any, checks: bool, trace: bool,
-              stream: bool) -> Fold:
+              stream: bool, commits_deferred: bool) -> Fold:
     code = prog.code
     heads = _loop_heads(code, jpc)
     if heads is None:
@@ -345,7 +347,7 @@ def _plan_one(prog: AgentProgram, jpc: int, layout: Any, checks: bool, trace: bo
     for j0 in range(0, c + 1):
         try:
             return _fold_from(prog, heads, j0, c, jpc, stride, exits, shared, layout,
-                              emitted, checks, trace, stream)
+                              emitted, checks, trace, stream, commits_deferred)
         except _NoFold as e:
             last = e
     raise last  # type: ignore[misc]
@@ -353,7 +355,7 @@ def _plan_one(prog: AgentProgram, jpc: int, layout: Any, checks: bool, trace: bo
 
 def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, stride: int,
                exits: list, shared: bool, layout: Any, emitted: frozenset, checks: bool,
-               trace: bool, stream: bool) -> Fold:
+               trace: bool, stream: bool, commits_deferred: bool) -> Fold:
     code = prog.code
     n = len(heads)
     js = range(j0, n)
@@ -388,7 +390,7 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
         for q in pcs:
             out: list = []
             ins = code[q]
-            if isinstance(ins, UmmaCommit):
+            if isinstance(ins, UmmaCommit) and commits_deferred:
                 raise _NoFold(f"pc {q}: an emulated tcgen05.commit in the loop (its "
                               "deferral crosses iterations)")
             if isinstance(ins, TmaLoad) and ins.kind == "clc":

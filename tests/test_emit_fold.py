@@ -254,8 +254,20 @@ def test_folded_ptx_issues_the_copies_synchronisation(path, params):
     addresses, parities, buffer addresses, byte counts), the synchronisation the kernel
     with today's copies issues, for trip counts that wrap the copies several times and
     stop mid-period."""
-    folded = emit_file(str(path), params, BARE)
-    copies = emit_file(str(path), params, EmitOptions("sm_90a", trace=False, jitter=False,
+    _same_sync(path, params, "sm_90a")
+
+
+def test_folded_sm100a_commits_issue_the_copies_synchronisation():
+    """sm_100a: the real ``tcgen05.commit`` (no emulated deferral) folds with the MMA
+    warp's loop; its barrier comes from the state registers."""
+    em = _same_sync(TB / "pipeline_tma_umma.pipe", {"k_tiles": 13}, "sm_100a")
+    assert sum("folded" in v for v in em.folds.values()) == len(em.folds)
+
+
+def _same_sync(path: Path, params: dict, arch: str):
+    folded = emit_file(str(path), params, EmitOptions(arch, trace=False, jitter=False,
+                                                      checks=False))
+    copies = emit_file(str(path), params, EmitOptions(arch, trace=False, jitter=False,
                                                       checks=False, fold=False))
     assert any("folded" in v for v in folded.folds.values())
     args = folded.manifest.args
@@ -263,6 +275,7 @@ def test_folded_ptx_issues_the_copies_synchronisation(path, params):
         a, b = _run_warp(folded.ptx, k, args), _run_warp(copies.ptx, k, args)
         assert a == b, k
         assert any("try_wait" in x for x in a)
+    return folded
 
 
 @pytest.mark.parametrize("path,params", [
