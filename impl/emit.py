@@ -767,8 +767,8 @@ class _Emitter:
         cur = self.fold_regs[cls] if have == 0 else self.fold_cache[(cls, have)]
         V = _PtxValues(self)
         for m in range(have + 1, shift + 1):
-            i, g = advance_rule(V, _PtxVal(cur[0]), _PtxVal(cur[1]), fold.classes[cls][0],
-                                fold.phases)
+            i, g = advance_rule(V, _PtxVal(cur[0], self), _PtxVal(cur[1], self),
+                                fold.classes[cls][0], fold.phases)
             cur = (str(i), str(g))
             self.fold_cache[(cls, m)] = cur
         return cur
@@ -791,7 +791,7 @@ class _Emitter:
                       for e in fold.slots[pc])
         self.instr(pc, self.fold_instr(fold, pc, ins, slots, ctr))
         self.fold_pcs = {}
-        i, g = advance_rule(_PtxValues(self), _PtxVal(idx), _PtxVal(ph),
+        i, g = advance_rule(_PtxValues(self), _PtxVal(idx, self), _PtxVal(ph, self),
                             fold.classes[cls][0], fold.phases)
         self(f"mov.u32 {idx}, {i};")
         self(f"mov.u32 {ph}, {g};")
@@ -839,7 +839,7 @@ class _Emitter:
         self.fold_pcs = {}
         V = _PtxValues(self)
         for (nst, _, _), (idx, ph) in zip(fold.classes, self.fold_regs):
-            i, g = advance_rule(V, _PtxVal(idx), _PtxVal(ph), nst, fold.phases)
+            i, g = advance_rule(V, _PtxVal(idx, self), _PtxVal(ph, self), nst, fold.phases)
             self(f"mov.u32 {idx}, {i};")
             self(f"mov.u32 {ph}, {g};")
         if fold.counter:
@@ -1302,9 +1302,13 @@ class _Emitter:
                 stages, _ = self.L.arrays[name]
                 step = self.stage_step(name, stages)
                 if step is not None:  # a loop over the stages (structured emission)
-                    self.stage_loop(stages, lambda i: self(
-                        f"mbarrier.init.shared::cta.b64 [{self.smem_addr(F.SymOff(self.L.bar_offset[(name, 0)], step, i))}], "
-                        f"{count & 0xFFFFFFFF};"))
+                    base = self.L.bar_offset[(name, 0)]
+
+                    def init(i: str, base: int = base, step: int = step,
+                             count: int = count) -> None:
+                        a = self.smem_addr(F.SymOff(base, step, i))
+                        self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")
+                    self.stage_loop(stages, init)
                     continue
                 for s in range(stages):
                     a = self.smem_addr(self.L.bar_offset[(name, s)])
@@ -1754,11 +1758,11 @@ class _PtxVal:
     """A 32-bit register as a value of the model's value interface (``+ k`` emits an
     ``add``): how ``advance_rule`` is lowered."""
 
-    def __init__(self, reg: str, em: Optional["_Emitter"] = None):
+    def __init__(self, reg: str, em: "_Emitter"):
         self.reg, self.em = reg, em
 
     def __add__(self, k: Any) -> "_PtxVal":
-        em = self.em or _PtxValues.current
+        em = self.em
         r = em.r()
         em(f"add.u32 {r}, {self}, {k};")
         return _PtxVal(r, em)
@@ -1771,11 +1775,8 @@ class _PtxValues:
     """The value interface (``model/values.py``) on PTX registers: what the model's
     ``advance_rule`` needs (``eq``, ``ite``, ``mod`` by a power of two)."""
 
-    current: Any = None
-
     def __init__(self, em: "_Emitter"):
         self.em = em
-        _PtxValues.current = em
 
     def eq(self, a: Any, b: Any) -> str:
         p = self.em.p()

@@ -407,13 +407,6 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
         slotvals[p] = [o for _, o in shapes]
     # state classes: one per stage count, starting at the first copy's index
     stages_of = _stage_counts(layout)
-    classes: dict[int, int] = {}
-    for p, _ in groups:
-        for kind, link, _v in slotvals[p][0]:
-            if kind == "stage":
-                nst = stages_of.get(link)
-                if nst is None:
-                    raise _NoFold(f"pc {p}: {link[1]} has no stage count in the layout")
     phases = 2
     if any(kind == "tag" for p, _ in groups for kind, _l, _v in slotvals[p][0]):
         phases = 4
@@ -434,7 +427,9 @@ def _fold_from(prog: AgentProgram, heads: list, j0: int, c: int, jpc: int, strid
                 ex[s] = ("const", seq[0])
                 continue
             if kind == "stage":
-                nst = stages_of[link]
+                nst = stages_of.get(link)
+                if nst is None:
+                    raise _NoFold(f"pc {p}: the stages of {link[1]} are not evenly laid out")
                 ci = next((i for i, (st, _) in enumerate(cls_list) if st == nst), None)
                 if ci is None:
                     if not all(isinstance(v, int) for v in seq):
@@ -620,4 +615,5 @@ def _check_entries(code: tuple, skip: set, body_end: int) -> None:
             raise _NoFold(f"pc {pc}: falls through into a copy of the loop")
 
 
-__all__ = ["emitted_effects", "Explain", "Fold", "Region", "StageReg", "SymOff", "TagReg", "instantiate", "plan"]
+__all__ = ["emitted_effects", "Explain", "Fold", "Region", "StageReg", "SymOff", "TagReg",
+           "instantiate", "plan"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pipeproof.impl import fold as F
-from pipeproof.impl.emit import EmitOptions, emit, emit_file
+from pipeproof.impl.emit import EmitOptions, emit_file
 from pipeproof.impl.layout import compute_layout
 from pipeproof.impl.structured import compile_for_emission
 from pipeproof.model.lang.parser import parse_file
