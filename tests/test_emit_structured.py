@@ -254,8 +254,9 @@ def _exit_fires(ck) -> dict[str, bool]:
     out = {}
     for k, p in enumerate(ck.programs):
         bl = _blocks(ptx, k)
+        # (a folded loop, impl/fold.py, emits the exit of one copy only)
         out[p.name] = any("mbarrier.arrive" in bl[pc] for pc, i in enumerate(p.code)
-                          if isinstance(i, Exit))
+                          if isinstance(i, Exit) and pc in bl)
     return out
 
 
