@@ -39,6 +39,10 @@ state, so seeds whose sets meet share the rest (``_Ctx._grow``); ``_can_complete
 pure function of the barrier's counts and the operations, memoised across states; a
 warp's future is reused across the settle rounds while no barrier that stopped its walk
 is dropped; the futures' barrier operations are grouped once per future, by small ints.
+A walk's result (footprint, counts, operations of the segments it passed) reads only the
+static tables, so it is shared by every state (``Reducer._walk_memo``); a settle round asks
+again only about barriers whose operations changed in it; a future carries its footprint
+by object, so the conflict check looks up T's few objects in it.
 """
 
 from __future__ import annotations
@@ -151,6 +155,9 @@ PARAM_READ = (("param",), "PR")
 INF = 1 << 40
 #: entries a reducer's cross-state memo may hold before it is emptied (memory bound)
 _MEMO_LIMIT = 1 << 18
+#: a settle round re-asks only barriers whose operations changed (False: every barrier,
+#: the plain fixpoint -- tests/test_por_memo.py compares the two)
+INCREMENTAL_SETTLE = True
 
 
 class Footprints:
@@ -1547,7 +1554,7 @@ class _Ctx:
                 return futures, ops_by_bar, unbounded
             dropped = blocked - keep
             blocked = keep
-            changed = set()
+            changed = set() if INCREMENTAL_SETTLE else None
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         units = self._units
