@@ -51,26 +51,25 @@ TWINS = _twins()
 
 #: kernel -> how its PTX still differs from the twin's emitted PTX (strict xfail)
 DIFFERS = {
-    "cp_async_groups": "the twin ends with cp_async_wait_all(), which PTX defines as "
-                       "commit_group + wait_group 0, the DSL kernel with "
-                       "cp_async_wait_group(0): one more (empty) commit_group",
     "pipeline_clc_fetch_async": "cluster kernel: the DSL's CLC query/response code and "
                                 "its one code path for both CTAs (run-time rank) against "
                                 "pipeproof's per-CTA programs",
-    "pipeline_tma_async_2x1": "cluster kernel: pipeproof's waits are .acquire.cluster "
-                              "where CUTLASS's are .cta, and its per-CTA programs arrive "
-                              "on the local and the remote empty barrier with separate "
-                              "instructions where the DSL's lanes pick the target at run "
-                              "time",
-    "pipeline_tma_async_multicast": "cluster kernel: as pipeline_tma_async_2x1 "
-                                    "(.acquire.cluster waits, per-CTA arrive targets)",
+    "pipeline_async_runtime_k": "the DSL kernel's k_tiles is a run-time argument: its "
+                                "PTX keeps one loop body (plus what the compiler peels), "
+                                "the twin is emitted unrolled for the default k_tiles",
+    "pipeline_async_timed_wait": "every DSL wait is a timed try_wait, tried again once, "
+                                 "then spun on: three try_wait ops in the text per wait "
+                                 "where the twin's blocking wait has one",
     "pipeline_tma_store": "the DSL's four epilogue warps share one code path with the "
                           "store predicated on warp 0; pipeproof's warps 1-3 have their "
                           "own programs without it",
-    "pipeline_tma_umma_2cta": "cluster kernel (cta_group::2): set-up and per-CTA "
-                              "programs differ as for the other cluster kernels",
-    "pipeline_umma_async": "cluster kernel: per-CTA programs against one run-time-rank "
-                           "code path, as for the other cluster kernels",
+    "pipeline_tma_umma_2cta": "cluster kernel (cta_group::2): the DSL's one code path "
+                              "for both CTAs runs the leader-only MMA and set-up under a "
+                              "run-time is_leader_cta predicate; pipeproof's per-CTA "
+                              "programs hold only what each CTA runs",
+    "pipeline_umma_async": "cluster kernel (cta_group::2): as pipeline_tma_umma_2cta "
+                           "(leader-only MMA warp under a run-time predicate), and the "
+                           "DSL's text has the MMA role before the epilogue warps",
 }
 
 _CACHE: dict[str, str] = {}
