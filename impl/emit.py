@@ -212,6 +212,11 @@ class _Emitter:
         self.sem_scope = "cluster" if self.cluster else "cta"
         #: barrier arrays whose waits acquire at cluster scope (``model/scopes.py``)
         self.acq_cluster = cluster_acquired(ck.programs)
+        #: barrier arrays some warp arrives on in another CTA: CUTLASS's arrive on them
+        #: takes the target CTA's rank at run time (``arrive_ranked``), local ones too
+        self.remote_arrays = {a.bar.array for p in ck.programs for i in p.code
+                              if isinstance(i, Arrive) for a in i.arrivals
+                              if a.bar.cta != p.cta}
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
@@ -1087,7 +1092,7 @@ class _Emitter:
         live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
         if self.cluster and live and all(a.tx == 0 for a in live) and \
                 len({(a.bar.array, a.bar.stage) for a in live}) == 1 and \
-                any(a.bar.cta != self.prog.cta for a in live):  # type: ignore[union-attr]
+                live[0].bar.array in self.remote_arrays:
             self.arrive_ranked(live, ins.scope)
             return
         lane = 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 _OP = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:mbarrier|fence|barrier|bar|cp\.async|tcgen05\.commit|"
                  r"elect)(?:\.[\w:]+)*)(?=[\s;]|$)\s*(.*?);?\s*$")
@@ -184,12 +185,21 @@ SETUP = ("mbarrier.init", "fence.mbarrier_init", "bar.sync", "barrier.sync",
 
 def _head(ops: list[SyncOp]) -> int:
     """Length of the set-up at the start of ``ops``: ``mbarrier.init`` ops, then (only
-    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them."""
+    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them.  Several
+    groups of inits, each with its fence, count as one set-up (a TMEM allocator's
+    dealloc barrier fenced on its own before the pipeline's)."""
     n = 0
     while n < len(ops) and ops[n].op.startswith("mbarrier.init"):
         n += 1
     if n < len(ops) and ops[n].op.startswith("fence.mbarrier_init"):
         n += 1
+        while True:  # further init groups, each closed by its fence
+            k = n
+            while k < len(ops) and ops[k].op.startswith("mbarrier.init"):
+                k += 1
+            if k == len(ops) or not ops[k].op.startswith("fence.mbarrier_init"):
+                break
+            n = k + 1
         while n < len(ops) and ops[n].op.startswith(SETUP[2:]):
             n += 1
     return n
@@ -206,6 +216,133 @@ def _collapse(ops: list[SyncOp]) -> list[SyncOp]:
             continue
         out.append(o)
     return out
+
+
+def _collapse_lines(pairs: list[tuple[int, SyncOp]]) -> list[tuple[int, SyncOp]]:
+    """``_collapse`` keeping each op's line."""
+    out: list[tuple[int, SyncOp]] = []
+    for ln, o in pairs:
+        if out and o.op.startswith("cp.async.arrive") and out[-1][1] == o:
+            continue
+        out.append((ln, o))
+    return out
+
+
+_UNIFORM_SRC = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%cluster_ctarank\s*;")
+_TID = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%tid\.x\s*;")
+_INSN = re.compile(r"^\s*([a-z][\w.]*)\s+(%\w+),\s*(.*?);")
+_PBRA = re.compile(r"^\s*@!?(%p\w*)\s+bra(?:\.uni)?\s+(\$?\w+);")
+_LABEL = re.compile(r"^(\$?\w+):")
+
+
+def _role_regions(ptx: str) -> list[tuple[int, int]]:
+    """The (branch line, label line) of every forward branch of ``ptx`` on a *role
+    predicate*: a comparison of the warp index (``%tid.x >> 5``) or of the CTA's rank
+    (``%cluster_ctarank``) with a constant, through warp-uniform copies
+    (``shfl.sync.idx`` from lane 0, ``make_warp_uniform``) and integer arithmetic with
+    constants.  The lines strictly between are code that some warps or CTAs of the
+    path skip (``if warp_idx == 0``, ``if is_leader_cta``); a lane predicate (the lane
+    index, ``elect.sync``) is not one."""
+    lines = ptx.splitlines()
+    tid: set[str] = set()
+    uni: set[str] = set()
+    preds: set[str] = set()
+    labels: dict[str, int] = {}
+    for ln, raw in enumerate(lines):
+        line = raw.split("//")[0]
+        m = _LABEL.match(line)
+        if m:
+            labels[m.group(1)] = ln
+        if _TID.match(line):
+            tid.add(_TID.match(line).group(1))  # type: ignore[union-attr]
+            continue
+        if _UNIFORM_SRC.match(line):
+            uni.add(_UNIFORM_SRC.match(line).group(1))  # type: ignore[union-attr]
+            continue
+        m = _INSN.match(line)
+        if not m:
+            continue
+        op, dst, srcs = m.group(1), m.group(2), [x.strip() for x in m.group(3).split(",")]
+        regs = [x for x in srcs if x.startswith("%")]
+        consts = all(re.fullmatch(r"-?\d+|0x[0-9a-fA-F]+", x) for x in srcs
+                     if not x.startswith("%"))
+        if op.startswith("shr.") and regs and regs[0] in tid and srcs[-1] == "5":
+            uni.add(dst)  # the warp index
+        elif op.startswith("shfl.sync.idx") and regs and regs[0] in uni and \
+                srcs[1:2] == ["0"]:
+            uni.add(dst)
+        elif op.startswith("setp.") and len(regs) == 1 and regs[0] in uni and consts:
+            preds.add(dst)
+        elif op.split(".")[0] in ("and", "rem", "add", "sub", "shr", "shl", "mov",
+                                  "mul") and len(regs) == 1 and regs[0] in uni and consts:
+            uni.add(dst)
+    out = []
+    for ln, raw in enumerate(lines):
+        m = _PBRA.match(raw.split("//")[0])
+        if m and m.group(1) in preds and labels.get(m.group(2), -1) > ln:
+            out.append((ln, labels[m.group(2)]))
+    return out
+
+
+def _derives(seg: list[tuple[int, str]], body: tuple[str, ...],
+             regions: list[tuple[int, int]]) -> bool:
+    """``body`` is ``seg`` without some of its ops, each of them inside a role-predicate
+    region (``_role_regions``) that does not hold all of ``seg`` (not the role
+    dispatch itself)."""
+    if not seg:
+        return not body
+    lo, hi = seg[0][0], seg[-1][0]
+    inner = [(b, t) for b, t in regions if not (b < lo and hi < t)]
+
+    def skippable(ln: int) -> bool:
+        return any(b < ln < t for b, t in inner)
+
+    n, m = len(seg), len(body)
+    ok = [[False] * (m + 1) for _ in range(n + 1)]
+    ok[n][m] = True
+    for i in range(n - 1, -1, -1):
+        ok[i][m] = ok[i + 1][m] and skippable(seg[i][0])
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            ok[i][j] = (_same(seg[i][1], body[j]) and ok[i + 1][j + 1]) or \
+                (skippable(seg[i][0]) and ok[i + 1][j])
+    return ok[0][0]
+
+
+def _assign(rest: list[str], lines: list[int], bodies: list[tuple[str, ...]],
+            roles: list[str], regions: list[tuple[int, int]]
+            ) -> Optional[list[tuple[int, Optional[tuple[str, ...]]]]]:
+    """Split the DSL's code after its set-up among pipeproof's distinct role bodies, the
+    DSL's role blocks in any order (their order in the text is layout, not
+    synchronisation): each body is a segment of its own, or (with ``regions``) the
+    segment of a same-named role placed before it without ops under a role predicate
+    (``_derives``: one code path for several warps or both CTAs of a pair, some of its
+    code run by one warp or the leader CTA only).  (body index, its segment or None for
+    a derived body) in placement order, or None."""
+    from itertools import permutations
+
+    k = len(bodies)
+    if k > 6:
+        return None
+    for order in permutations(range(k)):
+        pos, placed, segs = 0, [], {}
+        for i in order:
+            body = bodies[i]
+            if _match(tuple(rest[pos:pos + len(body)]), body) and \
+                    (body or pos == len(rest) or i != order[-1]):
+                segs[i] = list(zip(lines[pos:pos + len(body)], rest[pos:pos + len(body)]))
+                placed.append((i, tuple(rest[pos:pos + len(body)])))
+                pos += len(body)
+                continue
+            src = next((j for j in segs if roles[j] == roles[i] and
+                        _derives(segs[j], body, regions)), None) if regions else None
+            if src is None:
+                break
+            placed.append((i, None))
+        else:
+            if pos == len(rest):
+                return placed  # type: ignore[return-value]
+    return None
 
 
 def _same(cute: str, mine: str) -> bool:
@@ -251,11 +388,18 @@ def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
     plain = _compare(cute_ptx, pipeproof_ptx, False)
     if plain.equal:
         return plain
-    tail = _compare(cute_ptx, pipeproof_ptx, True)
-    return tail if tail.equal else plain
+    for with_tail in (True, False):
+        # then: the DSL's role blocks in any order, and roles that run the code of a
+        # same-named role without its ops under a warp-index or CTA-rank predicate
+        for one_path in (False, True):
+            d = _compare(cute_ptx, pipeproof_ptx, with_tail, one_path)
+            if d.equal:
+                return d
+    return plain
 
 
-def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
+def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool,
+             one_path: Optional[bool] = None) -> RoleDiff:
     """Role by role, after normalisation (``sync_ops``) and these accepted differences:
 
     * ``elect.sync`` (the DSL elects one thread) is dropped: pipeproof's single-thread
@@ -280,8 +424,10 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
       are one role.
 
     The DSL's code after its set-up is split in the order of pipeproof's distinct roles
-    (ordered by CTA and warp, as the DSL's ``if warp_idx == ...`` blocks are)."""
-    cute = _collapse([o for _, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
+    (ordered by CTA and warp, as the DSL's ``if warp_idx == ...`` blocks are).  With
+    ``one_path`` given (``compare``'s last resort), ``_assign`` splits it instead."""
+    pairs = _collapse_lines([(ln, o) for ln, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
+    cute = [o for _, o in pairs]
     _, progs = pipeproof_programs(pipeproof_ptx)
     progs = [Program(p.index, p.cta, p.warp, p.role, tuple(_collapse(list(p.ops))))
              for p in progs]
@@ -317,6 +463,18 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
             continue
         seen.append(body)
         names.append(f"role {p.role} (cta.warp {p.cta}.{p.warp}")
+    if one_path is not None:
+        lines = [ln for ln, _ in pairs][ch:ch + len(cute_rest)]
+        roles = [next(p.role for p, b in zip(progs, bodies) if b == body) for body in seen]
+        got = _assign(list(cute_rest), lines, seen, roles,
+                      _role_regions(cute_ptx) if one_path else [])
+        if got is not None:
+            for k, seg in got:
+                parts.append((names[k] + ")" if seg is not None else
+                              f"{names[k]}, the DSL code of its role without the ops under "
+                              "a warp or CTA-rank predicate)",
+                              seen[k] if seg is None else seg, seen[k]))
+            return RoleDiff(tuple(parts))
     rest = cute_rest
     pos = 0
     for i, (name, body) in enumerate(zip(names, seen)):
