@@ -228,7 +228,7 @@ def _collapse_lines(pairs: list[tuple[int, SyncOp]]) -> list[tuple[int, SyncOp]]
     return out
 
 
-_UNIFORM_SRC = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%cluster_ctarank\s*;")
+_UNIFORM_SRC = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%(?:cluster_ctarank|ctaid\.[xyz])\s*;")
 _TID = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%tid\.x\s*;")
 _INSN = re.compile(r"^\s*([a-z][\w.]*)\s+(%\w+),\s*(.*?);")
 _PBRA = re.compile(r"^\s*@!?(%p\w*)\s+bra(?:\.uni)?\s+(\$?\w+);")
@@ -238,7 +238,7 @@ _LABEL = re.compile(r"^(\$?\w+):")
 def _role_regions(ptx: str) -> list[tuple[int, int]]:
     """The (branch line, label line) of every forward branch of ``ptx`` on a *role
     predicate*: a comparison of the warp index (``%tid.x >> 5``) or of the CTA's rank
-    (``%cluster_ctarank``) with a constant, through warp-uniform copies
+    (``%cluster_ctarank``, ``%ctaid``) with a constant, through warp-uniform copies
     (``shfl.sync.idx`` from lane 0, ``make_warp_uniform``) and integer arithmetic with
     constants.  The lines strictly between are code that some warps or CTAs of the
     path skip (``if warp_idx == 0``, ``if is_leader_cta``); a lane predicate (the lane
@@ -266,15 +266,20 @@ def _role_regions(ptx: str) -> list[tuple[int, int]]:
         regs = [x for x in srcs if x.startswith("%")]
         consts = all(re.fullmatch(r"-?\d+|0x[0-9a-fA-F]+", x) for x in srcs
                      if not x.startswith("%"))
+        known = consts and all(r in uni for r in regs)  # warp index, rank, constants
+        base = op.split(".")[0]
         if op.startswith("shr.") and regs and regs[0] in tid and srcs[-1] == "5":
             uni.add(dst)  # the warp index
         elif op.startswith("shfl.sync.idx") and regs and regs[0] in uni and \
                 srcs[1:2] == ["0"]:
             uni.add(dst)
-        elif op.startswith("setp.") and len(regs) == 1 and regs[0] in uni and consts:
+        elif base == "setp" and known:
             preds.add(dst)
-        elif op.split(".")[0] in ("and", "rem", "add", "sub", "shr", "shl", "mov",
-                                  "mul") and len(regs) == 1 and regs[0] in uni and consts:
+        elif base in ("not", "and", "or", "xor") and op.endswith(".pred") and regs and \
+                all(r in preds for r in regs):
+            preds.add(dst)
+        elif base in ("and", "or", "xor", "rem", "div", "add", "sub", "shr", "shl", "mov",
+                      "mul", "neg", "min", "max", "cvt") and known:
             uni.add(dst)
     out = []
     for ln, raw in enumerate(lines):
@@ -388,18 +393,14 @@ def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
     plain = _compare(cute_ptx, pipeproof_ptx, False)
     if plain.equal:
         return plain
-    for with_tail in (True, False):
-        # then: the DSL's role blocks in any order, and roles that run the code of a
-        # same-named role without its ops under a warp-index or CTA-rank predicate
-        for one_path in (False, True):
-            d = _compare(cute_ptx, pipeproof_ptx, with_tail, one_path)
-            if d.equal:
-                return d
-    return plain
+    tail = _compare(cute_ptx, pipeproof_ptx, True)
+    if tail.equal:
+        return tail
+    one = _compare_one_path(cute_ptx, pipeproof_ptx)
+    return one if one is not None and one.equal else plain
 
 
-def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool,
-             one_path: Optional[bool] = None) -> RoleDiff:
+def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
     """Role by role, after normalisation (``sync_ops``) and these accepted differences:
 
     * ``elect.sync`` (the DSL elects one thread) is dropped: pipeproof's single-thread
@@ -424,10 +425,8 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool,
       are one role.
 
     The DSL's code after its set-up is split in the order of pipeproof's distinct roles
-    (ordered by CTA and warp, as the DSL's ``if warp_idx == ...`` blocks are).  With
-    ``one_path`` given (``compare``'s last resort), ``_assign`` splits it instead."""
-    pairs = _collapse_lines([(ln, o) for ln, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
-    cute = [o for _, o in pairs]
+    (ordered by CTA and warp, as the DSL's ``if warp_idx == ...`` blocks are)."""
+    cute = _collapse([o for _, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
     _, progs = pipeproof_programs(pipeproof_ptx)
     progs = [Program(p.index, p.cta, p.warp, p.role, tuple(_collapse(list(p.ops))))
              for p in progs]
@@ -463,18 +462,6 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool,
             continue
         seen.append(body)
         names.append(f"role {p.role} (cta.warp {p.cta}.{p.warp}")
-    if one_path is not None:
-        lines = [ln for ln, _ in pairs][ch:ch + len(cute_rest)]
-        roles = [next(p.role for p, b in zip(progs, bodies) if b == body) for body in seen]
-        got = _assign(list(cute_rest), lines, seen, roles,
-                      _role_regions(cute_ptx) if one_path else [])
-        if got is not None:
-            for k, seg in got:
-                parts.append((names[k] + ")" if seg is not None else
-                              f"{names[k]}, the DSL code of its role without the ops under "
-                              "a warp or CTA-rank predicate)",
-                              seen[k] if seg is None else seg, seen[k]))
-            return RoleDiff(tuple(parts))
     rest = cute_rest
     pos = 0
     for i, (name, body) in enumerate(zip(names, seen)):
@@ -492,6 +479,87 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool,
     if not seen and rest:
         parts.append(("roles", rest, ()))
     return RoleDiff(tuple(parts))
+
+
+def _compare_one_path(cute_ptx: str, pipeproof_ptx: str) -> Optional[RoleDiff]:
+    """``compare``'s last resort, for a DSL kernel whose warps (and both CTAs of a
+    cluster) run one code path with run-time role predicates, against pipeproof's
+    per-warp programs that hold only what each warp runs.  Besides ``_compare``'s
+    normalisation:
+
+    * the set-up: each program's head is its ``mbarrier.init`` ops and the DSL's
+      set-up without its inits, in order; the inits of each CTA's programs together
+      are the DSL's (each warp initialises the barriers its predicate selects);
+    * the DSL's role blocks may come in any order (``_assign``);
+    * a role may run the DSL code of a same-named role without the ops that code
+      holds under a warp-index or CTA-rank predicate (``_derives``), the DSL's code
+      after the roles likewise (the end of every program: the TMEM free, run by the
+      allocator warp only).
+
+    ``None`` where no split of the DSL's code works."""
+    pairs = _collapse_lines([(ln, o) for ln, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
+    cute = [str(o) for _, o in pairs]
+    lines = [ln for ln, _ in pairs]
+    _, progs = pipeproof_programs(pipeproof_ptx)
+    if not progs:
+        return None
+    ops = [[str(o) for o in _collapse(list(p.ops))] for p in progs]
+    ch = _head([o for _, o in pairs])
+    setup = [o for o in cute[:ch] if not o.startswith("mbarrier.init")]
+    inits = sorted(o for o in cute[:ch] if o.startswith("mbarrier.init"))
+    parts: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    bodies, mine = [], {}
+    for p, o in zip(progs, ops):
+        n = k = 0
+        while n < len(o) and (o[n].startswith("mbarrier.init") or
+                              (k < len(setup) and o[n] == setup[k])):
+            k += not o[n].startswith("mbarrier.init")
+            n += 1
+        if k < len(setup):
+            return None
+        mine.setdefault(p.cta, []).extend(x for x in o[:n] if x.startswith("mbarrier.init"))
+        bodies.append(tuple(o[n:]))
+    parts.append(("set-up (barriers and fences)", tuple(setup), tuple(setup)))
+    for cta, got in sorted(mine.items()):
+        parts.append((f"set-up: the barriers cta {cta} initialises", tuple(inits),
+                      tuple(sorted(got))))
+    regions = _role_regions(cute_ptx)
+    rest, rlines = cute[ch:], lines[ch:]
+    for cut in range(len(rest), -1, -1):  # the DSL's code after the roles: rest[cut:]
+        after = list(zip(rlines[cut:], rest[cut:]))
+        split = []
+        for b in bodies:
+            ks = [k for k in range(len(b), -1, -1)
+                  if _derives(after, b[len(b) - k:], regions)]
+            if not ks:
+                break
+            split.append((b[:len(b) - ks[0]], b[len(b) - ks[0]:]))
+        else:
+            seen: list[tuple[str, ...]] = []
+            names: list[str] = []
+            roles: list[str] = []
+            for p, (body, _) in zip(progs, split):
+                if body in seen:
+                    names[seen.index(body)] += f", {p.cta}.{p.warp}"
+                    continue
+                seen.append(body)
+                names.append(f"role {p.role} (cta.warp {p.cta}.{p.warp}")
+                roles.append(p.role)
+            got = _assign(rest[:cut], rlines[:cut], seen, roles, regions)
+            if got is None:
+                continue
+            out = list(parts)
+            for k, seg in got:
+                out.append((names[k] + ")" if seg is not None else
+                            f"{names[k]}, the DSL code of its role without the ops under a "
+                            "warp or CTA-rank predicate)", seen[k] if seg is None else seg,
+                            seen[k]))
+            if cut < len(rest):
+                out.append(("after the roles (each program: the DSL's code without the ops "
+                            "under a warp or CTA-rank predicate)", tuple(rest[cut:]),
+                            tuple(rest[cut:])))
+            return RoleDiff(tuple(out))
+    return None
 
 
 __all__ = ["SyncOp", "Program", "RoleDiff", "canonical", "sync_ops", "pipeproof_programs",
