@@ -1090,10 +1090,11 @@ class _Emitter:
         count-``n`` step of the model is the same phase change (PTX ISA
         ``mbarrier.arrive``)."""
         live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
-        if self.cluster and live and all(a.tx == 0 for a in live) and \
+        if self.cluster and live and all(a.tx == live[0].tx for a in live) and \
+                (live[0].tx == 0 or all(a.count == 1 for a in live)) and \
                 len({(a.bar.array, a.bar.stage) for a in live}) == 1 and \
                 live[0].bar.array in self.remote_arrays:
-            self.arrive_ranked(live, ins.scope)
+            self.arrive_ranked(live, ins.scope, live[0].tx)
             return
         lane = 0
         for arr in ins.arrivals:
@@ -1128,7 +1129,7 @@ class _Emitter:
             self(f"mbarrier.arrive.release.{scope}.{space}.b64 {dst}, [{a}];")
             self.label(skip)
 
-    def arrive_ranked(self, live: list, scope: str) -> None:
+    def arrive_ranked(self, live: list, scope: str, tx: int = 0) -> None:
         """One code path for the arrivals of a warp on one barrier of several CTAs (or of
         another CTA): lane ``l`` computes its target CTA's rank from its lane index, maps
         the barrier's offset into that CTA (``mapa``, PTX ISA 9.7.9.23: the own CTA's
@@ -1136,7 +1137,9 @@ class _Emitter:
         ``shared::cluster``, as CUTLASS's ``consumer_release`` does in a cluster
         (``ClusterBarrier::arrive(cta_id, pred)``: the signalling lanes pick the
         destination CTA at run time).  The same arrivals as ``arrive_threads``' separate
-        instructions: ``count`` lanes per destination, at the model's release scope."""
+        instructions: ``count`` lanes per destination, at the model's release scope.
+        With ``tx`` (every destination one lane expecting ``tx`` bytes: a multicast
+        CLC or TMA transaction count) each lane's arrive is ``arrive.expect_tx``."""
         scope = scope if scope in ("cta", "cluster") else "cluster"
         a = self.smem_addr(self.bar_off(live[0].bar))
         rank = self.r()
@@ -1151,7 +1154,11 @@ class _Emitter:
         self(f"mapa.shared::cluster.u32 {m}, {a}, {rank};")
         self(f"setp.ge.u32 {pr}, %k_lane, {hi};")
         self(f"@{pr} bra {skip};")
-        self(f"mbarrier.arrive.release.{scope}.shared::cluster.b64 _, [{m}];")
+        if tx:
+            self(f"mbarrier.arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [{m}], "
+                 f"{tx};")
+        else:
+            self(f"mbarrier.arrive.release.{scope}.shared::cluster.b64 _, [{m}];")
         self.label(skip)
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
