@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 _OP = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:mbarrier|fence|barrier|bar|cp\.async|tcgen05\.commit|"
                  r"elect)(?:\.[\w:]+)*)(?=[\s;]|$)\s*(.*?);?\s*$")
@@ -218,138 +217,6 @@ def _collapse(ops: list[SyncOp]) -> list[SyncOp]:
     return out
 
 
-def _collapse_lines(pairs: list[tuple[int, SyncOp]]) -> list[tuple[int, SyncOp]]:
-    """``_collapse`` keeping each op's line."""
-    out: list[tuple[int, SyncOp]] = []
-    for ln, o in pairs:
-        if out and o.op.startswith("cp.async.arrive") and out[-1][1] == o:
-            continue
-        out.append((ln, o))
-    return out
-
-
-_UNIFORM_SRC = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%(?:cluster_ctarank|ctaid\.[xyz])\s*;")
-_TID = re.compile(r"^\s*mov\.u32\s+(%\w+),\s*%tid\.x\s*;")
-_INSN = re.compile(r"^\s*([a-z][\w.]*)\s+(%\w+),\s*(.*?);")
-_PBRA = re.compile(r"^\s*@!?(%p\w*)\s+bra(?:\.uni)?\s+(\$?\w+);")
-_LABEL = re.compile(r"^(\$?\w+):")
-
-
-def _role_regions(ptx: str) -> list[tuple[int, int]]:
-    """The (branch line, label line) of every forward branch of ``ptx`` on a *role
-    predicate*: a comparison of the warp index (``%tid.x >> 5``) or of the CTA's rank
-    (``%cluster_ctarank``, ``%ctaid``) with a constant, through warp-uniform copies
-    (``shfl.sync.idx`` from lane 0, ``make_warp_uniform``) and integer arithmetic with
-    constants.  The lines strictly between are code that some warps or CTAs of the
-    path skip (``if warp_idx == 0``, ``if is_leader_cta``); a lane predicate (the lane
-    index, ``elect.sync``) is not one."""
-    lines = ptx.splitlines()
-    tid: set[str] = set()
-    uni: set[str] = set()
-    preds: set[str] = set()
-    labels: dict[str, int] = {}
-    for ln, raw in enumerate(lines):
-        line = raw.split("//")[0]
-        m = _LABEL.match(line)
-        if m:
-            labels[m.group(1)] = ln
-        if _TID.match(line):
-            tid.add(_TID.match(line).group(1))  # type: ignore[union-attr]
-            continue
-        if _UNIFORM_SRC.match(line):
-            uni.add(_UNIFORM_SRC.match(line).group(1))  # type: ignore[union-attr]
-            continue
-        m = _INSN.match(line)
-        if not m:
-            continue
-        op, dst, srcs = m.group(1), m.group(2), [x.strip() for x in m.group(3).split(",")]
-        regs = [x for x in srcs if x.startswith("%")]
-        consts = all(re.fullmatch(r"-?\d+|0x[0-9a-fA-F]+", x) for x in srcs
-                     if not x.startswith("%"))
-        known = consts and all(r in uni for r in regs)  # warp index, rank, constants
-        base = op.split(".")[0]
-        if op.startswith("shr.") and regs and regs[0] in tid and srcs[-1] == "5":
-            uni.add(dst)  # the warp index
-        elif op.startswith("shfl.sync.idx") and regs and regs[0] in uni and \
-                srcs[1:2] == ["0"]:
-            uni.add(dst)
-        elif base == "setp" and known:
-            preds.add(dst)
-        elif base in ("not", "and", "or", "xor") and op.endswith(".pred") and regs and \
-                all(r in preds for r in regs):
-            preds.add(dst)
-        elif base in ("and", "or", "xor", "rem", "div", "add", "sub", "shr", "shl", "mov",
-                      "mul", "neg", "min", "max", "cvt") and known:
-            uni.add(dst)
-    out = []
-    for ln, raw in enumerate(lines):
-        m = _PBRA.match(raw.split("//")[0])
-        if m and m.group(1) in preds and labels.get(m.group(2), -1) > ln:
-            out.append((ln, labels[m.group(2)]))
-    return out
-
-
-def _derives(seg: list[tuple[int, str]], body: tuple[str, ...],
-             regions: list[tuple[int, int]]) -> bool:
-    """``body`` is ``seg`` without some of its ops, each of them inside a role-predicate
-    region (``_role_regions``) that does not hold all of ``seg`` (not the role
-    dispatch itself)."""
-    if not seg:
-        return not body
-    lo, hi = seg[0][0], seg[-1][0]
-    inner = [(b, t) for b, t in regions if not (b < lo and hi < t)]
-
-    def skippable(ln: int) -> bool:
-        return any(b < ln < t for b, t in inner)
-
-    n, m = len(seg), len(body)
-    ok = [[False] * (m + 1) for _ in range(n + 1)]
-    ok[n][m] = True
-    for i in range(n - 1, -1, -1):
-        ok[i][m] = ok[i + 1][m] and skippable(seg[i][0])
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            ok[i][j] = (_same(seg[i][1], body[j]) and ok[i + 1][j + 1]) or \
-                (skippable(seg[i][0]) and ok[i + 1][j])
-    return ok[0][0]
-
-
-def _assign(rest: list[str], lines: list[int], bodies: list[tuple[str, ...]],
-            roles: list[str], regions: list[tuple[int, int]]
-            ) -> Optional[list[tuple[int, Optional[tuple[str, ...]]]]]:
-    """Split the DSL's code after its set-up among pipeproof's distinct role bodies, the
-    DSL's role blocks in any order (their order in the text is layout, not
-    synchronisation): each body is a segment of its own, or (with ``regions``) the
-    segment of a same-named role placed before it without ops under a role predicate
-    (``_derives``: one code path for several warps or both CTAs of a pair, some of its
-    code run by one warp or the leader CTA only).  (body index, its segment or None for
-    a derived body) in placement order, or None."""
-    from itertools import permutations
-
-    k = len(bodies)
-    if k > 6:
-        return None
-    for order in permutations(range(k)):
-        pos, placed, segs = 0, [], {}
-        for i in order:
-            body = bodies[i]
-            if _match(tuple(rest[pos:pos + len(body)]), body) and \
-                    (body or pos == len(rest) or i != order[-1]):
-                segs[i] = list(zip(lines[pos:pos + len(body)], rest[pos:pos + len(body)]))
-                placed.append((i, tuple(rest[pos:pos + len(body)])))
-                pos += len(body)
-                continue
-            src = next((j for j in segs if roles[j] == roles[i] and
-                        _derives(segs[j], body, regions)), None) if regions else None
-            if src is None:
-                break
-            placed.append((i, None))
-        else:
-            if pos == len(rest):
-                return placed  # type: ignore[return-value]
-    return None
-
-
 def _same(cute: str, mine: str) -> bool:
     """Op texts equal; a DSL operand computed at run time (``?``) matches any value."""
     if cute == mine:
@@ -396,7 +263,9 @@ def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
     tail = _compare(cute_ptx, pipeproof_ptx, True)
     if tail.equal:
         return tail
-    one = _compare_one_path(cute_ptx, pipeproof_ptx)
+    from .ptx_onepath import compare_one_path
+
+    one = compare_one_path(cute_ptx, pipeproof_ptx)
     return one if one is not None and one.equal else plain
 
 
@@ -479,87 +348,6 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
     if not seen and rest:
         parts.append(("roles", rest, ()))
     return RoleDiff(tuple(parts))
-
-
-def _compare_one_path(cute_ptx: str, pipeproof_ptx: str) -> Optional[RoleDiff]:
-    """``compare``'s last resort, for a DSL kernel whose warps (and both CTAs of a
-    cluster) run one code path with run-time role predicates, against pipeproof's
-    per-warp programs that hold only what each warp runs.  Besides ``_compare``'s
-    normalisation:
-
-    * the set-up: each program's head is its ``mbarrier.init`` ops and the DSL's
-      set-up without its inits, in order; the inits of each CTA's programs together
-      are the DSL's (each warp initialises the barriers its predicate selects);
-    * the DSL's role blocks may come in any order (``_assign``);
-    * a role may run the DSL code of a same-named role without the ops that code
-      holds under a warp-index or CTA-rank predicate (``_derives``), the DSL's code
-      after the roles likewise (the end of every program: the TMEM free, run by the
-      allocator warp only).
-
-    ``None`` where no split of the DSL's code works."""
-    pairs = _collapse_lines([(ln, o) for ln, o in sync_ops(cute_ptx) if o.op != "elect.sync"])
-    cute = [str(o) for _, o in pairs]
-    lines = [ln for ln, _ in pairs]
-    _, progs = pipeproof_programs(pipeproof_ptx)
-    if not progs:
-        return None
-    ops = [[str(o) for o in _collapse(list(p.ops))] for p in progs]
-    ch = _head([o for _, o in pairs])
-    setup = [o for o in cute[:ch] if not o.startswith("mbarrier.init")]
-    inits = sorted(o for o in cute[:ch] if o.startswith("mbarrier.init"))
-    parts: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
-    bodies, mine = [], {}
-    for p, o in zip(progs, ops):
-        n = k = 0
-        while n < len(o) and (o[n].startswith("mbarrier.init") or
-                              (k < len(setup) and o[n] == setup[k])):
-            k += not o[n].startswith("mbarrier.init")
-            n += 1
-        if k < len(setup):
-            return None
-        mine.setdefault(p.cta, []).extend(x for x in o[:n] if x.startswith("mbarrier.init"))
-        bodies.append(tuple(o[n:]))
-    parts.append(("set-up (barriers and fences)", tuple(setup), tuple(setup)))
-    for cta, got in sorted(mine.items()):
-        parts.append((f"set-up: the barriers cta {cta} initialises", tuple(inits),
-                      tuple(sorted(got))))
-    regions = _role_regions(cute_ptx)
-    rest, rlines = cute[ch:], lines[ch:]
-    for cut in range(len(rest), -1, -1):  # the DSL's code after the roles: rest[cut:]
-        after = list(zip(rlines[cut:], rest[cut:]))
-        split = []
-        for b in bodies:
-            ks = [k for k in range(len(b), -1, -1)
-                  if _derives(after, b[len(b) - k:], regions)]
-            if not ks:
-                break
-            split.append((b[:len(b) - ks[0]], b[len(b) - ks[0]:]))
-        else:
-            seen: list[tuple[str, ...]] = []
-            names: list[str] = []
-            roles: list[str] = []
-            for p, (body, _) in zip(progs, split):
-                if body in seen:
-                    names[seen.index(body)] += f", {p.cta}.{p.warp}"
-                    continue
-                seen.append(body)
-                names.append(f"role {p.role} (cta.warp {p.cta}.{p.warp}")
-                roles.append(p.role)
-            got = _assign(rest[:cut], rlines[:cut], seen, roles, regions)
-            if got is None:
-                continue
-            out = list(parts)
-            for k, seg in got:
-                out.append((names[k] + ")" if seg is not None else
-                            f"{names[k]}, the DSL code of its role without the ops under a "
-                            "warp or CTA-rank predicate)", seen[k] if seg is None else seg,
-                            seen[k]))
-            if cut < len(rest):
-                out.append(("after the roles (each program: the DSL's code without the ops "
-                            "under a warp or CTA-rank predicate)", tuple(rest[cut:]),
-                            tuple(rest[cut:])))
-            return RoleDiff(tuple(out))
-    return None
 
 
 __all__ = ["SyncOp", "Program", "RoleDiff", "canonical", "sync_ops", "pipeproof_programs",
