@@ -5,7 +5,8 @@ Both sides are reduced to their synchronisation ops (``impl/ptx_sync.py``: mbarr
 init / arrive / expect_tx / try_wait with parity, bulk copies, fences, named and cluster
 barriers, ``tcgen05.commit``) and compared role by role after the accepted differences
 that ``ptx_sync.compare`` lists (``elect.sync`` vs lane 0, the set-up once vs per warp,
-tensor-map vs 1-D bulk copies, ...).  The pipeproof side is emitted without
+tensor-map vs 1-D bulk copies, the DSL's one code path for several warps or CTAs run
+per program, ...).  The pipeproof side is emitted without
 instrumentation and unrolled (the DSL kernels take their trip counts as ``Constexpr``
 and unroll them).  ``DIFFERS`` lists the kernels whose PTX still differs, and how; they
 are strict xfails, so a kernel that starts to agree must be moved out of the list.
