@@ -78,6 +78,7 @@ from ..model.pipeline_state import advance_rule
 from ..model.errors import Unsupported
 from ..model.system import ANY_FILL
 from ..model.groups import WARP_SIZE
+from ..model.scopes import acquire_scope, cluster_acquired
 from ..model.pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                              BufRef, GmemAtomic, GmemFence, GmemWait,
@@ -222,6 +223,13 @@ class _Emitter:
         self.nw = self.info.num_warps
         self.cluster = self.csize > 1
         self.sem_scope = "cluster" if self.cluster else "cta"
+        #: barrier arrays whose waits acquire at cluster scope (``model/scopes.py``)
+        self.acq_cluster = cluster_acquired(ck.programs)
+        #: barrier arrays some warp arrives on in another CTA: CUTLASS's arrive on them
+        #: takes the target CTA's rank at run time (``arrive_ranked``), local ones too
+        self.remote_arrays = {a.bar.array for p in ck.programs for i in p.code
+                              if isinstance(i, Arrive) for a in i.arrivals
+                              if a.bar.cta != p.cta}
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
@@ -1120,7 +1128,9 @@ class _Emitter:
                 st.ticket = self.ticket()
             return
         a = self.smem_addr(self.bar_off(bar))
-        sem = f".acquire.{self.sem_scope}"
+        # CUTLASS's ``.acquire.cta`` unless the model lets a remote ``.release.cluster``
+        # arrive publish through this barrier (``model/scopes.py``)
+        sem = f".acquire.{acquire_scope(bar, self.acq_cluster)}"
         if isinstance(ins, TryWait):
             pr = self.p()
             op = "test_wait" if ins.test else "try_wait"
@@ -1351,6 +1361,13 @@ class _Emitter:
         targets per lane through ``mapa``).  Arrivals commute on an mbarrier, so the
         count-``n`` step of the model is the same phase change (PTX ISA
         ``mbarrier.arrive``)."""
+        live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
+        if self.cluster and live and all(a.tx == live[0].tx for a in live) and \
+                (live[0].tx == 0 or all(a.count == 1 for a in live)) and \
+                len({(a.bar.array, a.bar.stage) for a in live}) == 1 and \
+                live[0].bar.array in self.remote_arrays:
+            self.arrive_ranked(live, ins.scope, live[0].tx)
+            return
         lane = 0
         for arr in ins.arrivals:
             if not self.bar_exists(arr.bar) or arr.count < 0:
@@ -1383,6 +1400,38 @@ class _Emitter:
             self(f"@{pr} bra {skip};")
             self(f"mbarrier.arrive.release.{scope}.{space}.b64 {dst}, [{a}];")
             self.label(skip)
+
+    def arrive_ranked(self, live: list, scope: str, tx: int = 0) -> None:
+        """One code path for the arrivals of a warp on one barrier of several CTAs (or of
+        another CTA): lane ``l`` computes its target CTA's rank from its lane index, maps
+        the barrier's offset into that CTA (``mapa``, PTX ISA 9.7.9.23: the own CTA's
+        rank maps to its own barrier) and arrives once with count 1 through
+        ``shared::cluster``, as CUTLASS's ``consumer_release`` does in a cluster
+        (``ClusterBarrier::arrive(cta_id, pred)``: the signalling lanes pick the
+        destination CTA at run time).  The same arrivals as ``arrive_threads``' separate
+        instructions: ``count`` lanes per destination, at the model's release scope.
+        With ``tx`` (every destination one lane expecting ``tx`` bytes: a multicast
+        CLC or TMA transaction count) each lane's arrive is ``arrive.expect_tx``."""
+        scope = scope if scope in ("cta", "cluster") else "cluster"
+        a = self.smem_addr(self.bar_off(live[0].bar))
+        rank = self.r()
+        self(f"mov.u32 {rank}, {live[0].bar.cta};")
+        hi = live[0].count
+        for arr in live[1:]:
+            pr = self.p()
+            self(f"setp.ge.u32 {pr}, %k_lane, {hi};")
+            self(f"@{pr} mov.u32 {rank}, {arr.bar.cta};")
+            hi += arr.count
+        m, skip, pr = self.r(), self.fresh("ta"), self.p()
+        self(f"mapa.shared::cluster.u32 {m}, {a}, {rank};")
+        self(f"setp.ge.u32 {pr}, %k_lane, {hi};")
+        self(f"@{pr} bra {skip};")
+        if tx:
+            self(f"mbarrier.arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [{m}], "
+                 f"{tx};")
+        else:
+            self(f"mbarrier.arrive.release.{scope}.shared::cluster.b64 _, [{m}];")
+        self.label(skip)
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
         # ins.scope (the model's release scope) is not lowered: remote arrives and every

@@ -18,7 +18,9 @@ of ``try_wait.parity``, the ``count`` of ``init`` and ``arrive``, the byte count
 
 ``pipeproof_programs`` splits pipeproof's PTX into its per-warp programs (the ``$Pk``
 labels of ``impl/emit.py``).  ``tests/test_cute_ptx_diff.py`` compares the two, role by
-role; ``bench/diff_cute_ptx.py`` prints the diff.
+role; ``bench/diff_cute_ptx.py`` prints the diff.  ``impl/ptx_onepath.py`` is the last
+resort for a DSL kernel whose warps or CTAs share one code path (it runs the DSL's
+warp-index and CTA-rank predicates for each of pipeproof's programs).
 """
 
 from __future__ import annotations
@@ -184,12 +186,21 @@ SETUP = ("mbarrier.init", "fence.mbarrier_init", "bar.sync", "barrier.sync",
 
 def _head(ops: list[SyncOp]) -> int:
     """Length of the set-up at the start of ``ops``: ``mbarrier.init`` ops, then (only
-    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them."""
+    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them.  Several
+    groups of inits, each with its fence, count as one set-up (a TMEM allocator's
+    dealloc barrier fenced on its own before the pipeline's)."""
     n = 0
     while n < len(ops) and ops[n].op.startswith("mbarrier.init"):
         n += 1
     if n < len(ops) and ops[n].op.startswith("fence.mbarrier_init"):
         n += 1
+        while True:  # further init groups, each closed by its fence
+            k = n
+            while k < len(ops) and ops[k].op.startswith("mbarrier.init"):
+                k += 1
+            if k == len(ops) or not ops[k].op.startswith("fence.mbarrier_init"):
+                break
+            n = k + 1
         while n < len(ops) and ops[n].op.startswith(SETUP[2:]):
             n += 1
     return n
@@ -252,7 +263,12 @@ def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
     if plain.equal:
         return plain
     tail = _compare(cute_ptx, pipeproof_ptx, True)
-    return tail if tail.equal else plain
+    if tail.equal:
+        return tail
+    from .ptx_onepath import compare_one_path
+
+    one = compare_one_path(cute_ptx, pipeproof_ptx)
+    return one if one is not None and one.equal else plain
 
 
 def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
