@@ -31,6 +31,8 @@ from dataclasses import dataclass
 _OP = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:mbarrier|fence|barrier|bar|cp\.async|tcgen05\.commit|"
                  r"elect)(?:\.[\w:]+)*)(?=[\s;]|$)\s*(.*?);?\s*$")
 _MOV = re.compile(r"^\s*mov\.[bus]32\s+(%\w+),\s*(-?\d+|0x[0-9a-fA-F]+)\s*;")
+#: the register an instruction writes (its first operand), for counting definitions
+_DEF = re.compile(r"^\s*(?:@!?%?\w+\s+)?[a-z][\w.:]*\s+(%\w+)\s*[,;]")
 _PROG = re.compile(r"^\$P(\d+):")
 _WHO = re.compile(r"^\s*// ---- cta (\d+) warp (\d+) role (\S+)")
 
@@ -123,13 +125,19 @@ def _arg(op: str, operands: list[str], consts: dict[str, int]) -> str:
 def sync_ops(ptx: str) -> list[tuple[int, SyncOp]]:
     """(line number, op) of every synchronisation instruction of ``ptx``, in text order;
     warp convergence (``bar.warp.sync``) is not synchronisation between warps."""
+    # a register is a constant (its last immediate, in text order) only where every
+    # definition of it moves an immediate: a loop's phase register (set once, flipped by
+    # an xor or selp each wrap) is a run-time value
+    lines = [raw.split("//")[0] for raw in ptx.splitlines()]
+    computed = {d.group(1) for line in lines if not _MOV.match(line)
+                for d in [_DEF.match(line)] if d}
     consts: dict[str, int] = {}
     out = []
-    for ln, raw in enumerate(ptx.splitlines()):
-        line = raw.split("//")[0]
+    for ln, line in enumerate(lines):
         m = _MOV.match(line)
         if m:
-            consts[m.group(1)] = int(m.group(2), 0)
+            if m.group(1) not in computed:
+                consts[m.group(1)] = int(m.group(2), 0)
             continue
         m = _OP.match(line)
         if not m or m.group(1).startswith("bar.warp"):
