@@ -63,9 +63,9 @@ def _key(v) -> tuple:
 
 def _agree(src: str, params: dict, reference: dict) -> None:
     # the whole budget for confirming the shortest counterexample: lengths are compared
-    red = check_source(src, params, timeout=NO_DEADLINE.0, max_states=2_000_000, por=True,
-                       confirm_timeout=NO_DEADLINE.0, engine="explicit").verdict
-    ref = check_source(src, params, timeout=NO_DEADLINE.0, max_states=2_000_000, engine="explicit",
+    red = check_source(src, params, timeout=NO_DEADLINE, max_states=2_000_000, por=True,
+                       confirm_timeout=NO_DEADLINE, engine="explicit").verdict
+    ref = check_source(src, params, timeout=NO_DEADLINE, max_states=2_000_000, engine="explicit",
                       **reference).verdict
     assert ref.status in ("PROVEN", "VIOLATED"), f"reference did not finish: {ref.reason}"
     assert _key(red) == _key(ref), (f"stubborn sets: {_key(red)}, reference "
