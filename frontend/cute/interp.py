@@ -31,7 +31,8 @@ from ...model.program import (NO_SITE, BarRef, Branch, BufRef, DynExpr, Exit, Fa
                               Jump, Nop, ParamSplit, SetLocal)
 from .mlir_text import Frame, Module, Op
 from .sites import SITE_ATTR, is_trace_record, op_site, record_for
-from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Sym
+from .shapes import at_point, has_sym, merge
+from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Shaped, Sym
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
 MAX_OPS_PER_WARP = 2_000_000
@@ -174,14 +175,18 @@ class Lifter:
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
                  max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True,
                  cluster_index: int = 0, scalars: tuple = (),
-                 params: Optional["ScalarParams"] = None) -> None:
+                 params: Optional["ScalarParams"] = None, shapes: tuple = (),
+                 shape_values: Optional[dict] = None) -> None:
         """``cluster_index``: which cluster of the grid to interpret (x fastest); its CTAs
         see their own ``%ctaid`` and ``%clusterid`` (a conformance judge lifts each
         cluster whose trace it replays).  ``scalars``: the ``@cute.jit`` function's
         parameters (``Capture.scalars``): a run-time integer argument the host passes
         to the kernel as it is has the value the entry compiled with.  ``params``:
         symbolic parameters, and each run-time argument's value at each of their
-        points (``ScalarParams``); such an argument is a ``Sym``."""
+        points (``ScalarParams``); such an argument is a ``Sym``.  ``shapes``: the
+        dynamic extents of fake tensor arguments (``Capture.shapes``); one named by a
+        parameter (``ScalarParams.shapes``) has its value (a ``Sym`` over a range);
+        ``shape_values``: named extents given one value each."""
         from . import data_ops, ops, sync_ops, tmem_ops  # noqa: F401  (registers handlers)
         from .optable import op_table
 
@@ -233,6 +238,7 @@ class Lifter:
         self.param_names: tuple[str, ...] = params.names if params else ()
         self.param_points: tuple[tuple[int, ...], ...] = params.points if params else ()
         self.kernel_args = self._kernel_args(scalars, params)
+        self._shaped_args(shapes, params, shape_values or {})
 
     # ------------------------------------------------------------------ launch
     def _kernel_args(self, scalars: tuple, params: Optional["ScalarParams"]) -> dict:
@@ -281,6 +287,68 @@ class Lifter:
                                     f"run-time argument {names[idx]} = {host_vals[idx]}: "
                                     "the value the entry passed to cute.compile")
         return out
+
+    def _shaped_args(self, shapes: tuple, params: Optional["ScalarParams"],
+                     shape_values: dict) -> None:
+        """Fake tensor arguments with dynamic extents that the host passes to the
+        kernel as they are: a ``Shaped`` whose leaves are the extents' values (a named
+        extent's value at each parameter point; else a ``Dyn`` saying why not)."""
+        self.unvalued: list[str] = []
+        named = {k: (v,) for k, v in shape_values.items()}
+        named.update(params.shapes if params is not None else {})
+        host_leaves = dict(shapes)
+        for h in self.m.host_functions():
+            if not h.regions or not h.regions[0]:
+                continue
+            hargs = h.regions[0][0].args
+            for o in self.m_walk(h):
+                if o.name not in ("cuda.launch_ex", "gpu.launch_func") or \
+                        not o.attrs.get("callee", "").endswith(f"@{self.kernel_name}"):
+                    continue
+                ops = o.operands[1:] if o.name == "cuda.launch_ex" else o.operands
+                for k, x in enumerate(ops):
+                    if x not in hargs or hargs.index(x) not in host_leaves:
+                        continue
+                    leaves = []
+                    for lf in host_leaves[hargs.index(x)]:
+                        vals = named.get(lf.symbol) if lf.symbol else None
+                        if vals is None:
+                            self.unvalued.append(lf.symbol or lf.where)
+                            why = (f"the dynamic {lf.where} (cute.sym_int with symbol "
+                                   f"{lf.symbol!r}; give it a value: --param "
+                                   f"{lf.symbol}=VALUE or LO..HI)" if lf.symbol else
+                                   f"the dynamic {lf.where} (a cute.sym_int without a "
+                                   "symbol: name it, cute.sym_int32(symbol='K'), and "
+                                   "give it a value with --param K=...)"
+                                   if lf.where.startswith("extent") else
+                                   f"the dynamic {lf.where}")
+                            leaves.append(Dyn(None, why))
+                        else:
+                            leaves.append(vals[0] if len(set(vals)) == 1 else Sym(tuple(vals)))
+                    self.kernel_args[k] = Shaped(tuple(leaves))
+                    for sym in dict.fromkeys(lf.symbol for lf in host_leaves[hargs.index(x)]
+                                             if lf.symbol in named):
+                        vals = tuple(named[sym])
+                        note = f"dynamic extent {sym} = {vals[0]}"
+                        if len(set(vals)) == 1 and note not in self.notes:
+                            self.notes.append(note)
+                        else:
+                            self.sym_names.setdefault(Sym(vals), sym)
+
+    def unvalued_extents_hint(self) -> str:
+        """For a message on a value the lifter could not compute: the kernel's dynamic
+        extents that have no value (``_shaped_args``)."""
+        syms = [s for s in dict.fromkeys(self.unvalued) if " " not in s]
+        anon = [s for s in dict.fromkeys(self.unvalued) if " " in s and
+                s.startswith("extent")]
+        if syms:
+            return (f"; the kernel has dynamic extents without a value ({', '.join(syms)}):"
+                    f" give them one, --param {syms[0]}=VALUE or LO..HI")
+        if anon:
+            return (f"; the kernel has dynamic extents without a name ({anon[0]}): name "
+                    "them, cute.sym_int32(symbol='K'), and give them a value with "
+                    "--param K=...")
+        return ""
 
     @staticmethod
     def m_walk(root: Op) -> list[Op]:
@@ -557,7 +625,11 @@ class Lifter:
     def concrete(self, v: Any, op: Op) -> Any:
         """A ``Sym`` where a single value is needed: the path splits on its value
         (``K == 4``, then ``K == 5``, ...), as the ``.pipe`` compiler does where a warp
-        needs a parameter's value."""
+        needs a parameter's value.  In a tuple, leaf by leaf; a ``Shaped`` (a tensor
+        with dynamic extents) is left to the op, which treats it as a run-time value
+        unless it knows it (``shapes.py``)."""
+        if isinstance(v, tuple) and not isinstance(v, Lanes) and has_sym(v):
+            return tuple(self.concrete(x, op) for x in v)
         if not isinstance(v, Sym):
             return v
         w = self.w
@@ -571,16 +643,21 @@ class Lifter:
         return values[-1]
 
     def restrict(self, v: Any) -> Any:
-        """A ``Sym`` that this path's points give one value is that value."""
+        """A ``Sym`` that this path's points give one value is that value (also inside
+        a tuple or a ``Shaped``'s leaves)."""
         if isinstance(v, Sym) and self.w.points is not None:
             vals = {v.vals[i] for i in self.w.points}
             if len(vals) == 1:
                 return vals.pop()
+        elif isinstance(v, Shaped) and has_sym(v):
+            return Shaped(tuple(self.restrict(x) for x in v.leaves))
+        elif isinstance(v, tuple) and not isinstance(v, Lanes) and has_sym(v):
+            return tuple(self.restrict(x) for x in v)
         return v
 
     @staticmethod
     def _has_sym(op: Op, env: dict) -> bool:
-        return any(isinstance(env.get(h), Sym) for h in op.operands)
+        return any(has_sym(env.get(h)) for h in op.operands)
 
     @staticmethod
     def pointwise_handler(fn: Any) -> Any:
@@ -590,24 +667,25 @@ class Lifter:
         """A pure integer op (``arith.*``) with ``Sym`` operands, point by point: a
         ``Sym`` of its results where they are integers, else (a per-lane or run-time
         result that differs between points) the operands' values split first."""
-        syms = [h for h in dict.fromkeys(op.operands) if isinstance(env.get(h), Sym)]
+        syms = [h for h in dict.fromkeys(op.operands) if has_sym(env.get(h))]
         saved = {h: env[h] for h in syms}
-        pts = sorted(self.w.points if self.w.points is not None
-                     else range(len(saved[syms[0]].vals)))
-        n = len(saved[syms[0]].vals)
+        n = len(self.param_points)
+        pts = sorted(self.w.points if self.w.points is not None else range(n))
         results: dict[int, Any] = {}
         try:
             for i in pts:
                 for h in syms:
-                    env[h] = saved[h].vals[i]
+                    env[h] = at_point(saved[h], i)
                 results[i] = fn(self, op, env, mask)
         finally:
             env.update(saved)
         outs = list(results.values())
         if all(r == outs[0] for r in outs):
             return outs[0]
-        if all(isinstance(r, int) for r in outs) and len(op.results) == 1:
-            return Sym(tuple(results.get(i, outs[0]) for i in range(n)))
+        if len(op.results) == 1 and not any(isinstance(r, list) for r in outs):
+            got = merge(results, n)  # ints, int tuples, Shaped: leaf by leaf
+            if got is not None:
+                return got
         for h in syms:
             env[h] = self.concrete(saved[h], op)
         return fn(self, op, env, mask)
@@ -651,8 +729,8 @@ class Lifter:
             for h in op.operands:
                 if h in env:
                     env[h] = self.restrict(env[h])
-            if fn is not None and name.startswith("arith.") and not op.regions and \
-                    self._has_sym(op, env):
+            if fn is not None and (name.startswith("arith.") or name in SHAPE_POINTWISE) \
+                    and not op.regions and self._has_sym(op, env):
                 fn = self.pointwise_handler(fn)
             else:
                 for h in op.operands:  # any other use needs one value: split on it
@@ -844,6 +922,14 @@ class Lifter:
                 b.array, b.stage = name, i
 
 
+#: pure ops on integer tuples and layouts, evaluated point by point where an operand
+#: holds a ``Sym`` (``Lifter.pointwise``; a dynamic extent on its way to a loop bound)
+SHAPE_POINTWISE = frozenset({
+    "cute.size", "cute.get", "cute.get_shape", "cute.get_stride", "cute.get_layout",
+    "cute.get_leaves", "cute.get_scalars", "cute.to_int_tuple", "cute.make_int_tuple",
+    "cute.make_shape", "cute.make_stride", "cute.tuple_add", "cute.tuple_mul",
+    "cute.tuple_sub", "cute.tuple_div", "cute.ceil_div", "cute.local_tile",
+    "cute.fast_divmod.create_divisor", "cute.fast_divmod.compute"})
 #: ops that take a ``Sym`` operand as it is (the loop and branch handlers split on it)
 SYM_AWARE = frozenset({"scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition"})
 
@@ -857,6 +943,9 @@ class ScalarParams:
     names: tuple[str, ...]
     points: tuple[tuple[int, ...], ...]
     args: dict
+    #: per named dynamic extent of a fake tensor (``cute.sym_int32(symbol=...)``), its
+    #: value at each point
+    shapes: dict = field(default_factory=dict)
 
 
 def is_side_effecting(name: str) -> bool:

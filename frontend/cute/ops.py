@@ -12,9 +12,9 @@ from typing import Any, Callable, Optional
 
 from ...model.program import Branch, DynExpr, Jump, SetLocal
 from .mlir_text import Op
-from . import coords
+from . import coords, shapes
 from .optable import TABLE, Handler, op
-from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Sym, TupleSyntax, View, bit_width,
+from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Shaped, Sym, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
                      norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
 
@@ -440,7 +440,7 @@ def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             why = x.why if isinstance(x, Dyn) else "not a constant"
             raise lf.error(o, f"a loop whose trip count is known only at run time ({why}; "
                               f"{lf.where(o)}): compile the entry with static shapes or "
-                              "constexpr trip counts")
+                              "constexpr trip counts" + lf.unvalued_extents_hint())
     if st <= 0:
         raise lf.error(o, f"a loop with step {st} ({lf.where(o)})")
     vals = list(inits)
@@ -744,6 +744,8 @@ def _size(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     modes = [int(x) for x in re.findall(r"-?\d+", o.attrs.get("mode", "").partition(":")[2])]
     v = vals[0] if vals else OPAQUE
+    if isinstance(v, Shaped):
+        return shapes.size_of(o, v, modes)
     if isinstance(v, View) or not isinstance(v, (tuple, int)):
         lay = layout_of(o.operand_types[0]) if o.operand_types else None
         if lay is None:
@@ -756,6 +758,16 @@ def _size(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return OPAQUE
     s = size(v)
     return s if isinstance(s, int) and "?" not in str(v) else OPAQUE
+
+
+@op("cute.get_shape", "cute.get_stride", "cute.get_layout")
+def _layout_part(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A tensor's shape, stride or layout where it has dynamic extents (``Shaped``,
+    ``shapes.py``); otherwise opaque, as before this handler existed."""
+    vals = lf.operands(o, env)
+    if vals and isinstance(vals[0], Shaped):
+        return shapes.part(o, vals[0])
+    return OPAQUE
 
 
 @op("cute.get")
@@ -853,6 +865,8 @@ def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     if o.name == "cute.local_tile" and vals and coords.is_coord(vals[0]):
         return coords.local_tile(lf, o, env)
+    if o.name == "cute.local_tile" and vals and isinstance(vals[0], Shaped):
+        return shapes.local_tile(o, vals)
     src = next((v for v in vals if isinstance(v, View)), None)
     n = len(o.results)
     if src is None:
