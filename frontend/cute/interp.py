@@ -684,6 +684,10 @@ class Lifter:
             return outs[0]
         if len(op.results) == 1 and not any(isinstance(r, list) for r in outs):
             got = merge(results, n)  # ints, int tuples, Shaped: leaf by leaf
+            if isinstance(got, Sym) and got not in self.sym_names:
+                var = self.assigned_name(op)  # a counterexample's splits read
+                if var:                       # "k_tiles > 3", not "a value of K > 3"
+                    self.sym_names[got] = var
             if got is not None:
                 return got
         for h in syms:

@@ -199,23 +199,28 @@ def check_extent_names(cap: Any, extents: dict, fn: Callable[..., Any], path: st
                               hint=did_you_mean(k, sorted(syms)) or e.hint) from None
 
 
-def valid_extent_values(cap: Any, name: str, values: Any) -> tuple[list[int], str]:
-    """The values of extent ``name`` the kernel may be launched with: positive
-    multiples of the ``divisibility`` its ``cute.sym_int`` declares (the DSL's
-    codegen assumes it; another value is undefined behaviour, not a launch to
-    check); and a note on those left out ("" when none)."""
+def extent_rule(cap: Any, name: str) -> tuple[int, str]:
+    """(d, text): a value of extent ``name`` must be a positive multiple of ``d``, the
+    ``divisibility`` its ``cute.sym_int`` declares (the DSL's code generation assumes
+    it: another value is undefined behaviour, not a launch to check)."""
     div = 1
     for lf in extent_symbols(cap).get(name, []):
         div = div * lf.divisibility // _gcd(div, lf.divisibility)
+    return div, (f"a positive multiple of {div} (cute.sym_int32(divisibility={div}) "
+                 "declares it)" if div > 1 else "positive")
+
+
+def valid_extent_values(cap: Any, name: str, values: Any) -> tuple[list[int], str]:
+    """The values of extent ``name`` the kernel may be launched with
+    (``extent_rule``), and a note on those left out ("" when none)."""
+    div, rule = extent_rule(cap, name)
     vals = list(values) if isinstance(values, range) else [values]
     ok = [v for v in vals if isinstance(v, int) and v > 0 and v % div == 0]
     bad = len(vals) - len(ok)
     if not bad:
         return ok, ""
-    why = f"a multiple of {div} (the divisibility its cute.sym_int declares)" if div > 1 \
-        else "positive"
-    return ok, (f"{name}: {bad} of {len(vals)} values not checked: an extent must be "
-                f"{why}; {len(ok)} checked")
+    return ok, (f"{name}: {len(ok)} of {len(vals)} values checked; the other {bad} are "
+                f"not launches of this kernel: an extent is {rule}")
 
 
 def _gcd(a: int, b: int) -> int:
@@ -237,9 +242,9 @@ def shape_values(cap: Any, extents: dict, fn: Callable[..., Any], path: str) -> 
         if isinstance(v, range):
             raise ConfigError(loc=Loc(path), message=f"{k}: a range of a dynamic extent is "
                               "checked by check_cute, not lifted as one kernel")
-        ok, note = valid_extent_values(cap, k, v)
-        if not ok:
-            raise ConfigError(loc=Loc(path), message=f"--param {k}={v}: {note}")
+        if not valid_extent_values(cap, k, v)[0]:
+            raise ConfigError(loc=Loc(path), message=f"--param {k}={v}: not a launch of "
+                              f"this kernel: the extent {k} is {extent_rule(cap, k)[1]}")
         out[k] = v
     return out
 
