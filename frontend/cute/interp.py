@@ -290,50 +290,54 @@ class Lifter:
 
     def _shaped_args(self, shapes: tuple, params: Optional["ScalarParams"],
                      shape_values: dict) -> None:
-        """Fake tensor arguments with dynamic extents that the host passes to the
-        kernel as they are: a ``Shaped`` whose leaves are the extents' values (a named
-        extent's value at each parameter point; else a ``Dyn`` saying why not)."""
+        """Fake tensor arguments with dynamic extents: a ``Shaped`` whose leaves are
+        the extents' values (a named extent's value at each parameter point; else a
+        ``Dyn`` saying why not).  The host function's pure shape arithmetic is
+        followed from them (``shapes.host_values``: TMA tensors built from them, tile
+        counts computed in the host), and each kernel argument that it leads to
+        gets its value."""
         self.unvalued: list[str] = []
+        if not shapes:
+            return
         named = {k: (v,) for k, v in shape_values.items()}
         named.update(params.shapes if params is not None else {})
         host_leaves = dict(shapes)
+        from .shapes import host_values
+
         for h in self.m.host_functions():
             if not h.regions or not h.regions[0]:
                 continue
             hargs = h.regions[0][0].args
-            for o in self.m_walk(h):
-                if o.name not in ("cuda.launch_ex", "gpu.launch_func") or \
-                        not o.attrs.get("callee", "").endswith(f"@{self.kernel_name}"):
-                    continue
-                ops = o.operands[1:] if o.name == "cuda.launch_ex" else o.operands
-                for k, x in enumerate(ops):
-                    if x not in hargs or hargs.index(x) not in host_leaves:
-                        continue
-                    leaves = []
-                    for lf in host_leaves[hargs.index(x)]:
-                        vals = named.get(lf.symbol) if lf.symbol else None
-                        if vals is None:
-                            self.unvalued.append(lf.symbol or lf.where)
-                            why = (f"the dynamic {lf.where} (cute.sym_int with symbol "
-                                   f"{lf.symbol!r}; give it a value: --param "
-                                   f"{lf.symbol}=VALUE or LO..HI)" if lf.symbol else
-                                   f"the dynamic {lf.where} (a cute.sym_int without a "
-                                   "symbol: name it, cute.sym_int32(symbol='K'), and "
-                                   "give it a value with --param K=...)"
-                                   if lf.where.startswith("extent") else
-                                   f"the dynamic {lf.where}")
-                            leaves.append(Dyn(None, why))
-                        else:
-                            leaves.append(vals[0] if len(set(vals)) == 1 else Sym(tuple(vals)))
-                    self.kernel_args[k] = Shaped(tuple(leaves))
-                    for sym in dict.fromkeys(lf.symbol for lf in host_leaves[hargs.index(x)]
-                                             if lf.symbol in named):
-                        vals = tuple(named[sym])
-                        note = f"dynamic extent {sym} = {vals[0]}"
-                        if len(set(vals)) == 1 and note not in self.notes:
-                            self.notes.append(note)
-                        else:
-                            self.sym_names.setdefault(Sym(vals), sym)
+            start: dict[str, Any] = {}
+            for j, leaves in host_leaves.items():
+                if j < len(hargs):
+                    start[hargs[j]] = Shaped(tuple(self._extent_value(lf, named)
+                                                   for lf in leaves))
+            got = host_values(self, h, start, self.kernel_name)
+            self.kernel_args.update(got)
+        for sym in dict.fromkeys(lf.symbol for leaves in host_leaves.values()
+                                 for lf in leaves if lf.symbol in named):
+            vals = tuple(named[sym])
+            if len(set(vals)) == 1:
+                self.notes.append(f"dynamic extent {sym} = {vals[0]}")
+            else:
+                self.sym_names.setdefault(Sym(vals), sym)
+
+    def _extent_value(self, lf: Any, named: dict) -> Any:
+        """The value of one ``?`` of a fake tensor (``capture.ShapeLeaf``)."""
+        vals = named.get(lf.symbol) if lf.symbol else None
+        if vals is not None:
+            return vals[0] if len(set(vals)) == 1 else Sym(tuple(vals))
+        self.unvalued.append(lf.symbol or lf.where)
+        if lf.symbol:
+            why = (f"the dynamic {lf.where} (cute.sym_int with symbol {lf.symbol!r}; give "
+                   f"it a value: --param {lf.symbol}=VALUE or LO..HI)")
+        elif lf.where.startswith("extent"):
+            why = (f"the dynamic {lf.where} (a cute.sym_int without a symbol: name it, "
+                   "cute.sym_int32(symbol='K'), and give it a value with --param K=...)")
+        else:
+            why = f"the dynamic {lf.where}"
+        return Dyn(None, why)
 
     def unvalued_extents_hint(self) -> str:
         """For a message on a value the lifter could not compute: the kernel's dynamic

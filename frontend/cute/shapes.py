@@ -109,7 +109,7 @@ def _match(pattern: Any, got: Any, out: list) -> bool:
     if pattern == "?":
         out.append(got if isinstance(got, int) else OPAQUE)
         return True
-    return isinstance(pattern, int) and got == pattern
+    return isinstance(pattern, (int, str)) and type(got) is type(pattern) and got == pattern
 
 
 def _as_result(o: Op, shape: Any, stride: Any, leaves_from: list) -> Any:
@@ -124,45 +124,58 @@ def _as_result(o: Op, shape: Any, stride: Any, leaves_from: list) -> Any:
     return Shaped(tuple(out))
 
 
+def _scale(d: Any, n: int) -> Any:
+    """A stride times ``n``: an int, or a scaled basis element (``"E1@0"`` of a
+    coordinate tensor: ``1@0`` times 64 is ``64@0``)."""
+    if isinstance(d, int):
+        return d * n
+    m = re.fullmatch(r"E(-?\d+)(@.*)", d) if isinstance(d, str) else None
+    return f"E{int(m.group(1)) * n}{m.group(2)}" if m else OPAQUE
+
+
 def local_tile(o: Op, vals: list) -> Any:
-    """``cute.local_tile(t, tile, coord)`` of a tensor with dynamic extents."""
+    """``cute.local_tile(t, tile, coord)`` of a tensor with dynamic extents: CuTe's
+    ``zipped_divide`` (each tiled mode ``s:d`` by ``n:1`` is ``n:d`` inside the tile
+    and ``ceil_div(s, n):n*d`` across tiles; modes past the tile go across whole; a
+    mode across tiles that is 1 for every value has stride 0), then the modes across
+    tiles that ``coord`` leaves open."""
     t = vals[0]
     lay = _fill_layout(o.operand_types[0], t.leaves)
+    raw = layout_of(o.operand_types[0])
     tq = quoted(o.operand_types[1]) if len(o.operand_types) > 1 else []
     cq = quoted(o.operand_types[2]) if len(o.operand_types) > 2 else []
-    if lay is None or not tq or not cq:
+    if lay is None or raw is None or not tq or not cq:
         return why_not(vals)
     modes = [m.strip() for m in tq[0].strip("[]").split(";")]
     try:
         coord = parse_tuple(cq[0])
     except TupleSyntax:
         return why_not(vals)
-    shape, stride = lay
+    (shape, stride), rshape = lay, raw[0]
     if not isinstance(shape, tuple):
-        shape, stride = (shape,), (stride,)
+        shape, stride, rshape = (shape,), (stride,), (rshape,)
     if not isinstance(coord, tuple):
         coord = (coord,)
     if len(modes) > len(shape) or len(coord) != len(shape):
         return why_not(vals)
     inner_s, inner_d, rest_s, rest_d = [], [], [], []
     for k, (s, d) in enumerate(zip(shape, stride)):
-        m = re.fullmatch(r"(\d+):1", modes[k]) if k < len(modes) else None
-        if k < len(modes) and m is None:
-            return why_not(vals)  # a tile mode other than n:1
-        if isinstance(s, tuple):
-            return why_not(vals)  # a nested mode
-        n = int(m.group(1)) if m else 1
-        inner_s.append(n)
-        inner_d.append(d)
-        rs = -((-s) // n) if isinstance(s, int) else s
-        rd = d * n if isinstance(d, int) else d
+        if not isinstance(s, int):
+            return why_not(vals)  # a nested mode, or an extent without a value
+        if k < len(modes):
+            m = re.fullmatch(r"(\d+):1", modes[k])
+            if m is None:
+                return why_not(vals)  # a tile mode other than n:1
+            n = int(m.group(1))
+            inner_s.append(n)
+            inner_d.append(d)
+        else:
+            n = 1
+        rs = -((-s) // n)
+        static_one = rshape[k] != "?" and rs == 1
         if coord[k] is None:
             rest_s.append(rs)
-            rest_d.append(rd)
-        if not isinstance(s, int):
-            return why_not(vals)
-    if len(modes) < len(shape):  # modes the tile leaves alone: CuTe keeps them whole
-        return why_not(vals)
+            rest_d.append(0 if static_one else _scale(d, n))
     return _as_result(o, tuple(inner_s + rest_s), tuple(inner_d + rest_d), vals)
 
 
@@ -208,3 +221,104 @@ def _ints(t: Any) -> Any:
     if isinstance(t, tuple):
         return tuple(_ints(x) for x in t)
     return t if isinstance(t, int) else OPAQUE
+
+
+# ------------------------------------------------------------------ the host function
+#: host ops followed from a dynamic extent to a kernel argument: pure integer and
+#: layout arithmetic (every other host op's results are left without a value)
+HOST_OPS = frozenset({
+    "cute.get_layout", "cute.get_shape", "cute.get_stride", "cute.get_leaves",
+    "cute.get_scalars", "cute.to_int_tuple", "cute.make_int_tuple", "cute.make_shape",
+    "cute.make_coord", "cute.size", "cute.get", "cute.tuple_add", "cute.tuple_mul",
+    "cute.tuple_sub", "cute.tuple_div", "cute.ceil_div", "cute.local_tile",
+    "cute.fast_divmod.create_divisor", "arith.constant"})
+#: ops that build a TMA atom and its coordinate tensor (result 1) from a gmem tensor
+TMA_MAKERS = ("cute_nvgpu.atom.make_non_exec_tiled_tma_load",
+              "cute_nvgpu.atom.make_non_exec_tiled_tma_store")
+
+
+def host_values(lf: Any, host: Op, start: dict, kernel: str) -> dict[int, Any]:
+    """The kernel arguments (launch operand index -> value) that the host function
+    computes from the fake tensors with dynamic extents (``start``: host argument ->
+    ``Shaped``): its top-level ops in order, those of ``HOST_OPS`` evaluated with
+    the lifter's own handlers (point by point where an operand holds a ``Sym``), a
+    TMA maker's coordinate tensor given its source's extents (``tma_tensor``).  Only
+    values that depend on a dynamic extent are returned: every other kernel
+    argument stays as the lifter had it."""
+    from .values import WARP, Lanes
+
+    env: dict[str, Any] = dict(start)
+    derived = set(start)
+    out: dict[int, Any] = {}
+    blk = host.regions[0][0]
+    saved_w = lf.w
+    from .interp import WarpRun
+
+    lf.w = WarpRun(0, 0, (0, 0, 0))
+    mask = Lanes([1] * WARP)
+    try:
+        for o in blk.ops:
+            if o.name in ("cuda.launch_ex", "gpu.launch_func") and \
+                    o.attrs.get("callee", "").endswith(f"@{kernel}"):
+                ops = o.operands[1:] if o.name == "cuda.launch_ex" else o.operands
+                for k, x in enumerate(ops):
+                    if x in derived and env.get(x, OPAQUE) is not OPAQUE:
+                        out[k] = env[x]
+                continue
+            if any(h in derived for h in o.operands):
+                derived.update(o.results)
+            if o.name in TMA_MAKERS and len(o.results) == 2:
+                env[o.results[0]] = OPAQUE
+                env[o.results[1]] = _pointwise(lf, tma_tensor, o, env)
+                continue
+            fn = lf.table.get(o.name) if (o.name in HOST_OPS or (
+                o.name.startswith("arith.") and not o.regions)) else None
+            if fn is None:
+                for r in o.results:
+                    env[r] = OPAQUE
+                continue
+            got = _pointwise(lf, lambda op, vals, f=fn: f(lf, op, dict(zip(op.operands, vals)),
+                                                         mask), o, env)
+            if len(o.results) > 1 and isinstance(got, list):
+                for r, v in zip(o.results, got):
+                    env[r] = v
+            else:
+                for r in o.results:
+                    env[r] = got
+    except Exception:  # noqa: BLE001 -- a host the handlers cannot follow: no values
+        out = {}
+    finally:
+        lf.w = saved_w
+    return out
+
+
+def _pointwise(lf: Any, fn: Any, o: Op, env: dict) -> Any:
+    """``fn(op, operand values)``, point by point where an operand holds a ``Sym``;
+    OPAQUE where the points' results do not merge."""
+    vals = [env.get(h, OPAQUE) for h in o.operands]
+    n = len(lf.param_points)
+    if not n or not any(has_sym(v) for v in vals):
+        return fn(o, vals)
+    outs = {i: fn(o, [at_point(v, i) for v in vals]) for i in range(n)}
+    if any(isinstance(r, list) for r in outs.values()):
+        return [merge({i: r[k] for i, r in outs.items()}, n) or OPAQUE
+                for k in range(len(next(iter(outs.values()))))]
+    got = merge(outs, n)
+    return OPAQUE if got is None else got
+
+
+def tma_tensor(o: Op, vals: list) -> Any:
+    """The coordinate tensor a TMA maker returns for a gmem tensor with dynamic
+    extents: the tensor's shape over the basis strides of its type (CuTe's
+    ``make_tma_atom``: the TMA tensor spans the whole gmem tensor)."""
+    src = vals[0] if vals else None
+    if not isinstance(src, Shaped) or len(o.result_types) < 2:
+        return OPAQUE
+    lay = _fill_layout(o.operand_types[0], src.leaves)
+    res = layout_of(o.result_types[1])
+    if lay is None or res is None:
+        return OPAQUE
+    out: list = []
+    if not (_match(res[0], lay[0], out) and _match(res[1], res[1], out)):
+        return OPAQUE
+    return Shaped(tuple(out))
