@@ -208,13 +208,15 @@ class Lifter:
                             "pipeproof checks one kernel at a time")
         self.kernel = kernels[0]
         self.kernel_name = self.kernel.attrs.get("sym_name", '"kernel"').strip('"')
+        self.notes: list[str] = []  # before _launch, which may add one
+        self._grid_from_host = ""  # the note _launch adds where the grid is not constant
         self.launch = launch or self._launch()
+        self._cluster_index = cluster_index
         self.cluster_coord = self._cluster_coord(cluster_index)
         self.bars: dict[tuple[int, int], BarrierInfo] = {}
         self.allocs: dict[Any, tuple[int, str, list]] = {}  # ssa name -> (id, var, fields)
         self.alloc_fields: dict[int, tuple[str, list]] = {}
         self.named_ids: set[int] = set()
-        self.notes: list[str] = []
         #: trace sites (sites.py): op site -> the lane masks (bit i: lane i) that ran it
         self.site_lanes: dict[int, set[int]] = {}
         self.atom_split: dict[str, int] = {}
@@ -313,8 +315,10 @@ class Lifter:
                 if j < len(hargs):
                     start[hargs[j]] = Shaped(tuple(self._extent_value(lf, named)
                                                    for lf in leaves))
-            got = host_values(self, h, start, self.kernel_name)
+            got, grid = host_values(self, h, start, self.kernel_name)
             self.kernel_args.update(got)
+            if grid is not None and self._grid_from_host:
+                self._dynamic_grid(grid)
         for sym in dict.fromkeys(lf.symbol for leaves in host_leaves.values()
                                  for lf in leaves if lf.symbol in named):
             vals = tuple(named[sym])
@@ -322,6 +326,19 @@ class Lifter:
                 self.notes.append(f"dynamic extent {sym} = {vals[0]}")
             else:
                 self.sym_names.setdefault(Sym(vals), sym)
+
+    def _dynamic_grid(self, grid: tuple) -> None:
+        """The grid the host computes from the dynamic extents (a persistent kernel's
+        ``min(tiles, max_active_clusters)``): one grid for every parameter point, or
+        the lift stops (a range is then checked value by value)."""
+        if all(isinstance(g, int) and g > 0 for g in grid):
+            self.notes.remove(self._grid_from_host)
+            self._grid_from_host = ""
+            self.launch = replace(self.launch, grid=grid)
+            self.cluster_coord = self._cluster_coord(self._cluster_index)
+        elif any(has_sym(g) for g in grid):
+            raise LiftError("the launch's grid depends on the dynamic extents' values "
+                            f"({', '.join(self.param_names)}): one lift per value")
 
     def _extent_value(self, lf: Any, named: dict) -> Any:
         """The value of one ``?`` of a fake tensor (``capture.ShapeLeaf``)."""
@@ -381,8 +398,9 @@ class Lifter:
         grd = re.search(r"exact_grid_dim = array<i64: (\d+), (\d+), (\d+)>", facts)
         grid = tuple(int(grd.group(i)) for i in (1, 2, 3)) if grd else self._host_grid()
         if grid is None:
-            self.notes.append("the grid is not constant in the host code: checked as one "
-                              "cluster")
+            self._grid_from_host = ("the grid is not constant in the host code: checked "
+                                    "as one cluster")
+            self.notes.append(self._grid_from_host)
             grid = cluster
         return Launch(block, cluster, grid)  # type: ignore[arg-type]
 

@@ -671,6 +671,8 @@ def _make_view(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("cute.slice")
 def _slice(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     v, c = lf.operands(o, env)[:2]
+    if isinstance(v, Shaped):
+        return shapes.slice_(o, [v, c])
     if coords.is_coord(v):
         return coords.slice_(lf, o, env)
     t = o.result_types[0]
@@ -760,6 +762,29 @@ def _size(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return s if isinstance(s, int) and "?" not in str(v) else OPAQUE
 
 
+@op("cute.make_layout")
+def _make_layout(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A layout with dynamic leaves in its shape (``shapes.make_layout``); otherwise
+    opaque, as before this handler existed (a static layout is read from types)."""
+    vals = lf.operands(o, env)
+    q = quoted(o.result_types[0]) if o.result_types else []
+    if q and "?" in q[-1] and vals and isinstance(vals[0], (tuple, int)):
+        return shapes.make_layout(o, vals)
+    return OPAQUE
+
+
+@op("cute.make_tile")
+def _make_tile(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A static tile ``[n:d;...]`` as the tuple of its modes' sizes (a divisor of
+    ``cute.ceil_div``); other tiles opaque."""
+    q = quoted(o.result_types[0]) if o.result_types else []
+    modes = q[0].strip("[]").split(";") if q else []
+    sizes = [re.fullmatch(r"(\d+):-?\d+", m.strip()) for m in modes]
+    if not sizes or not all(sizes):
+        return OPAQUE
+    return tuple(int(m.group(1)) for m in sizes)
+
+
 @op("cute.get_shape", "cute.get_stride", "cute.get_layout")
 def _layout_part(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """A tensor's shape, stride or layout where it has dynamic extents (``Shaped``,
@@ -791,7 +816,10 @@ def _tuple_arith(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 
     def go(a: Any, b: Any) -> Any:
         if isinstance(a, tuple) and isinstance(b, tuple):
-            return tuple(go(x, y) for x, y in zip(a, b))
+            if len(b) > len(a):
+                raise TypeError
+            # a tile of fewer modes (ceil_div by a tile): the others are left whole
+            return tuple(go(x, y) for x, y in zip(a, b)) + a[len(b):]
         if isinstance(a, tuple):
             return tuple(go(x, b) for x in a)
         if isinstance(a, int) and isinstance(b, int):
@@ -867,6 +895,8 @@ def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return coords.local_tile(lf, o, env)
     if o.name == "cute.local_tile" and vals and isinstance(vals[0], Shaped):
         return shapes.local_tile(o, vals)
+    if o.name == "cute.zipped_divide" and vals and isinstance(vals[0], Shaped):
+        return shapes.zipped_divide(o, vals)
     src = next((v for v in vals if isinstance(v, View)), None)
     n = len(o.results)
     if src is None:

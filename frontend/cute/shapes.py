@@ -133,50 +133,115 @@ def _scale(d: Any, n: int) -> Any:
     return f"E{int(m.group(1)) * n}{m.group(2)}" if m else OPAQUE
 
 
-def local_tile(o: Op, vals: list) -> Any:
-    """``cute.local_tile(t, tile, coord)`` of a tensor with dynamic extents: CuTe's
-    ``zipped_divide`` (each tiled mode ``s:d`` by ``n:1`` is ``n:d`` inside the tile
-    and ``ceil_div(s, n):n*d`` across tiles; modes past the tile go across whole; a
-    mode across tiles that is 1 for every value has stride 0), then the modes across
-    tiles that ``coord`` leaves open."""
+def _divided(o: Op, vals: list) -> Optional[tuple]:
+    """CuTe's ``zipped_divide`` of a tensor with dynamic extents by a tile of ``n:1``
+    modes: ((inner shape, inner stride), (rest shape, rest stride)) -- each tiled mode
+    ``s:d`` is ``n:d`` inside the tile and ``ceil_div(s, n):n*d`` across tiles; modes
+    past the tile go across whole; a mode across tiles that is 1 whatever the
+    extents' values has stride 0 (``cute/layout.hpp``, ``logical_divide``).  None
+    where the layout is not one this follows."""
     t = vals[0]
     lay = _fill_layout(o.operand_types[0], t.leaves)
     raw = layout_of(o.operand_types[0])
     tq = quoted(o.operand_types[1]) if len(o.operand_types) > 1 else []
-    cq = quoted(o.operand_types[2]) if len(o.operand_types) > 2 else []
-    if lay is None or raw is None or not tq or not cq:
-        return why_not(vals)
+    if lay is None or raw is None or not tq:
+        return None
     modes = [m.strip() for m in tq[0].strip("[]").split(";")]
+    (shape, stride), rshape = lay, raw[0]
+    if not isinstance(shape, tuple):
+        shape, stride, rshape = (shape,), (stride,), (rshape,)
+    if len(modes) > len(shape):
+        return None
+    inner_s, inner_d, rest_s, rest_d = [], [], [], []
+    for k, (s, d) in enumerate(zip(shape, stride)):
+        if not isinstance(s, int):
+            return None  # a nested mode, or an extent without a value
+        n = 1
+        if k < len(modes):
+            m = re.fullmatch(r"(\d+):1", modes[k])
+            if m is None:
+                return None  # a tile mode other than n:1
+            n = int(m.group(1))
+            inner_s.append(n)
+            inner_d.append(d)
+        rs = -((-s) // n)
+        rest_s.append(rs)
+        rest_d.append(0 if rshape[k] != "?" and rs == 1 else _scale(d, n))
+    return (tuple(inner_s), tuple(inner_d)), (tuple(rest_s), tuple(rest_d))
+
+
+def zipped_divide(o: Op, vals: list) -> Any:
+    """``cute.zipped_divide(t, tile)``: ``((tile modes), (modes across tiles))``."""
+    got = _divided(o, vals)
+    if got is None:
+        return why_not(vals)
+    (i_s, i_d), (r_s, r_d) = got
+    return _as_result(o, (i_s, r_s), (i_d, r_d), vals)
+
+
+def local_tile(o: Op, vals: list) -> Any:
+    """``cute.local_tile(t, tile, coord)``: the zipped divide, then the modes across
+    tiles that ``coord`` leaves open (``_``), after the tile's modes."""
+    got = _divided(o, vals)
+    cq = quoted(o.operand_types[2]) if len(o.operand_types) > 2 else []
+    if got is None or not cq:
+        return why_not(vals)
     try:
         coord = parse_tuple(cq[0])
     except TupleSyntax:
         return why_not(vals)
-    (shape, stride), rshape = lay, raw[0]
-    if not isinstance(shape, tuple):
-        shape, stride, rshape = (shape,), (stride,), (rshape,)
+    (i_s, i_d), (r_s, r_d) = got
     if not isinstance(coord, tuple):
         coord = (coord,)
-    if len(modes) > len(shape) or len(coord) != len(shape):
+    if len(coord) != len(r_s):
         return why_not(vals)
-    inner_s, inner_d, rest_s, rest_d = [], [], [], []
-    for k, (s, d) in enumerate(zip(shape, stride)):
-        if not isinstance(s, int):
-            return why_not(vals)  # a nested mode, or an extent without a value
-        if k < len(modes):
-            m = re.fullmatch(r"(\d+):1", modes[k])
-            if m is None:
-                return why_not(vals)  # a tile mode other than n:1
-            n = int(m.group(1))
-            inner_s.append(n)
-            inner_d.append(d)
-        else:
-            n = 1
-        rs = -((-s) // n)
-        static_one = rshape[k] != "?" and rs == 1
-        if coord[k] is None:
-            rest_s.append(rs)
-            rest_d.append(0 if static_one else _scale(d, n))
-    return _as_result(o, tuple(inner_s + rest_s), tuple(inner_d + rest_d), vals)
+    keep = [k for k, c in enumerate(coord) if c is None]
+    return _as_result(o, i_s + tuple(r_s[k] for k in keep),
+                      i_d + tuple(r_d[k] for k in keep), vals)
+
+
+def _kept(c: Any, t: Any, out: list) -> bool:
+    """The modes of ``t`` a slice coordinate leaves open (``_``), in order."""
+    if c is None:
+        out.append(t)
+        return True
+    if isinstance(c, tuple):
+        if not isinstance(t, tuple) or len(t) != len(c):
+            return False
+        return all(_kept(x, y, out) for x, y in zip(c, t))
+    return isinstance(c, int)
+
+
+def slice_(o: Op, vals: list) -> Any:
+    """``cute.slice(t, coord)`` of a tensor with dynamic extents: the open modes."""
+    lay = _fill_layout(o.operand_types[0], vals[0].leaves)
+    cq = quoted(o.operand_types[1]) if len(o.operand_types) > 1 else []
+    if lay is None or not cq:
+        return why_not(vals)
+    try:
+        coord = parse_tuple(cq[0])
+    except TupleSyntax:
+        return why_not(vals)
+    ks: list = []
+    kd: list = []
+    if not (_kept(coord, lay[0], ks) and _kept(coord, lay[1], kd)):
+        return why_not(vals)
+    if len(ks) == 1:
+        return _as_result(o, ks[0], kd[0], vals)
+    return _as_result(o, tuple(ks), tuple(kd), vals)
+
+
+def make_layout(o: Op, vals: list) -> Any:
+    """``cute.make_layout(shape[, stride])`` with dynamic leaves in the shape: the
+    shape's values, the stride given or the type's (static) one."""
+    shape = vals[0] if vals else None
+    if not isinstance(shape, (tuple, int)):
+        return why_not(vals)
+    lay = layout_of(o.result_types[0]) if o.result_types else None
+    if lay is None:
+        return why_not(vals)
+    stride = vals[1] if len(vals) > 1 and isinstance(vals[1], (tuple, int)) else lay[1]
+    return _as_result(o, shape, stride, vals)
 
 
 def size_of(o: Op, v: Shaped, modes: list[int]) -> Any:
@@ -231,25 +296,29 @@ HOST_OPS = frozenset({
     "cute.get_scalars", "cute.to_int_tuple", "cute.make_int_tuple", "cute.make_shape",
     "cute.make_coord", "cute.size", "cute.get", "cute.tuple_add", "cute.tuple_mul",
     "cute.tuple_sub", "cute.tuple_div", "cute.ceil_div", "cute.local_tile",
+    "cute.zipped_divide", "cute.slice", "cute.make_layout", "cute.make_tile",
     "cute.fast_divmod.create_divisor", "arith.constant"})
 #: ops that build a TMA atom and its coordinate tensor (result 1) from a gmem tensor
 TMA_MAKERS = ("cute_nvgpu.atom.make_non_exec_tiled_tma_load",
               "cute_nvgpu.atom.make_non_exec_tiled_tma_store")
 
 
-def host_values(lf: Any, host: Op, start: dict, kernel: str) -> dict[int, Any]:
+def host_values(lf: Any, host: Op, start: dict, kernel: str
+                ) -> tuple[dict[int, Any], Optional[tuple]]:
     """The kernel arguments (launch operand index -> value) that the host function
     computes from the fake tensors with dynamic extents (``start``: host argument ->
     ``Shaped``): its top-level ops in order, those of ``HOST_OPS`` evaluated with
     the lifter's own handlers (point by point where an operand holds a ``Sym``), a
     TMA maker's coordinate tensor given its source's extents (``tma_tensor``).  Only
     values that depend on a dynamic extent are returned: every other kernel
-    argument stays as the lifter had it."""
+    argument stays as the lifter had it.  Also the launch's grid
+    (``cuda.launch_cfg.create``) where the host computes it (None otherwise)."""
     from .values import WARP, Lanes
 
     env: dict[str, Any] = dict(start)
     derived = set(start)
     out: dict[int, Any] = {}
+    grid: Optional[tuple] = None
     blk = host.regions[0][0]
     saved_w = lf.w
     from .interp import WarpRun
@@ -264,6 +333,9 @@ def host_values(lf: Any, host: Op, start: dict, kernel: str) -> dict[int, Any]:
                 for k, x in enumerate(ops):
                     if x in derived and env.get(x, OPAQUE) is not OPAQUE:
                         out[k] = env[x]
+                continue
+            if o.name == "cuda.launch_cfg.create" and len(o.operands) >= 7:
+                grid = tuple(env.get(h, OPAQUE) for h in o.operands[4:7])
                 continue
             if any(h in derived for h in o.operands):
                 derived.update(o.results)
@@ -286,10 +358,10 @@ def host_values(lf: Any, host: Op, start: dict, kernel: str) -> dict[int, Any]:
                 for r in o.results:
                     env[r] = got
     except Exception:  # noqa: BLE001 -- a host the handlers cannot follow: no values
-        out = {}
+        out, grid = {}, None
     finally:
         lf.w = saved_w
-    return out
+    return out, grid
 
 
 def _pointwise(lf: Any, fn: Any, o: Op, env: dict) -> Any:
