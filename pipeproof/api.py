@@ -1037,7 +1037,7 @@ def _cute_symbolic(entry: Any, params: dict[str, Any], names: list[str], arch: s
     from .frontend.cute.symbolic import (check_extent_names, extent_points, shape_values,
                                          split_params)
 
-    entry_params, extents = split_params(fn, params)
+    entry_params, extents = split_params(fn, params, path)
     first = {k: (v.start if isinstance(v, range) else v) for k, v in entry_params.items()}
     cap = compile_entry(fn, first, arch, path)[0]
     fixed_extents = {k: v for k, v in extents.items() if not isinstance(v, range)}

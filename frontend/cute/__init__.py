@@ -78,7 +78,7 @@ def lift_entry(spec_text: str, params: Optional[dict[str, Any]] = None,
     spec = parse_spec(spec_text)
     prepare_environment(arch)
     fn = find_entry(load_module(spec.path), spec)
-    entry_params, extents = split_params(fn, dict(params or {}))
+    entry_params, extents = split_params(fn, dict(params or {}), spec.path)
     cap = call_entry(fn, entry_params, arch, spec.path)
     shown = dict(effective_params(fn, entry_params), **extents)
     values = shape_values(cap, extents, fn, spec.path)
@@ -98,7 +98,7 @@ def lift_function(fn: Callable[..., Any], params: Optional[dict[str, Any]] = Non
 
     prepare_environment(arch)
     path = inspect.getsourcefile(fn) or "<entry>"
-    entry_params, extents = split_params(fn, dict(params or {}))
+    entry_params, extents = split_params(fn, dict(params or {}), path)
     cap = call_entry(fn, entry_params, arch, path)
     shown = dict(effective_params(fn, entry_params), **extents)
     values = shape_values(cap, extents, fn, path)

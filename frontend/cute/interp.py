@@ -299,6 +299,9 @@ class Lifter:
         counts computed in the host), and each kernel argument that it leads to
         gets its value."""
         self.unvalued: list[str] = []
+        #: the kernel has fake tensor arguments with dynamic extents: a few handlers
+        #: (``cute.make_tile``) then give values they leave opaque elsewhere
+        self.dynamic_extents = bool(shapes)
         if not shapes:
             return
         named = {k: (v,) for k, v in shape_values.items()}

@@ -775,14 +775,10 @@ def _make_layout(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 
 @op("cute.make_tile")
 def _make_tile(lf: Any, o: Op, env: dict, mask: Any) -> Any:
-    """A static tile ``[n:d;...]`` as the tuple of its modes' sizes (a divisor of
-    ``cute.ceil_div``); other tiles opaque."""
-    q = quoted(o.result_types[0]) if o.result_types else []
-    modes = q[0].strip("[]").split(";") if q else []
-    sizes = [re.fullmatch(r"(\d+):-?\d+", m.strip()) for m in modes]
-    if not sizes or not all(sizes):
-        return OPAQUE
-    return tuple(int(m.group(1)) for m in sizes)
+    """In a kernel with dynamic extents, a static tile as the tuple of its modes'
+    sizes (a divisor of ``cute.ceil_div``: a tile scheduler's tile count);
+    elsewhere opaque, as before this handler existed."""
+    return shapes.tile_sizes(o) if lf.dynamic_extents else OPAQUE
 
 
 @op("cute.get_shape", "cute.get_stride", "cute.get_layout")

@@ -296,7 +296,7 @@ HOST_OPS = frozenset({
     "cute.get_scalars", "cute.to_int_tuple", "cute.make_int_tuple", "cute.make_shape",
     "cute.make_coord", "cute.size", "cute.get", "cute.tuple_add", "cute.tuple_mul",
     "cute.tuple_sub", "cute.tuple_div", "cute.ceil_div", "cute.local_tile",
-    "cute.zipped_divide", "cute.slice", "cute.make_layout", "cute.make_tile",
+    "cute.zipped_divide", "cute.slice", "cute.make_layout",
     "cute.fast_divmod.create_divisor", "arith.constant"})
 #: ops that build a TMA atom and its coordinate tensor (result 1) from a gmem tensor
 TMA_MAKERS = ("cute_nvgpu.atom.make_non_exec_tiled_tma_load",
@@ -331,14 +331,21 @@ def host_values(lf: Any, host: Op, start: dict, kernel: str
                     o.attrs.get("callee", "").endswith(f"@{kernel}"):
                 ops = o.operands[1:] if o.name == "cuda.launch_ex" else o.operands
                 for k, x in enumerate(ops):
-                    if x in derived and env.get(x, OPAQUE) is not OPAQUE:
-                        out[k] = env[x]
+                    v = env.get(x, OPAQUE)
+                    # what the host computes from the extents, and the plain numbers
+                    # beside them (a tile scheduler's divisor of 1)
+                    if x in derived and v is not OPAQUE or \
+                            isinstance(v, int) and not isinstance(v, bool):
+                        out[k] = v
                 continue
             if o.name == "cuda.launch_cfg.create" and len(o.operands) >= 7:
                 grid = tuple(env.get(h, OPAQUE) for h in o.operands[4:7])
                 continue
             if any(h in derived for h in o.operands):
                 derived.update(o.results)
+            if o.name == "cute.make_tile" and o.results:
+                env[o.results[0]] = tile_sizes(o)  # a divisor of cute.ceil_div
+                continue
             if o.name in TMA_MAKERS and len(o.results) == 2:
                 env[o.results[0]] = OPAQUE
                 env[o.results[1]] = _pointwise(lf, tma_tensor, o, env)
@@ -394,3 +401,13 @@ def tma_tensor(o: Op, vals: list) -> Any:
     if not (_match(res[0], lay[0], out) and _match(res[1], res[1], out)):
         return OPAQUE
     return Shaped(tuple(out))
+
+
+def tile_sizes(o: Op) -> Any:
+    """A static tile ``[n:d;...]`` as the tuple of its modes' sizes."""
+    q = quoted(o.result_types[0]) if o.result_types else []
+    modes = q[0].strip("[]").split(";") if q else []
+    sizes = [re.fullmatch(r"(\d+):-?\d+", m.strip()) for m in modes]
+    if not sizes or not all(sizes):
+        return OPAQUE
+    return tuple(int(m.group(1)) for m in sizes)

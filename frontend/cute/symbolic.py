@@ -155,16 +155,57 @@ def plan(fn: Callable[..., Any], params: dict, names: list[str], scalars: tuple,
 # every value (the DSL traced the extent as a run-time value), so it is captured once
 # and the extent gets its value in the lifter (``Lifter._shaped_args``, ``shapes.py``).
 
-def split_params(fn: Callable[..., Any], params: dict) -> tuple[dict, dict]:
+def split_params(fn: Callable[..., Any], params: dict, path: str = "<entry>"
+                 ) -> tuple[dict, dict]:
     """``params`` as (the entry's keyword arguments, the rest): the rest must name
-    dynamic extents (``shape_values`` checks that once the module is captured)."""
+    dynamic extents of the fake tensors the entry passes to ``cute.compile``
+    (recorded without tracing, before the compile); another name is a ConfigError
+    (exit 2), as for an entry without such a parameter."""
     import inspect
 
     sig = inspect.signature(fn)
     names = {n for n, p in sig.parameters.items()
              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return ({k: v for k, v in params.items() if k in names},
-            {k: v for k, v in params.items() if k not in names})
+    entry = {k: v for k, v in params.items() if k in names}
+    rest = {k: v for k, v in params.items() if k not in names}
+    if rest:
+        got = recorded_args(fn, {k: (v.start if isinstance(v, range) else v)
+                                 for k, v in entry.items()})
+        syms = _symbols(got[0]) if got is not None else set()
+        for k in rest:
+            if k not in syms:
+                _no_such_name(fn, k, syms, path)
+    return entry, rest
+
+
+def _symbols(args: tuple) -> set:
+    """The symbols of the ``SymInt`` extents of the fake tensors among ``args``."""
+    from cutlass.cute.typing import SymInt
+
+    out = set()
+    for a in args:
+        shape = getattr(a, "shape", None)
+        if isinstance(shape, tuple):
+            from .capture import _flat
+
+            out |= {x.symbol for x in _flat(shape) if isinstance(x, SymInt) and x.symbol}
+    return out
+
+
+def _no_such_name(fn: Callable[..., Any], k: str, syms: Any, path: str) -> None:
+    from ...model.errors import ConfigError, did_you_mean
+    from ...model.ir import Loc
+    from .entry import bind_params
+
+    try:  # the entry's own message for a name it does not take
+        bind_params(fn, {k: 0}, path)
+    except ConfigError as e:
+        listed = f" (dynamic extents: {', '.join(sorted(syms))})" if syms else \
+            " (no fake tensor has a dynamic extent with a symbol)"
+        raise ConfigError(loc=e.loc or Loc(path),
+                          message=f"{e.message}, and no fake tensor has a dynamic "
+                                  f"extent named {k!r}{listed}",
+                          hint=did_you_mean(k, sorted(syms)) or e.hint) from None
 
 
 def extent_symbols(cap: Any) -> dict[str, list]:
@@ -180,23 +221,10 @@ def extent_symbols(cap: Any) -> dict[str, list]:
 def check_extent_names(cap: Any, extents: dict, fn: Callable[..., Any], path: str) -> None:
     """A ConfigError (exit 2) for a name that is neither a parameter of the entry nor
     the symbol of a dynamic extent of the captured module."""
-    from ...model.errors import ConfigError, did_you_mean
-    from ...model.ir import Loc
-    from .entry import bind_params
-
     syms = extent_symbols(cap)
     for k in extents:
-        if k in syms:
-            continue
-        try:  # the entry's own message for a name it does not take
-            bind_params(fn, {k: 0}, path)
-        except ConfigError as e:
-            listed = f" (dynamic extents: {', '.join(sorted(syms))})" if syms else \
-                " (no fake tensor has a dynamic extent with a symbol)"
-            raise ConfigError(loc=e.loc or Loc(path),
-                              message=f"{e.message}, and no fake tensor has a dynamic "
-                                      f"extent named {k!r}{listed}",
-                              hint=did_you_mean(k, sorted(syms)) or e.hint) from None
+        if k not in syms:
+            _no_such_name(fn, k, syms, path)
 
 
 def extent_rule(cap: Any, name: str) -> tuple[int, str]:
