@@ -142,3 +142,16 @@ def test_the_command_line_says_unknown_and_names_the_failing_values(capsys):
 def test_a_name_that_is_neither_a_parameter_nor_an_extent_is_a_usage_error():
     with pytest.raises(ConfigError, match="no fake tensor has a dynamic extent named 'M'"):
         lift_entry(KERNEL, {"M": 4})
+
+
+def test_a_count_the_host_computes_from_the_extent_is_followed():
+    """``host_k=True``: the ``@cute.jit`` function computes ``ceil_div(size(mA, 1),
+    16)`` and passes it as a ``cutlass.Int32``; the lifter follows the host's ops
+    from the extent to the launch, and the answer per value is the kernel-side one."""
+    assert [_consumer_waits(lift_entry(KERNEL, {"K": k, "host_k": True}))
+            for k in (16, 40, 49)] == [1, 3, 4]
+    ks = range(44, 53)
+    host = by_value(check_cute(KERNEL, {"K": ks, "bug": 2, "host_k": True}, **LIMITS))
+    kernel = by_value(check_cute(KERNEL, {"K": ks, "bug": 2}, **LIMITS))
+    assert host == kernel
+    assert {k for k, (st, _) in host.items() if st == VIOLATED} == set(range(49, 53))

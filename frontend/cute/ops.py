@@ -818,6 +818,8 @@ def _tuple_arith(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             return tuple(go(x, y) for x, y in zip(a, b)) + a[len(b):]
         if isinstance(a, tuple):
             return tuple(go(x, b) for x in a)
+        if isinstance(b, tuple) and len(b) == 1:
+            return go(a, b[0])  # an integer by a tile of one mode
         if isinstance(a, int) and isinstance(b, int):
             return f(a, b)
         raise TypeError

@@ -10,7 +10,9 @@ with ``K`` symbolic (docs/cute-frontend.md, dynamic extents).  ``static_k=N`` co
 the same kernel with a static extent instead (the differential tests' reference:
 a different module, lifted without any dynamic extent).  ``div=D`` declares the
 extent a multiple of ``D`` (``cute.sym_int32(divisibility=D)``); ``named=False``
-leaves it without a symbol.
+leaves it without a symbol.  ``host_k=True``: the host function computes the count,
+``cute.ceil_div(cute.size(mA, mode=[1]), TILE_K)``, and passes it to the kernel as a
+``cutlass.Int32`` (the lifter follows the host's arithmetic from the extent).
 
 Config: block=64 (warp 0 producer, warp 1 consumer), cluster 1x1x1, stages=2,
 TILE_K=16.  Correct kernel: PROVEN for every K.
@@ -58,8 +60,10 @@ def _storage(stages):
 def pipeline_async_dynamic_k_kernel(
     mA: cute.Tensor,
     mOut: cute.Tensor,
+    host_k_tiles: cutlass.Int32,
     stages: cutlass.Constexpr,
     bug: cutlass.Constexpr,
+    host_k: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
     lane = tidx % 32
@@ -73,6 +77,8 @@ def pipeline_async_dynamic_k_kernel(
     # (ROWS, TILE_K, k_tiles): the k-th tile of A along K
     gA = cute.local_tile(mA, (ROWS, TILE_K), (0, None))
     k_tiles = cute.size(gA, mode=[2])
+    if cutlass.const_expr(host_k):
+        k_tiles = host_k_tiles  # the host's count: ceil_div(K, TILE_K)
 
     pipe = PipelineAsync.create(
         barrier_storage=storage.pipe_mbar.data_ptr(),
@@ -113,18 +119,20 @@ def pipeline_async_dynamic_k_kernel(
 
 @cute.jit
 def pipeline_async_dynamic_k_host(mA: cute.Tensor, mOut: cute.Tensor,
-                                  stages: cutlass.Constexpr, bug: cutlass.Constexpr):
-    pipeline_async_dynamic_k_kernel(mA, mOut, stages, bug).launch(
+                                  stages: cutlass.Constexpr, bug: cutlass.Constexpr,
+                                  host_k: cutlass.Constexpr):
+    k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), TILE_K)
+    pipeline_async_dynamic_k_kernel(mA, mOut, k_tiles, stages, bug, host_k).launch(
         grid=(1, 1, 1), block=(THREADS, 1, 1), smem=_storage(stages).size_in_bytes()
     )
 
 
 def pipeline_async_dynamic_k(stages: int = 2, bug: int = 0, static_k: int = 0,
-                             div: int = 1, named: bool = True):
+                             div: int = 1, named: bool = True, host_k: bool = False):
     if static_k:
         k = static_k
     else:
         k = cute.sym_int32(divisibility=div, symbol="K" if named else None)
     mA = make_fake_compact_tensor(cutlass.Float32, (ROWS, k), assumed_align=16)
     mOut = make_fake_compact_tensor(cutlass.Float32, (ROWS,), assumed_align=16)
-    return cute.compile(pipeline_async_dynamic_k_host, mA, mOut, stages, bug)
+    return cute.compile(pipeline_async_dynamic_k_host, mA, mOut, stages, bug, host_k)
