@@ -321,9 +321,7 @@ def host_values(lf: Any, host: Op, start: dict, kernel: str
     grid: Optional[tuple] = None
     blk = host.regions[0][0]
     saved_w = lf.w
-    from .interp import WarpRun
-
-    lf.w = WarpRun(0, 0, (0, 0, 0))
+    lf.w = type(saved_w)(0, 0, (0, 0, 0))  # a warp of its own (interp.WarpRun)
     mask = Lanes([1] * WARP)
     try:
         for o in blk.ops:
