@@ -8,14 +8,17 @@ tensor as a ``Shaped`` (the value of each ``?``, shape before stride) and follow
 few ops that lead from an extent to a loop bound, with the extent's value at each
 point of a symbolic parameter (``--param K=LO..HI``):
 
-* ``cute.local_tile(t, tile, coord)``: CuTe's ``zipped_divide`` by a tile of ``n:1``
-  modes, then the rest modes that ``coord`` leaves open (``_``): mode ``i`` of extent
-  ``s`` and stride ``d`` becomes ``(n, ceil_div(s, n)):(d, n*d)`` (``cute/layout.hpp``,
-  ``logical_divide``; a tile of a dynamic extent rounds up);
-* ``cute.size``, ``cute.get_shape``, ``cute.get_stride``, ``cute.get_layout``: the
-  layout's values;
+* ``cute.zipped_divide(t, tile)`` and ``cute.local_tile(t, tile, coord)``: each tiled
+  mode ``s:d`` by ``n:1`` is ``n:d`` inside the tile and ``ceil_div(s, n):n*d``
+  across tiles (``cute/layout.hpp``, ``logical_divide``; a tile of a dynamic extent
+  rounds up), then the modes ``coord`` leaves open (``_``);
+* ``cute.slice``, ``cute.size``, ``cute.get_shape``, ``cute.get_stride``,
+  ``cute.get_layout``, ``cute.make_layout``: the layout's values;
 * integer tuple arithmetic (``cute.tuple_div``, ``cute.ceil_div``, ...) and ``arith``:
-  point by point (``Lifter.pointwise``).
+  point by point (``Lifter.pointwise``);
+* the same ops in the host function (``host_values``), so that a kernel argument the
+  host computes from an extent (a TMA coordinate tensor, a tile count, a tile
+  scheduler's divisors, the grid) gets its value.
 
 Every result is checked against the type the DSL printed for it: its static leaves
 must be the ones computed, and its ``?`` leaves take the computed values.  A result
@@ -30,7 +33,7 @@ import re
 from typing import Any, Optional
 
 from .mlir_text import Op
-from .values import (OPAQUE, Dyn, Lanes, Shaped, Sym, TupleSyntax, flatten, layout_of,
+from .values import (OPAQUE, Lanes, Shaped, Sym, TupleSyntax, flatten, layout_of,
                      parse_tuple, quoted, size)
 
 
