@@ -20,6 +20,7 @@ same states as the explicit engine's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -32,6 +33,8 @@ from ..symbolic import Encoding
 DISABLED, OK, VIOLATES, OVERFLOWS = 0, 1, 2, 3
 
 _K = z3  # short alias for the Z3_OP_* constants
+#: a child's placeholder in a node's code (``_Fn._emit``)
+_HOLE = re.compile("\x00(\\d+)\x00")
 
 
 class Unsupported(Exception):
@@ -59,6 +62,26 @@ def storage_bytes(lo: int, hi: int) -> int:
     raise Unsupported(f"a state key with range [{lo}, {hi}] does not fit 32 bits")
 
 
+class Dag:
+    """The z3 nodes met while printing one program, by id: the node, its children and
+    their ids, read from z3 once.  z3 shares equal terms, so the templates of a kernel
+    share most of their nodes, and each call through z3's Python API costs microseconds:
+    asking once per program instead of once per transition is most of the printing time.
+    ``tmpl`` holds ``_Fn``'s code of each node with its children as placeholders."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, tuple[Any, list[Any], tuple[int, ...]]] = {}
+        self.tmpl: dict[int, tuple[Optional[str], str]] = {}
+
+    def node(self, nid: int, t: Any) -> tuple[Any, list[Any], tuple[int, ...]]:
+        r = self.nodes.get(nid)
+        if r is None:
+            kids = [t.arg(i) for i in range(t.num_args())] if z3.is_app(t) else []
+            r = (t, kids, tuple(k.get_id() for k in kids))
+            self.nodes[nid] = r
+        return r
+
+
 class TermPrinter:
     """Prints a z3 term DAG node by node, each shared node once, children first (no
     recursion: the templates of a large kernel nest deeply).  The Boolean operators are
@@ -68,27 +91,33 @@ class TermPrinter:
     #: the conditional expression of the target language
     ITE = "({} ? {} : {})"
 
-    def __init__(self) -> None:
+    def __init__(self, dag: Optional["Dag"] = None) -> None:
         self.memo: dict[int, str] = {}
         self.lines: list[str] = []
         self.n = 0
+        self.dag = dag if dag is not None else Dag()
 
     def expr(self, t: Any) -> str:
         """An expression for ``t`` (emitting the temporaries it needs)."""
-        root = t
-        todo: list[tuple[Any, bool]] = [(root, False)]
+        memo, dag = self.memo, self.dag
+        rid = t.get_id()
+        todo: list[tuple[int, Any, bool]] = [(rid, t, False)]
         while todo:
-            node, ready = todo.pop()
-            nid = node.get_id()
-            if nid in self.memo:
+            nid, node, ready = todo.pop()
+            if nid in memo:
                 continue
-            kids = [node.arg(i) for i in range(node.num_args())] if z3.is_app(node) else []
-            if not ready and any(k.get_id() not in self.memo for k in kids):
-                todo.append((node, True))
-                todo.extend((k, False) for k in kids if k.get_id() not in self.memo)
+            node, kids, kid_ids = dag.node(nid, node)
+            if not ready and any(k not in memo for k in kid_ids):
+                todo.append((nid, node, True))
+                todo.extend((kid_ids[i], kids[i], False) for i in range(len(kids))
+                            if kid_ids[i] not in memo)
                 continue
-            self.memo[nid] = self._node(node, [self.memo[k.get_id()] for k in kids])
-        return self.memo[root.get_id()]
+            memo[nid] = self._emit(nid, node, [memo[k] for k in kid_ids])
+        return memo[rid]
+
+    def _emit(self, nid: int, t: Any, a: list[str]) -> str:
+        """The name or literal of node ``t`` (id ``nid``) whose children are ``a``."""
+        return self._node(t, a)
 
     def _node(self, t: Any, a: list[str]) -> str:
         raise NotImplementedError
@@ -134,8 +163,8 @@ class _Fn(TermPrinter):
 
     _sx = staticmethod(_sx)
 
-    def __init__(self, key_of_var: dict[int, int]):
-        super().__init__()
+    def __init__(self, key_of_var: dict[int, int], dag: Optional[Dag] = None):
+        super().__init__(dag)
         self.key_of_var = key_of_var
 
     def _tmp(self, ctype: str, code: str) -> str:
@@ -144,26 +173,42 @@ class _Fn(TermPrinter):
         self.lines.append(f"  {ctype} {name} = {code};")
         return name
 
+    def _emit(self, nid: int, t: Any, a: list[str]) -> str:
+        # the node's code with its children as placeholders, made once per program
+        c = self.dag.tmpl.get(nid)
+        if c is None:
+            c = self._code(t, [f"\x00{i}\x00" for i in range(len(a))])
+            self.dag.tmpl[nid] = c
+        ctype, code = c
+        if a:
+            code = _HOLE.sub(lambda m: a[int(m.group(1))], code)
+        return code if ctype is None else self._tmp(ctype, code)
+
     def _node(self, t: Any, a: list[str]) -> str:
+        ctype, code = self._code(t, a)
+        return code if ctype is None else self._tmp(ctype, code)
+
+    def _code(self, t: Any, a: list[str]) -> tuple[Optional[str], str]:
+        """(C type of the temporary, its initialiser), or (None, a literal)."""
         if not z3.is_app(t):
             raise Unsupported(f"a z3 term that is not an application: {t}")
         k = t.decl().kind()
         if z3.is_bool(t):
             code = self._bool(t, k, a)
-            return code if code in ("0", "1") else self._tmp("int", code)
+            return (None, code) if code in ("0", "1") else ("int", code)
         if not z3.is_bv(t):
             raise Unsupported(f"a z3 term of sort {t.sort()}")
         w = t.size()
         if w > 64:
             raise Unsupported(f"a {w}-bit term (at most 64 are transcribed)")
         if k == _K.Z3_OP_BNUM:
-            return f"0x{t.as_long():X}ULL"
+            return None, f"0x{t.as_long():X}ULL"
         if k == _K.Z3_OP_UNINTERPRETED and not a:
             key = self.key_of_var.get(t.get_id())
             if key is None:
                 raise Unsupported(f"a free constant that is no state key: {t}")
-            return self._tmp("uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})")
-        return self._tmp("uint64_t", self._bv(t, k, a, w))
+            return "uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})"
+        return "uint64_t", self._bv(t, k, a, w)
 
     def _bv(self, t: Any, k: int, a: list[str], w: int) -> str:
         m = _mask(w)
@@ -245,12 +290,12 @@ class Program:
     pc_keys: tuple
 
 
-def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int]) -> list[str]:
+def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int], dag: Dag) -> list[str]:
     """``static int T<i>(x, y, rank)``: DISABLED; OVERFLOWS; VIOLATES with the rank of
     the first failing check (``properties.PRIORITY``, as the explicit engine ranks it);
     or OK with the successor's keys in ``y``."""
     tr = enc.transitions[i]
-    f = _Fn(key_of_var)
+    f = _Fn(key_of_var, dag)
     out = [f"static int T{i}(const int32_t *x, int32_t *y, int *rank) {{"]
     g = f.expr(tr.guard)
     out += f.lines
@@ -393,8 +438,9 @@ def generate(enc: Encoding, core: str,
         lines.append(f"  {{ {ctype[sizes[k]]} v; memcpy(&v, p + {offsets[k]}, {sizes[k]}); "
                      f"x[{k}] = v; }}")
     lines.append("}")
+    dag = Dag()
     for i in range(len(enc.transitions)):
-        lines += _transition_fn(enc, i, key_of_var)
+        lines += _transition_fn(enc, i, key_of_var, dag)
     lines += _expand_fn(enc, pc_keys)
     lines += _canon_fn(blocks)
     lines += _safe_fn(enc, safe or {})
