@@ -28,6 +28,7 @@ import z3
 
 from ..properties import PRIORITY
 from ..symbolic import Encoding
+from .build import UNIT
 
 #: result codes of a generated transition function
 DISABLED, OK, VIOLATES, OVERFLOWS = 0, 1, 2, 3
@@ -322,44 +323,63 @@ def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int], dag: Dag) 
     return out
 
 
-def _expand_fn(enc: Encoding, pc_keys: Sequence[int]) -> list[str]:
-    """``static int expand(x, y)``: every successor of ``x`` handed to ``visit`` in the
-    explicit engine's order (module docstring); 1 when ``visit`` asks to stop."""
-    sysm = enc.sys
-    out = ["static int expand(const int32_t *x, int32_t *y) {", "  int rank = 0, r;"]
+def _call(i: int, stop_on_disabled: bool) -> str:
+    """Transition ``i`` evaluated and its outcome handed to ``visit``; a warp's outcome
+    choices stop at the first disabled one (``break`` out of its ``case``)."""
+    if stop_on_disabled:
+        return (f"      r = T{i}(x, y, &rank); if (r == {DISABLED}) break; "
+                f"if (visit({i}, r, rank, y)) return 1;")
+    return (f"  r = T{i}(x, y, &rank); if (r != {DISABLED} && visit({i}, r, rank, y)) "
+            "return 1;")
 
-    def call(i: int, stop_on_disabled: bool) -> str:
-        if stop_on_disabled:
-            return (f"      r = T{i}(x, y, &rank); if (r == {DISABLED}) break; "
-                    f"if (visit({i}, r, rank, y)) return 1;")
-        return (f"  r = T{i}(x, y, &rank); if (r != {DISABLED} && visit({i}, r, rank, y)) "
-                "return 1;")
 
-    for ag in sysm.agents:
-        lo, hi = enc.agent_range[ag.index]
-        by_pc: dict[int, list[int]] = {}
-        for i in range(lo, hi):
-            tr = enc.transitions[i]
-            by_pc.setdefault(tr.pc, []).append(i)
-        out.append(f"  switch (x[{pc_keys[ag.index]}]) {{")
-        for pc, idxs in sorted(by_pc.items()):
-            idxs.sort(key=lambda i: enc.transitions[i].step[2])
-            out.append(f"    case {pc}:")
-            out += [call(i, True) for i in idxs]
-            out.append("      break;")
-        out.append("    default: break;")
-        out.append("  }")
-    env = [i for i, tr in enumerate(enc.transitions) if tr.agent is None]
-    tma = sorted((i for i in env if enc.transitions[i].step[1][0] == "tma"),
-                 key=lambda i: enc.transitions[i].step[1][1:])
-    out += [call(i, False) for i in tma]
-    for ag in sysm.agents:
-        for kind in ("tcgen05", "cp.async", "bulk"):
-            out += [call(i, False) for i in env
-                    if enc.transitions[i].step[1][:2] == (kind, ag.index)]
-    out.append("  return 0;")
-    out.append("}")
+_HEAD = "(const int32_t *x, int32_t *y)"
+
+
+def _agent_expand_fn(enc: Encoding, a: int, pc_key: int) -> list[str]:
+    """``expand_a<a>(x, y)``: the successors of ``x`` by warp ``a``'s own steps, in
+    order; 1 when ``visit`` asks to stop."""
+    lo, hi = enc.agent_range[a]
+    by_pc: dict[int, list[int]] = {}
+    for i in range(lo, hi):
+        by_pc.setdefault(enc.transitions[i].pc, []).append(i)
+    out = [f"PP_HIDDEN int expand_a{a}{_HEAD} {{", "  int rank = 0, r;",
+           f"  switch (x[{pc_key}]) {{"]
+    for pc, idxs in sorted(by_pc.items()):
+        idxs.sort(key=lambda i: enc.transitions[i].step[2])
+        out.append(f"    case {pc}:")
+        out += [_call(i, True) for i in idxs]
+        out.append("      break;")
+    out += ["    default: break;", "  }", "  (void)rank; (void)r;", "  return 0;", "}"]
     return out
+
+
+def _env_order(enc: Encoding) -> list[int]:
+    """The asynchronous deliveries in the explicit engine's order: TMA/CLC items (the
+    pool is a sorted multiset), then per warp its tcgen05, cp.async and bulk queues."""
+    env = [i for i, tr in enumerate(enc.transitions) if tr.agent is None]
+    order = sorted((i for i in env if enc.transitions[i].step[1][0] == "tma"),
+                   key=lambda i: enc.transitions[i].step[1][1:])
+    for ag in enc.sys.agents:
+        for kind in ("tcgen05", "cp.async", "bulk"):
+            order += [i for i in env if enc.transitions[i].step[1][:2] == (kind, ag.index)]
+    return order
+
+
+def _env_expand_fn(order: Sequence[int]) -> list[str]:
+    """``expand_env(x, y)``: the successors of ``x`` by asynchronous deliveries."""
+    return ([f"PP_HIDDEN int expand_env{_HEAD} {{", "  int rank = 0, r;"]
+            + [_call(i, False) for i in order]
+            + ["  (void)rank; (void)r;", "  return 0;", "}"])
+
+
+def _expand_fn(nagents: int) -> list[str]:
+    """``static int expand(x, y)``: every successor of ``x`` handed to ``visit`` in the
+    explicit engine's order (module docstring): the warps' steps in warp order, then the
+    asynchronous deliveries; 1 when ``visit`` asks to stop."""
+    return ([f"static int expand{_HEAD} {{"]
+            + [f"  if (expand_a{a}(x, y)) return 1;" for a in range(nagents)]
+            + ["  return expand_env(x, y);", "}"])
 
 
 def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
@@ -408,9 +428,15 @@ def generate(enc: Encoding, core: str,
     state's keys into bytes, the initial state, the canonical form under the warp
     symmetry ``blocks`` (``_canon_fn``; none: the identity), the safe points ``safe``
     (``_safe_fn``; none: no point is safe), and ``core`` (the search, ``bfs.c``) after
-    them."""
+    them.
+
+    The source is one C file, cut by ``UNIT`` lines into a prelude (what every unit
+    needs), one unit per warp (its transition functions and ``expand_a<i>``), one for
+    the asynchronous deliveries, and the search last: ``build.load`` may compile the
+    units as separate files in parallel, prelude first in each."""
     key_of_var = {x.get_id(): k for k, x in enumerate(enc.X)}
     pc_keys = tuple(enc.key_of_slot[ag.pc] for ag in enc.sys.agents)
+    nag = len(pc_keys)
     sizes = [storage_bytes(*r) for r in enc.key_range]
     # widest keys first: every key lands on an offset aligned to its size
     order = sorted(range(enc.nkeys), key=lambda k: -sizes[k])
@@ -422,14 +448,31 @@ def generate(enc: Encoding, core: str,
     ctype = {1: "int8_t", 2: "int16_t", 4: "int32_t"}
     lines = ["#include <stdint.h>", "#include <string.h>", "#include <stdlib.h>",
              "#include <time.h>", "",
-             f"#define NK {enc.nkeys}", f"#define SB {sb}", f"#define NAGENTS {len(pc_keys)}",
+             f"#define NK {enc.nkeys}", f"#define SB {sb}", f"#define NAGENTS {nag}",
              f"#define DONE_PC {-1}",
+             # one shared object: calls between its files need no symbol lookup
+             "#define PP_HIDDEN __attribute__((visibility(\"hidden\")))",
              "static inline int64_t pp_smod(int64_t a, int64_t b) {",
              "  int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }",
-             "static int visit(int tid, int r, int rank, int32_t *y);",
-             f"static const int32_t INIT[NK] = {{{', '.join(map(str, enc.init_values))}}};",
-             f"static const int PC_KEYS[NAGENTS] = {{{', '.join(map(str, pc_keys))}}};",
-             "static void pack(const int32_t *x, uint8_t *p) {", "  memset(p, 0, SB);"]
+             "PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y);",
+             *(f"PP_HIDDEN int expand_a{a}{_HEAD};" for a in range(nag)),
+             f"PP_HIDDEN int expand_env{_HEAD};"]
+    dag = Dag()
+    for ag in enc.sys.agents:
+        lo, hi = enc.agent_range[ag.index]
+        lines.append(UNIT)
+        for i in range(lo, hi):
+            lines += _transition_fn(enc, i, key_of_var, dag)
+        lines += _agent_expand_fn(enc, ag.index, pc_keys[ag.index])
+    env = _env_order(enc)
+    lines.append(UNIT)
+    for i in sorted(env):
+        lines += _transition_fn(enc, i, key_of_var, dag)
+    lines += _env_expand_fn(env)
+    lines += [UNIT,
+              f"static const int32_t INIT[NK] = {{{', '.join(map(str, enc.init_values))}}};",
+              f"static const int PC_KEYS[NAGENTS] = {{{', '.join(map(str, pc_keys))}}};",
+              "static void pack(const int32_t *x, uint8_t *p) {", "  memset(p, 0, SB);"]
     for k in order:
         lines.append(f"  {{ {ctype[sizes[k]]} v = ({ctype[sizes[k]]})x[{k}]; "
                      f"memcpy(p + {offsets[k]}, &v, {sizes[k]}); }}")
@@ -438,10 +481,7 @@ def generate(enc: Encoding, core: str,
         lines.append(f"  {{ {ctype[sizes[k]]} v; memcpy(&v, p + {offsets[k]}, {sizes[k]}); "
                      f"x[{k}] = v; }}")
     lines.append("}")
-    dag = Dag()
-    for i in range(len(enc.transitions)):
-        lines += _transition_fn(enc, i, key_of_var, dag)
-    lines += _expand_fn(enc, pc_keys)
+    lines += _expand_fn(nag)
     lines += _canon_fn(blocks)
     lines += _safe_fn(enc, safe or {})
     lines.append(core)
