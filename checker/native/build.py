@@ -99,12 +99,15 @@ def cache_dir() -> Path:
 
 
 def jobs() -> int:
-    """Compiler processes run at once: ``$PIPEPROOF_NATIVE_JOBS``, else the CPUs (at
-    most 8)."""
+    """Compiler processes run at once: ``$PIPEPROOF_NATIVE_JOBS``, else 1 (one file).
+
+    Not the CPU count by default: on the shared 2-core machine of
+    ``bench/results/native.md`` two processes compiled a kernel more slowly than one
+    (p9-fixed: 8.2-9.7 s against 6.8-7.4 s); where cores are idle, more may pay."""
     n = os.environ.get("PIPEPROOF_NATIVE_JOBS")
     if n and n.strip().isdigit() and int(n) >= 1:
         return int(n)
-    return max(1, min(os.cpu_count() or 1, 8))
+    return 1
 
 
 def split_units(source: str, n: int) -> list[str]:
@@ -173,7 +176,8 @@ def _compile(cc: str, sources: list[str], tmp: Path, out: Path,
 def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
     """(ffi, library) of ``source``, compiled unless the cache has it; a compile that
     takes longer than ``timeout`` seconds is stopped (``BuildFailed``).  The source's
-    units (``split_units``) are compiled by ``jobs()`` compiler processes at once."""
+    units (``split_units``) are compiled by ``jobs()`` compiler processes at once (one
+    file by default)."""
     ffi = _ffi()
     cc = compiler()
     digest = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
