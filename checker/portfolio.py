@@ -1,5 +1,21 @@
-"""The default engine (``--engine auto``): BMC first, the explicit engine where BMC's
-certificate does not decide, BMC's unrolling where neither has.
+"""The default engine (``--engine auto``): a quick explicit search, BMC first, the explicit
+engine where BMC's certificate does not decide, BMC's unrolling where neither has.
+
+The quick stage (``quick_search``) comes before all of them: the explicit engine, in this
+process, bounded to ``QUICK_STATES`` states and ``QUICK_SECONDS`` seconds of CPU time.
+Where it finishes -- PROVEN, or a counterexample confirmed shortest -- its verdict is the
+answer and no other process starts; else the stages below run as they would without it.
+On the small kernels of the SPIN benchmark the whole search takes 10-200 ms, while z3's
+import, the certificate's encoding and the second process cost 0.5-1 s of CPU before
+the certificate answers, and an explicit verdict waits out ``HEAD_START``
+(``bench/results/spin.md``).  Its verdict is the explicit engine's, as sound as when
+that engine decides in the race; the verdict, property and counterexample length are
+those the certificate would give (``tests/test_portfolio_quick.py``), only the line
+saying which engine decided differs.  Whether it finishes within ``QUICK_SECONDS`` can
+depend on the machine's speed, as which racing stage decides does.  There is no quick
+stage where the explicit engine runs with stubborn sets (clusters of several CTAs, CTAs
+of ``POR_AUTO_WARPS`` warps or more): their preparation alone can take longer than the
+budget, and in the race the explicit engine decides those kernels first anyway.
 
 Why this order (``bench/results/bmc.md``, 47 runs of 30 s): BMC's certificate
 (``checker/certificate.py``) decides 39 of them -- PROVEN without unrolling, or the
@@ -64,6 +80,17 @@ MIN_NATIVE_SECONDS = 5.0
 #: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
 #: verdict that comes sooner waits for them -- before the first of the two to decide wins
 HEAD_START = 2.0
+#: the quick stage: states and seconds of CPU time of the explicit engine's search in
+#: this process before any other stage starts (``quick_search``); 0 states: none
+QUICK_STATES = 50_000
+QUICK_SECONDS = 2.0
+
+
+def quick_states_default() -> int:
+    """``QUICK_STATES``, or ``PIPEPROOF_QUICK_STATES`` from the environment (the test
+    suite sets 0 where it tests the later stages on small examples)."""
+    v = os.environ.get("PIPEPROOF_QUICK_STATES", "").strip()
+    return max(int(v), 0) if v.isdigit() else QUICK_STATES
 
 
 def default_jobs() -> int:
@@ -190,6 +217,30 @@ def keep_found(answer: Verdict, found: Optional[Verdict]) -> Verdict:
     found.stats.extra["shortest"] = False
     found.stats.extra["confirm_stopped"] = answer.reason
     return found
+
+
+def quick_search(system: System, states: int, seconds: float, timeout: float,
+                 kwargs: dict[str, Any]) -> tuple[Optional[Verdict], Verdict]:
+    """The quick stage: the explicit engine, unchanged, in this process, bounded to
+    ``states`` states and ``seconds`` of CPU time (its search and its confirming search
+    together; ``timeout``: wall clock).  Its
+    answer is final -- (verdict, it) -- only where the search was complete: PROVEN, or
+    VIOLATED with a counterexample confirmed shortest (what the certificate would have
+    given); else (None, its UNKNOWN or unconfirmed answer) and the other stages start
+    as before.  Why: on a small kernel the whole search takes milliseconds, while
+    starting the race costs z3's import and the certificate's encoding in a second
+    process (bench/results/spin.md: 0.5-1 s of CPU, and the head start)."""
+    from .explicit import check_explicit
+
+    kw = dict(kwargs, progress=None, on_found=None)
+    q = check_explicit(system, **dict(kw, max_states=min(states, kw["max_states"]),
+                                      timeout=timeout, cpu_seconds=seconds))
+    final = q.status == PROVEN or (q.status == VIOLATED
+                                   and q.stats.extra.get("shortest") is not False)
+    if final:
+        q.stats.extra["quick"] = True
+        return q, q
+    return None, q
 
 
 def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any], Verdict]:
@@ -350,9 +401,12 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
                reduce: bool = True, por: Optional[bool] = None,
                bmc_steps: str = "auto", confirm_timeout: Optional[float] = None,
                jobs: Optional[int] = None,
-               on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
-    """BMC's certificate, then the explicit engine, then BMC's unrolling, sharing
-    ``timeout`` (module docstring).  ``jobs``: 1 runs the stages one after another;
+               on_found: Optional[Callable[[Verdict], None]] = None,
+               quick_states: Optional[int] = None) -> Verdict:
+    """The quick stage, then BMC's certificate, then the explicit engine, then BMC's
+    unrolling, sharing ``timeout`` (module docstring).  ``quick_states``: the quick
+    stage's bound (``quick_search``; None: ``quick_states_default()``, 0: no quick
+    stage).  ``jobs``: 1 runs the stages one after another;
     2 or more races the first two in forked processes, the certificate with a head
     start of ``HEAD_START`` seconds (None: ``default_jobs()``).  ``on_found``: a
     counterexample found before the search that confirms it is shortest
@@ -385,6 +439,15 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
                          certificate_only=True, max_states=max_states, **conf)
 
     racing = (default_jobs() if jobs is None else jobs) >= 2
+    quick = quick_states_default() if quick_states is None else quick_states
+    if quick > 0 and not _explicit_por(system, por):
+        final, q = quick_search(system, quick, QUICK_SECONDS, timeout, explicit_kw)
+        if final is not None:
+            done(final).stats.extra["auto_jobs"] = 1  # no other process was started
+            return final
+        note("explicit (quick)", q)
+        if left() <= 0:
+            return done(q)
     e: Optional[Verdict] = None
     if racing:
         expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=timeout)),

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pipeproof.api import check_file
@@ -19,6 +20,8 @@ from pipeproof.model.errors import ConfigError
 import generators as G
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 
 
 def test_certificate_decides_first() -> None:

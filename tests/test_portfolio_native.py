@@ -16,6 +16,8 @@ from pipeproof.checker.portfolio import check_auto
 import generators as G
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 _SMALL = (EX / "textbook/pipeline_async.pipe").read_text()
 _BUG = (EX / "bugs/p1-bug.pipe").read_text()
 
