@@ -395,7 +395,7 @@ def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: 
     return keep_found(e, expl.found)
 
 
-def check_auto(system: System, depth: int, timeout: float = 600.0,
+def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
                max_states: int = 3_000_000,
                progress: Optional[Callable[[int, int, float], None]] = None,
                reduce: bool = True, por: Optional[bool] = None,
@@ -410,8 +410,9 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     2 or more races the first two in forked processes, the certificate with a head
     start of ``HEAD_START`` seconds (None: ``default_jobs()``).  ``on_found``: a
     counterexample found before the search that confirms it is shortest
-    (``explicit.check_explicit``), as soon as it is this stage's to show."""
-    from .bmc import check_bmc
+    (``explicit.check_explicit``), as soon as it is this stage's to show.  ``depth``:
+    BMC's bound (None: ``bmc.DEFAULT_DEPTH``).  BMC, and z3 with it, is imported only
+    once a BMC stage starts (a fifth of a small check's start-up)."""
     from .explicit import check_explicit
 
     t0 = time.perf_counter()
@@ -434,8 +435,15 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     explicit_kw = dict(max_states=max_states, progress=progress, reduce=reduce, por=por,
                        on_found=on_found, **conf)
 
+    def bmc_depth() -> int:
+        from .bmc import DEFAULT_DEPTH
+
+        return DEFAULT_DEPTH if depth is None else depth
+
     def certificate(gate: Any = None, notify: Any = None) -> Verdict:
-        return check_bmc(system, depth=depth, timeout=timeout, steps=bmc_steps,
+        from .bmc import check_bmc
+
+        return check_bmc(system, depth=bmc_depth(), timeout=timeout, steps=bmc_steps,
                          certificate_only=True, max_states=max_states, **conf)
 
     racing = (default_jobs() if jobs is None else jobs) >= 2
@@ -487,8 +495,10 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     note("explicit", e)
     if left() < MIN_UNROLL_SECONDS:
         return done(e)
-    u = check_bmc(system, depth=depth, timeout=left(), steps=bmc_steps, certificate=False,
-                  on_found=on_found, **conf)
+    from .bmc import check_bmc
+
+    u = check_bmc(system, depth=bmc_depth(), timeout=left(), steps=bmc_steps,
+                  certificate=False, on_found=on_found, **conf)
     if u.status == UNKNOWN:
         # both searches stopped: the explicit engine's account of how far it got first
         note("bmc unrolling", u)
