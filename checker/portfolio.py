@@ -303,17 +303,18 @@ def _first_decided(stages: list[_Forked], seconds: float,
 
 
 def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
-          on_found: Optional[Callable[[Verdict], None]] = None
-          ) -> tuple[Verdict, Optional[Verdict]]:
+          on_found: Optional[Callable[[Verdict], None]] = None,
+          started: Optional[float] = None) -> tuple[Verdict, Optional[Verdict]]:
     """Wait for the two racing stages: the certificate's answer, and the explicit
-    engine's when it decided first after ``HEAD_START`` (else None: the caller waits for
-    it).  A certificate stopped that way answers UNKNOWN, saying so.  A counterexample
-    the explicit engine sends before its answer goes to ``on_found`` once the head start
-    is over (if the certificate has not answered by then)."""
+    engine's when it decided first after ``HEAD_START`` (counted from ``started``, the
+    race's start, default ``t0``; else None: the caller waits for it).  ``t0 + timeout``:
+    the deadline.  A certificate stopped that way answers UNKNOWN, saying so.  A
+    counterexample the explicit engine sends before its answer goes to ``on_found`` once
+    the head start is over (if the certificate has not answered by then)."""
     from multiprocessing.connection import wait
 
     decided = (VIOLATED, PROVEN)
-    head_end = t0 + HEAD_START
+    head_end = (t0 if started is None else started) + HEAD_START
     while True:
         now = time.perf_counter()
         if now >= head_end:
@@ -443,7 +444,7 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
     def certificate(gate: Any = None, notify: Any = None) -> Verdict:
         from .bmc import check_bmc
 
-        return check_bmc(system, depth=bmc_depth(), timeout=timeout, steps=bmc_steps,
+        return check_bmc(system, depth=bmc_depth(), timeout=left(), steps=bmc_steps,
                          certificate_only=True, max_states=max_states, **conf)
 
     racing = (default_jobs() if jobs is None else jobs) >= 2
@@ -458,12 +459,15 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
             return done(q)
     e: Optional[Verdict] = None
     if racing:
-        expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=timeout)),
+        from . import bmc  # noqa: F401  (z3 once, here: both forked stages have it)
+
+        started = time.perf_counter()
+        expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=left())),
                        "explicit engine")
         try:
             cert = _Forked(certificate, "BMC certificate")
             try:
-                v, e = _race(cert, expl, t0, timeout, on_found)
+                v, e = _race(cert, expl, t0, timeout, on_found, started)
             finally:
                 cert.cancel()
             if v.status in (VIOLATED, PROVEN):
