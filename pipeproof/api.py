@@ -399,10 +399,9 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
         except DaskUnavailable as e:
             raise ConfigError(str(e)) from None
     elif engine == "auto" and smt2 is None and bmc_certificate:
-        from .checker.bmc import DEFAULT_DEPTH
         from .checker.portfolio import check_auto
 
-        verdict = check_auto(system, DEFAULT_DEPTH if depth is None else depth,
+        verdict = check_auto(system, depth,  # None: BMC's default, imported if BMC runs
                              timeout=timeout, max_states=max_states, progress=progress,
                              reduce=reduce, por=por, bmc_steps=bmc_steps,
                              confirm_timeout=confirm_timeout, jobs=jobs, on_found=on_found)

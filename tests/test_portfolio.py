@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pipeproof.api import check_file
@@ -20,6 +21,8 @@ import generators as G
 from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 
 
 def test_certificate_decides_first() -> None:
@@ -162,7 +165,10 @@ def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any
 
     monkeypatch.setattr(evalgraph.CompiledSteps, "first_check",
                         lambda self, c, row: "overwrite-before-release")
-    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "-q"])
+    # --jobs 1: racing, on a loaded machine the explicit engine may decide before the
+    # certificate reaches the bad step (after its 2 s head start), and this test is
+    # about the certificate's error
+    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "-q", "--jobs", "1"])
     cap = capsys.readouterr()
     assert rc == 3 and cap.out.startswith("UNKNOWN internal error, no verdict:")
     assert "a bug in pipeproof" in cap.err and "Traceback" not in cap.err

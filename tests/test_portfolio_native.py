@@ -17,6 +17,8 @@ import generators as G
 from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 _SMALL = (EX / "textbook/pipeline_async.pipe").read_text()
 _BUG = (EX / "bugs/p1-bug.pipe").read_text()
 
