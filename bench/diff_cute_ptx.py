@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--structured", action="store_true")
     a = ap.parse_args(argv)
     from pipeproof.impl.emit import EmitOptions, emit_file
-    from pipeproof.impl.ptx_sync import compare
+    from pipeproof.impl.ptx_diff import compare
 
     params = {k: int(v) for k, v in (x.split("=", 1) for x in a.param)}
     em = emit_file(a.pipe, params, EmitOptions(a.arch, trace=False, jitter=False,

@@ -1,5 +1,5 @@
 """Compare a CuTe DSL kernel whose warps share one code path with pipeproof's per-warp
-programs (``ptx_sync.compare``'s last resort).
+programs (``ptx_diff.compare``'s last resort).
 
 The DSL compiles one kernel body for every warp and every CTA of a cluster: role blocks
 (``if warp_idx == 4:``), leader-only code (``if is_leader_cta:``), the TMEM allocator

@@ -242,7 +242,7 @@ def _match(cute: tuple[str, ...], mine: tuple[str, ...]) -> bool:
 
 @dataclass(frozen=True)
 class RoleDiff:
-    """The comparison of one kernel's two PTX files (``compare``)."""
+    """The comparison of one kernel's two PTX files (``ptx_diff.compare``)."""
 
     #: (name, cute.compile's ops, pipeproof's ops) for the set-up and each role's body
     parts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
@@ -264,22 +264,7 @@ class RoleDiff:
         return "\n".join(out)
 
 
-def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
-    """``_compare`` as it is; else with code common to the end of every program taken as
-    code after the DSL's role dispatch, where that makes the two agree."""
-    plain = _compare(cute_ptx, pipeproof_ptx, False)
-    if plain.equal:
-        return plain
-    tail = _compare(cute_ptx, pipeproof_ptx, True)
-    if tail.equal:
-        return tail
-    from .ptx_onepath import compare_one_path
-
-    one = compare_one_path(cute_ptx, pipeproof_ptx)
-    return one if one is not None and one.equal else plain
-
-
-def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
+def compare_roles(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
     """Role by role, after normalisation (``sync_ops``) and these accepted differences:
 
     * ``elect.sync`` (the DSL elects one thread) is dropped: pipeproof's single-thread
@@ -295,7 +280,7 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
       code path, e.g. PipelineOrder's groups waiting on different parities) matches any
       value, and a role whose body matches such a shared segment needs no code of its
       own;
-    * where it makes the two agree (``compare``), ops common to the end of every
+    * where it makes the two agree (``ptx_diff.compare``), ops common to the end of every
       program (code after the DSL's role dispatch) are compared once, with the end of
       the DSL's code;
     * ``.aligned`` on barriers is dropped; tensor-map bulk copies (loads completing tx on
@@ -361,4 +346,4 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
 
 
 __all__ = ["SyncOp", "Program", "RoleDiff", "canonical", "sync_ops", "pipeproof_programs",
-           "compare", "SETUP"]
+           "compare_roles", "SETUP"]

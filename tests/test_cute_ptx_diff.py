@@ -4,7 +4,7 @@ item 2), for every real CuTe DSL kernel of ``tests/cute_kernels/`` and its ``.pi
 Both sides are reduced to their synchronisation ops (``impl/ptx_sync.py``: mbarrier
 init / arrive / expect_tx / try_wait with parity, bulk copies, fences, named and cluster
 barriers, ``tcgen05.commit``) and compared role by role after the accepted differences
-that ``ptx_sync.compare`` lists (``elect.sync`` vs lane 0, the set-up once vs per warp,
+that ``ptx_diff.compare`` lists (``elect.sync`` vs lane 0, the set-up once vs per warp,
 tensor-map vs 1-D bulk copies, the DSL's one code path for several warps or CTAs run
 per program, ...).  The pipeproof side is emitted without
 instrumentation and unrolled (the DSL kernels take their trip counts as ``Constexpr``
@@ -27,7 +27,8 @@ import sys
 import pytest
 
 from pipeproof.impl.emit import EmitOptions, emit_file
-from pipeproof.impl.ptx_sync import compare, sync_ops
+from pipeproof.impl.ptx_diff import compare
+from pipeproof.impl.ptx_sync import sync_ops
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed "
                     "(pip install 'pipeproof[cute]'): no CuTe DSL PTX to diff against")
