@@ -201,6 +201,12 @@ class _Regs:
         return [f"\t.reg {t} %{k}<{max(self.n[k], 1)}>;" for k, t in self.KINDS.items()]
 
 
+def _multicasts(ck: CompiledKernel) -> bool:
+    """Does some TMA load of ``ck`` deliver to more than one CTA (``.multicast::cluster``)?"""
+    return any(isinstance(i, TmaLoad) and len({d.bar.cta for d in i.deliveries}) > 1
+               for prog in ck.programs for i in prog.code)
+
+
 class _Emitter:
     def __init__(self, ck: CompiledKernel, opts: EmitOptions):
         if opts.arch not in ARCHES:
@@ -736,6 +742,13 @@ class _Emitter:
             return None
         fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream,
                            commits_deferred=not self.b100)
+        if fold is not None and _multicasts(self.ck):
+            # measured on an H100: the folded 2x2 multicast kernels (pipeline_tma_async_
+            # multicast, cluster_layout_stride, l1-fixed) read stages the TMA had not
+            # filled (stamp errors in every run) while their copies conform; until that
+            # is understood, no warp of a multicast kernel is folded
+            fold, why = None, ("a kernel with multicast TMA loads (folding them fails GPU "
+                               "conformance; bench/results/conformance_gpu_i25.md)")
         if fold is not None:
             inside = set(fold.skip) | set(fold.slots) | {fold.head}
             if inside & (set(self.defer_at) | set(self.fire_before)):
