@@ -28,7 +28,7 @@ from pipeproof.model.system import System
 from test_bmc_hypothesis import SETTINGS
 from helpers import NO_DEADLINE
 
-EXAMPLES = "examples"
+EXAMPLES = str(Path(__file__).resolve().parent.parent / "examples")  # any working directory
 
 
 def _by_value(source: str, name: str, values: range) -> dict[int, str]:
