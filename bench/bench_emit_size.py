@@ -47,7 +47,7 @@ def measure(file: str, params: dict, structured: bool, trace: bool, checks: bool
     t0 = time.perf_counter()
     em = emit_file(str(ROOT / file), params,
                    EmitOptions("sm_90a", trace=trace, jitter=trace, checks=checks,
-                               structured=structured))
+                               structured=structured, fold=True))
     t_emit = time.perf_counter() - t0
     ptx = os.path.join(tmp, "k.ptx")
     cubin = ptx + ".cubin"

@@ -130,8 +130,10 @@ class EmitOptions:
     #: the pending count ``mbarrier.arrive`` returned
     arrivals: str = "thread"
     #: structured loops keep PipelineState in registers: the copies of a body that differ
-    #: only in stage index and phase are emitted once (``impl/fold.py``)
-    fold: bool = True
+    #: only in stage index and phase are emitted once (``impl/fold.py``).  Off by default:
+    #: measured on an H100 the folded hand-off is slower (TMA, 4 stages: 111 against 65
+    #: ns per k-tile with the copies; bench/results/conformance_gpu_i25.md)
+    fold: bool = False
 
 
 @dataclass

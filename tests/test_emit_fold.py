@@ -26,9 +26,9 @@ from pipeproof.model.values import CONCRETE
 
 ROOT = Path(__file__).resolve().parent.parent
 TB = ROOT / "examples" / "textbook"
-BARE = EmitOptions("sm_90a", trace=False, jitter=False, checks=False)
-CHECKS = EmitOptions("sm_90a", trace=False, jitter=False, checks=True)
-TRACE = EmitOptions("sm_90a")
+BARE = EmitOptions("sm_90a", trace=False, jitter=False, checks=False, fold=True)
+CHECKS = EmitOptions("sm_90a", trace=False, jitter=False, checks=True, fold=True)
+TRACE = EmitOptions("sm_90a", fold=True)
 CASES = [
     (TB / "pipeline_async.pipe", {}),
     (TB / "pipeline_tma_async.pipe", {}),
@@ -266,7 +266,7 @@ def test_folded_sm100a_commits_issue_the_copies_synchronisation():
 
 def _same_sync(path: Path, params: dict, arch: str):
     folded = emit_file(str(path), params, EmitOptions(arch, trace=False, jitter=False,
-                                                      checks=False))
+                                                      checks=False, fold=True))
     copies = emit_file(str(path), params, EmitOptions(arch, trace=False, jitter=False,
                                                       checks=False, fold=False))
     assert any("folded" in v for v in folded.folds.values())
@@ -287,7 +287,7 @@ def test_folded_trace_records_name_the_copies_pcs(path, params):
     of the copy that ran, observations) the kernel with copies writes, so GPU traces map
     to the same program instructions (``impl/replay.py``)."""
     opts = dict(trace=True, jitter=False, checks=True)
-    folded = emit_file(str(path), params, EmitOptions("sm_90a", **opts))
+    folded = emit_file(str(path), params, EmitOptions("sm_90a", fold=True, **opts))
     copies = emit_file(str(path), params, EmitOptions("sm_90a", fold=False, **opts))
     assert any("folded" in v for v in folded.folds.values())
     args = folded.manifest.args
