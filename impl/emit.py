@@ -203,12 +203,6 @@ class _Regs:
         return [f"\t.reg {t} %{k}<{max(self.n[k], 1)}>;" for k, t in self.KINDS.items()]
 
 
-def _multicasts(ck: CompiledKernel) -> bool:
-    """Does some TMA load of ``ck`` deliver to more than one CTA (``.multicast::cluster``)?"""
-    return any(isinstance(i, TmaLoad) and len({d.bar.cta for d in i.deliveries}) > 1
-               for prog in ck.programs for i in prog.code)
-
-
 class _Emitter:
     def __init__(self, ck: CompiledKernel, opts: EmitOptions):
         if opts.arch not in ARCHES:
@@ -744,13 +738,6 @@ class _Emitter:
             return None
         fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream,
                            commits_deferred=not self.b100)
-        if fold is not None and _multicasts(self.ck):
-            # measured on an H100: the folded 2x2 multicast kernels (pipeline_tma_async_
-            # multicast, cluster_layout_stride, l1-fixed) read stages the TMA had not
-            # filled (stamp errors in every run) while their copies conform; until that
-            # is understood, no warp of a multicast kernel is folded
-            fold, why = None, ("a kernel with multicast TMA loads (folding them fails GPU "
-                               "conformance; bench/results/conformance_gpu_i25.md)")
         if fold is not None:
             inside = set(fold.skip) | set(fold.slots) | {fold.head}
             if inside & (set(self.defer_at) | set(self.fire_before)):
@@ -1547,7 +1534,9 @@ class _Emitter:
 
     def tma(self, pc: int, ins: TmaLoad) -> None:
         src = self.src_addr(pc, stream=True)
-        key = delivery_key(self.prog, pc, ins)
+        # the slot from the program's own instruction: a folded body's ``ins`` names its
+        # stage by a register, which the walk back to the fill's earlier loads cannot match
+        key = delivery_key(self.prog, pc, self.prog.code[pc])
         normal = [d for d in ins.deliveries if d.buf is not None and not is_split(d)]
         split = [d for d in ins.deliveries if d.buf is not None and is_split(d)]
         for d in ins.deliveries:
@@ -1612,7 +1601,7 @@ class _Emitter:
 
     def clc(self, pc: int, ins: TmaLoad, st: "_Step") -> None:
         ds = [d for d in ins.deliveries if d.buf is not None]
-        key = delivery_key(self.prog, pc, ins)
+        key = delivery_key(self.prog, pc, self.prog.code[pc])  # as in ``tma``
         if self.b100:
             own = [d for d in ds if d.buf.cta == self.prog.cta]  # type: ignore[union-attr]
             d = own[0] if own else ds[0]
