@@ -441,36 +441,27 @@ class _Emitter:
         bad = self.p()
         self(f"setp.ne.u32 {bad}, {hi}, {STAMP_BASE};")
         if isinstance(tag, F.TagReg):  # the tag in a register (``impl/fold.py``)
-            return self.stamp_bad_reg(lo, bad, tag)
+            tpar = self.r()
+            self(f"and.b32 {tpar}, {tag.reg}, 1;")
+            return self.stamp_tag_bad(lo, bad, tag.reg, tpar, tag.parity)
         if tag == ANY_FILL:  # any complete fill
             return bad
-        par = self.r()
+        return self.stamp_tag_bad(lo, bad, str(tag), str(tag % 2), tag >= PARITY_TAG)
+
+    def stamp_tag_bad(self, lo: str, bad: str, tag: str, tag_parity: str,
+                      parity_only: bool) -> str:
+        """``bad`` or-ed with: the stamp's fill number ``lo`` is not fill ``tag`` (an
+        immediate or a register); a parity tag, or a stamp that is itself a parity tag,
+        compares the parities only."""
+        par, pbad = self.r(), self.p()
         self(f"and.b32 {par}, {lo}, 1;")
-        pbad = self.p()
-        self(f"setp.ne.u32 {pbad}, {par}, {tag % 2};")
-        if tag >= PARITY_TAG:
+        self(f"setp.ne.u32 {pbad}, {par}, {tag_parity};")
+        if parity_only:
             self(f"or.pred {bad}, {bad}, {pbad};")
             return bad
-        # exact unless the stamp itself is a parity tag
         isp, ebad = self.p(), self.p()
         self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
         self(f"setp.ne.u32 {ebad}, {lo}, {tag};")
-        self(f"@{isp} mov.pred {ebad}, {pbad};")
-        self(f"or.pred {bad}, {bad}, {ebad};")
-        return bad
-
-    def stamp_bad_reg(self, lo: str, bad: str, tag: "F.TagReg") -> str:
-        """``stamp_bad`` for a tag in a register: the same rule as for a constant tag."""
-        par, tpar, pbad = self.r(), self.r(), self.p()
-        self(f"and.b32 {par}, {lo}, 1;")
-        self(f"and.b32 {tpar}, {tag.reg}, 1;")
-        self(f"setp.ne.u32 {pbad}, {par}, {tpar};")
-        if tag.parity:
-            self(f"or.pred {bad}, {bad}, {pbad};")
-            return bad
-        isp, ebad = self.p(), self.p()
-        self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
-        self(f"setp.ne.u32 {ebad}, {lo}, {tag.reg};")
         self(f"@{isp} mov.pred {ebad}, {pbad};")
         self(f"or.pred {bad}, {bad}, {ebad};")
         return bad
