@@ -159,6 +159,8 @@ def test_on_a_local_dask_cluster() -> None:
 
     client = connect("local:2")
     try:
+        # connect returns once both workers have registered (not when the first has)
+        assert len(client.nthreads()) == 2
         _partitioned_search_equals_one_process(client)
         _param_range_and_many_kernels(client)
         _command_line_on_a_scheduler_address(client.scheduler.address)
