@@ -1407,6 +1407,24 @@ class _Emitter:
         CLC or TMA transaction count) each lane's arrive is ``arrive.expect_tx``."""
         scope = scope if scope in ("cta", "cluster") else "cluster"
         a = self.smem_addr(self.bar_off(live[0].bar))
+        ranks = [arr.bar.cta for arr in live]
+        if all(arr.count == 1 for arr in live) and len(set(ranks)) == len(ranks) and \
+                max(ranks) < WARP_SIZE:
+            # one arrival per destination CTA: lane r signals CTA r, as CUTLASS's
+            # signalling threads do (``sm90.py`` PipelineTmaAsync: a lane's destination
+            # is its own index; it signals where that CTA is in the multicast set)
+            bits, skip, pr, m = self.r(), self.fresh("ta"), self.p(), self.r()
+            self(f"mov.u32 {bits}, {sum(1 << r for r in ranks)};")
+            self(f"shr.b32 {bits}, {bits}, %k_lane;")
+            self(f"and.b32 {bits}, {bits}, 1;")
+            self(f"setp.eq.u32 {pr}, {bits}, 0;")
+            self(f"@{pr} bra {skip};")
+            self(f"mapa.shared::cluster.u32 {m}, {a}, %k_lane;")
+            op = f"arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [{m}], {tx}" \
+                if tx else f"arrive.release.{scope}.shared::cluster.b64 _, [{m}]"
+            self(f"mbarrier.{op};")
+            self.label(skip)
+            return
         rank = self.r()
         self(f"mov.u32 {rank}, {live[0].bar.cta};")
         hi = live[0].count

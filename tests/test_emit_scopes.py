@@ -19,6 +19,7 @@ from test_scopes import FORWARD
 
 from pipeproof.api import compile_file
 from pipeproof.impl.emit import EmitOptions, emit_file
+from pipeproof.impl.ptx_exec import RANK_SHIFT, Run, run_warp
 from pipeproof.impl.ptx_sync import pipeproof_programs
 from pipeproof.model.program import Arrive
 from pipeproof.model.scopes import acquire_scope, cluster_acquired
@@ -74,30 +75,43 @@ def test_a_remote_cluster_release_makes_its_waits_cluster_scoped(
         assert scopes.count("cluster") == n_cluster
 
 
-_LANE_SELECT = re.compile(
+#: the two lane selections of ``arrive_ranked``: lane r signals CTA r (one arrival per
+#: destination, CUTLASS's signalling lanes), or ``count`` consecutive lanes per
+#: destination (a rank chosen by lane ranges)
+_BY_LANE = re.compile(
+    r"mov\.u32 (%r\d+), (\d+);\n\tshr\.b32 \1, \1, %k_lane;\n\tand\.b32 \1, \1, 1;\n"
+    r"\tsetp\.eq\.u32 %p\d+, \1, 0;\n\t@%p\d+ bra \$_ta\d+;\n"
+    r"\tmapa\.shared::cluster\.u32 %r\d+, %r\d+, %k_lane;\n"
+    r"\tmbarrier\.arrive\.release\.(\w+)\.shared::cluster\.b64 _, \[%r\d+\];")
+_BY_RANGE = re.compile(
     r"mov\.u32 (%r\d+), (\d+);\n((?:\tsetp\.ge\.u32 %p\d+, %k_lane, \d+;\n"
     r"\t@%p\d+ mov\.u32 %r\d+, \d+;\n)*)\tmapa\.shared::cluster\.u32 %r\d+, %r\d+, \1;\n"
     r"\tsetp\.ge\.u32 %p\d+, %k_lane, (\d+);\n\t@%p\d+ bra \$_ta\d+;\n"
     r"\tmbarrier\.arrive\.release\.(\w+)\.shared::cluster\.b64 _, \[%r\d+\];")
 
 
-def _lane_targets(block: re.Match) -> Counter:
-    """Run the emitted lane selection for lanes 0..31: the CTA each arriving lane
-    targets (a lane at or past the bound does not arrive)."""
-    first = int(block.group(2))
-    steps = [(int(lo), int(c)) for lo, c in re.findall(
-        r"setp\.ge\.u32 %p\d+, %k_lane, (\d+);\n\t@%p\d+ mov\.u32 %r\d+, (\d+);",
-        block.group(3))]
-    out: Counter = Counter()
-    for lane in range(32):
-        if lane >= int(block.group(4)):
-            continue
-        cta = first
-        for lo, c in steps:
-            if lane >= lo:
-                cta = c
-        out[cta] += 1
-    return out
+def _selections(ptx: str) -> list[tuple[int, Counter, str]]:
+    """(text position, the CTA each arriving lane of 0..31 targets, scope) of every
+    lane selection in ``ptx``, in text order."""
+    out = []
+    for m in _BY_LANE.finditer(ptx):
+        mask = int(m.group(2))
+        out.append((m.start(), Counter({r: 1 for r in range(32) if mask >> r & 1}),
+                    m.group(3)))
+    for m in _BY_RANGE.finditer(ptx):
+        first = int(m.group(2))
+        steps = [(int(lo), int(c)) for lo, c in re.findall(
+            r"setp\.ge\.u32 %p\d+, %k_lane, (\d+);\n\t@%p\d+ mov\.u32 %r\d+, (\d+);",
+            m.group(3))]
+        got: Counter = Counter()
+        for lane in range(int(m.group(4))):
+            cta = first
+            for lo, c in steps:
+                if lane >= lo:
+                    cta = c
+            got[cta] += 1
+        out.append((m.start(), got, m.group(5)))
+    return sorted(out, key=lambda x: x[0])
 
 
 @pytest.mark.parametrize("path", CLUSTER, ids=lambda p: p.stem)
@@ -108,17 +122,31 @@ def test_remote_arrivals_are_one_run_time_rank_arrive(path: Path, bare: bool) ->
     gives each CTA as many arriving lanes as the model's ``Arrival`` counts."""
     ck = compile_file(path, {})
     em = emit_file(str(path), {}, _opts(bare=bare))
-    blocks = list(_LANE_SELECT.finditer(em.ptx))
+    blocks = _selections(em.ptx)
     want = [Counter({a.bar.cta: a.count for a in i.arrivals})
             for p in ck.programs for i in p.code
             if isinstance(i, Arrive) and any(a.bar.cta != p.cta for a in i.arrivals)]
-    assert want and [_lane_targets(b) for b in blocks] == want
-    assert {b.group(5) for b in blocks} == {"cta"}  # the model's (CUTLASS's) scope
+    assert want and [b[1] for b in blocks] == want
+    assert {b[2] for b in blocks} == {"cta"}  # the model's (CUTLASS's) scope
     progs = pipeproof_programs(em.ptx)[1]
     consumers = {p.ops for p in progs if p.role != "dma"}
     assert len(consumers) == 1  # one code path for every CTA, as the DSL's
     assert not any(o.op.startswith("mbarrier.arrive") and "shared::cta" in o.op
                    for o in next(iter(consumers)))
+    if bare:
+        # run every lane of every consumer warp: the lane that arrives on a CTA's
+        # barrier is the lane whose index is that CTA's rank (CUTLASS's signalling lane)
+        seen = 0
+        for p in progs:
+            if p.role == "dma":
+                continue
+            lanes = run_warp(em.ptx, Run(p.warp, p.cta, stop_at=("$EXIT", "$STUCK_EXIT")))
+            for lane, seq in enumerate(lanes):
+                remote = [i for i in seq if i.op.op.startswith("mbarrier.arrive")
+                          and "shared::cluster" in i.op.op]
+                seen += len(remote)
+                assert all(i.addr >> RANK_SHIFT == lane for i in remote), (p, lane)
+        assert seen == sum(sum(c.values()) for c in want)  # own CTA's through mapa too
 
 
 @pytest.mark.parametrize("path", CLUSTER, ids=lambda p: p.stem)
