@@ -1,32 +1,38 @@
 """The op-by-op comparison of a CuTe DSL kernel's PTX with pipeproof's emitted PTX (issue 25).
 
-Three readings, the first that makes the two agree wins: role by role as emitted
+Three readings, the first that makes the two agree wins: role by role as written
 (``ptx_sync.compare_roles``); the same with the code common to the end of every program
-taken as code after the DSL's role dispatch; and, for DSL kernels whose warps and CTAs
-share one code path, that path's predicates evaluated per program
-(``ptx_onepath.compare_one_path``).  Where none agrees, the plain reading's differences
-are reported.
+taken as code after the DSL's role dispatch; and the executed reading
+(``compare_executed``): both kernels run lane by lane (``ptx_exec``), which follows what
+text cannot be matched on -- the DSL's one code path for several warps or CTAs (role
+blocks, leader-only code, the allocator warp's free), run-time loops, retried waits.
+Where none agrees, the plain reading's differences are reported, unless the executed
+reading ran and names its own.
 """
 
 from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .ptx_onepath import compare_one_path
 from .ptx_sync import RoleDiff, compare_roles, pipeproof_programs
 
 
-def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
+def compare(cute_ptx: str, pipeproof_ptx: str,
+            cute_params: Optional[Mapping[object, int]] = None,
+            pipeproof_args: Optional[Mapping[str, int]] = None,
+            clc_cancelled: int = 0) -> RoleDiff:
     """The first of the three readings (module docstring) under which the two agree;
-    else the plain one, whose ``text()`` shows the differences."""
+    else the plain one, whose ``text()`` shows the differences.  The arguments after
+    the two texts are the executed reading's (``compare_executed``)."""
     plain = compare_roles(cute_ptx, pipeproof_ptx, False)
     if plain.equal:
         return plain
     tail = compare_roles(cute_ptx, pipeproof_ptx, True)
     if tail.equal:
         return tail
-    one = compare_one_path(cute_ptx, pipeproof_ptx)
-    return one if one is not None and one.equal else plain
+    run = compare_executed(cute_ptx, pipeproof_ptx, cute_params, pipeproof_args,
+                           clc_cancelled)
+    return run if run.equal else plain
 
 
 #: how often each wait fails before it succeeds, in the executed reading's runs: the

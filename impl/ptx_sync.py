@@ -18,9 +18,9 @@ of ``try_wait.parity``, the ``count`` of ``init`` and ``arrive``, the byte count
 
 ``pipeproof_programs`` splits pipeproof's PTX into its per-warp programs (the ``$Pk``
 labels of ``impl/emit.py``).  ``tests/test_cute_ptx_diff.py`` compares the two, role by
-role; ``bench/diff_cute_ptx.py`` prints the diff.  ``impl/ptx_onepath.py`` is the last
-resort for a DSL kernel whose warps or CTAs share one code path (it runs the DSL's
-warp-index and CTA-rank predicates for each of pipeproof's programs).
+role; ``bench/diff_cute_ptx.py`` prints the diff.  Where text cannot be matched (one
+code path for several warps, run-time loops), ``impl/ptx_exec.py`` runs both kernels
+lane by lane (``ptx_diff.compare_executed``).
 """
 
 from __future__ import annotations
