@@ -9,9 +9,9 @@ control flow and synchronisation operands are made of, and returns the synchroni
 instructions in the order that lane issues them, operands resolved
 (``ptx_sync.SyncOp``, the same canonical form as the static reading).
 
-What the run knows (``Run``): the lane, the warp and the CTA's rank (``%tid.x`` is
-``32 * warp + lane``, ``%cluster_ctarank`` and ``%ctaid.x`` the rank: a grid of one
-cluster along x), the
+What the run knows (``Run``): the lane, the warp, the CTA's rank and its cluster
+(``%tid.x`` is ``32 * warp + lane``, ``%cluster_ctarank`` the rank, clusters along x),
+the
 kernel's scalar parameters by index (``ld.param``), how many
 ``clusterlaunchcontrol.query_cancel`` responses say a cluster was cancelled (the work a
 dynamic scheduler gets), and how often each ``mbarrier.try_wait`` fails before it
@@ -50,8 +50,14 @@ class Run:
     """Where and how one warp runs (module docstring)."""
 
     warp: int
+    #: the CTA's rank in its cluster
     cta: int = 0
     lane: int = 0
+    #: which cluster of the grid (``%clusterid.x``), how many (``%nclusterid.x``), and
+    #: CTAs per cluster (``%ctaid.x`` is ``cluster * cluster_size + cta``)
+    cluster: int = 0
+    clusters: int = 1
+    cluster_size: int = 1
     #: lane 0's ``shfl.sync.idx`` results, in order, for the other lanes' runs
     shuffled: tuple[Optional[int], ...] = ()
     #: kernel parameter (its index or its name) -> value, for ``ld.param`` of scalars
@@ -76,6 +82,10 @@ class Issued:
     #: the mbarrier's address (an ``mbarrier.*`` op's, or the barrier a copy or commit
     #: signals), None for other ops: the CTA's rank in bits 24 and up (``RANK_SHIFT``)
     addr: Optional[int]
+    #: every ``[...]`` operand's address in order (data and barrier; None where the run
+    #: does not know it): for comparing two emissions of one kernel, whose buffers are
+    #: laid out alike (two writers' layouts differ, so ``compare_executed`` does not)
+    operands: tuple[Optional[int], ...] = ()
 
 
 #: a shared-memory address carries its CTA's rank from this bit up, as the hardware's
@@ -102,7 +112,8 @@ _FLOAT = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 _ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
 _DEST = re.compile(r"^%?[\w@]+$")
 _SPECIAL = ("%tid", "%ntid", "%laneid", "%warpid", "%ctaid", "%nctaid",
-            "%cluster_ctarank", "%cluster_ctaid", "%clusterid", "%cluster_nctarank")
+            "%cluster_ctarank", "%cluster_ctaid", "%clusterid", "%nclusterid",
+            "%cluster_nctarank")
 
 
 def _entry_body(ptx: str) -> tuple[list[str], list[str]]:
@@ -237,14 +248,16 @@ class _Warp:
             return r.lane
         if base == "%warpid":
             return r.warp
-        if base in ("%ctaid", "%cluster_ctaid"):
+        if base == "%ctaid":
+            return r.cluster * r.cluster_size + r.cta if comp in ("x", "") else 0
+        if base == "%cluster_ctaid":
             return r.cta if comp in ("x", "") else 0
         if base == "%cluster_ctarank":
             return r.cta
         if base == "%clusterid":
-            return 0
+            return r.cluster if comp in ("x", "") else 0
         if base == "%nclusterid":
-            return 1
+            return r.clusters if comp in ("x", "") else 1
         return None  # sizes of the launch: not known from the PTX alone
 
     def value(self, x: str) -> Optional[int]:
@@ -435,7 +448,8 @@ class _Warp:
         # copy or commit that signals an mbarrier; data addresses are not compared
         brackets = [x for x in ops if x.startswith("[")]
         where = self.address(brackets[-1]) if "mbarrier" in op and brackets else None
-        out.append(Issued(SyncOp(op, arg), self.pc - 1, where))
+        out.append(Issued(SyncOp(op, arg), self.pc - 1, where,
+                          tuple(self.address(x) for x in brackets)))
         return None
 
     def execute(self) -> list[Issued]:
