@@ -83,7 +83,7 @@ from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef,
                              CpAsyncWaitGroup, DynExpr, ExpectTx, Exit,
                              Fail, FenceMbarInit, GhostEffect, Instr, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
-                             TryWait, UmmaCommit, Wait)
+                             TryWait, UmmaCommit, Wait, WgmmaWait)
 from . import events as E
 from .emit_tmem import is_tmem, lower as lower_tmem
 from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
@@ -802,7 +802,7 @@ class _Emitter:
             return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
-        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait):
+        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait, WgmmaWait):
             self.ghost(ins.pre, st, generic)
             self.wait_like(pc, ins, st)
             if t is not TryWait:
@@ -845,6 +845,10 @@ class _Emitter:
 
     # ---- waits
 
+    def wgmma_wait(self, ins: WgmmaWait) -> None:
+        """The emitted kernels issue no MMA, so there is nothing to wait for."""
+        self(f"// wgmma.wait_group {ins.n}: no MMA is issued by the emitted kernel")
+
     def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
         if isinstance(ins, GmemWait):
             self.gmem_spin(pc, ins, st)
@@ -855,6 +859,9 @@ class _Emitter:
         if isinstance(ins, CpAsyncWaitGroup):
             # lane 0 issued the warp's copies (``signal``), so its groups are the warp's
             self(f"cp.async.wait_group {ins.n};")
+            return
+        if isinstance(ins, WgmmaWait):
+            self.wgmma_wait(ins)
             return
         bar = ins.bar
         if bar.cta != self.prog.cta or not self.bar_exists(bar):  # type: ignore[union-attr]

@@ -998,18 +998,6 @@ class _Agent:
     def add_cp_async_effect(self, effect: GhostEffect) -> None:
         self.ghost = replace(self.ghost, cp_async=self.ghost.cp_async | {effect})
 
-    def open_wgmma(self, bufs: tuple) -> None:
-        self.ghost = replace(self.ghost, wgmma=self.ghost.wgmma + (frozenset(bufs),))
-
-    def close_wgmma(self, keep: int) -> tuple[GhostEffect, ...]:
-        groups = self.ghost.wgmma
-        done = groups[:max(len(groups) - keep, 0)]
-        self.ghost = replace(self.ghost, wgmma=groups[len(done):])
-        out: list[GhostEffect] = []
-        for g in done:
-            out.extend(GhostEffect("unhold", b) for b in sorted(g))
-        return tuple(out)
-
     def clc_query_index(self, pipe: Any) -> Optional[int]:
         """The number of CLC queries this warp issued on ``pipe`` before this one, along
         the path being specialised (capped at the grid's cluster count); ``None`` when

@@ -106,6 +106,13 @@ class GhostEffect:
         writes with the thread's);
       * ``dirty``/``clean``: generic-proxy writes not yet followed by ``fence.proxy.async``;
       * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty;
+      * ``wgmma_read``: the warp's share of a warpgroup's ``wgmma.mma_async`` reads ``buf``
+        through the async proxy (the ``async_read`` checks); the read lasts until the
+        wgmma-group the warp's next ``wgmma_commit`` closes is complete
+        (``WgmmaWait``, ``model/wgmma.py``);
+      * ``wgmma_commit``: ``wgmma.commit_group`` -- the warp closes its wgmma reads into
+        its warpgroup's next wgmma-group (``buf`` names only the CTA:
+        ``wgmma.WGMMA_GROUP``);
       * ``tmem_ptr``: a warp loads the tensor-memory address ``tcgen05.alloc`` wrote into
         ``buf`` (``TmemAllocator.retrieve_ptr``): the store must have happened and been
         released by the allocating warp (else ``tmem-misuse``);
@@ -308,6 +315,17 @@ class UmmaCommit(Instr):
     #: UMMA pipelines commit with ``cta_group::2`` in a 2-CTA pair); the model's
     #: semantics do not depend on it, the PTX emitter does
     cta_group: int = 1
+
+
+@dataclass(frozen=True)
+class WgmmaWait(Instr):
+    """``wgmma.wait_group.sync.aligned n`` by one warp of a warpgroup: blocks until every
+    wgmma-group of the warpgroup but the ``n`` most recent this warp committed is
+    complete, which needs every warp of the warpgroup to have committed it; then the
+    shared-memory reads of those groups are over, for every warp's share
+    (``model/wgmma.py``; PTX ISA 9.7.15.7.2-3)."""
+
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -669,8 +687,8 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
 
 
 SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
-                  CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
-                  NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
+                  CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, WgmmaWait, TmaStore,
+                  BulkCommit, BulkWaitRead, NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit, ParamSplit, TmemAlloc, TmemDealloc,
                   TmemRelinquish, TmemWait, GmemAtomic, GmemWait, GmemFence]
 
@@ -721,4 +739,4 @@ class AgentProgram:
 #: a cp.async group wait, the wait half of a 2-CTA tensor-memory alloc/dealloc): a trace
 #: records them after the wait, every other step before it
 WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait,
-              GmemWait)
+              GmemWait, WgmmaWait)

@@ -1,0 +1,89 @@
+"""A warpgroup's wgmma completes as one collective operation (``model/wgmma.py``).
+
+PTX ISA 9.7.15.7.2-3: ``wgmma.commit_group`` makes one wgmma-group per warpgroup, and
+a warp's ``wgmma.wait_group`` returns once the group is complete, which needs every
+warp of the warpgroup to have issued its share.  So after one warp's wait, *every*
+warp's share has finished reading shared memory.  Following each warp's share on its
+own (the model before) reported a race when one warp wrote a wgmma operand right after
+its wait -- NVIDIA's non-persistent Hopper FMHA writes O over Q that way.
+
+Planted bugs, explicit engine and BMC side by side (the same verdict from both):
+bug 0 is that pattern (safe); 1 writes the operand before the wait (a race with the
+warp's own and its siblings' MMA); 2 releases the stage before any warp waited (the
+producer's next TMA load races the MMA); 3 waits with one group left in flight, the one
+reading the operand; 4 has one warp skip the last wgmma (not ``.aligned``: the others'
+wait never returns)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeproof.api import check_source
+
+KERNEL = """
+@cute.kernel
+def wg_reuse(bug: int = 0, tiles: int = 2):
+    launch(block=256, cluster=(1, 1, 1))
+    q = smem_buffer()
+    p = PipelineTmaAsync.create(
+        num_stages=1,
+        producer_group=CooperativeGroup(Agent.Thread, 1),
+        consumer_group=CooperativeGroup(Agent.Thread, 4),
+        tx_count=1024,
+    )
+    with role("producer", warps=[0]):
+        state = make_pipeline_state(PipelineUserType.Producer, 1)
+        for k in range(tiles):
+            p.producer_acquire(state)
+            tma_load(p, state, bytes=1024)
+            state.advance()
+        p.producer_tail(state)
+    with role("consumer", warps=range(4, 8)):
+        state = make_pipeline_state(PipelineUserType.Consumer, 1)
+        if warp_idx() == 4:
+            write(q, 0)
+            fence_proxy_async()
+        barrier(barrier_id=1, number_of_threads=128)
+        for k in range(tiles):
+            p.consumer_wait(state)
+            if bug != 4 or warp_idx() != 7 or k != tiles - 1:
+                wgmma(q, 0)
+                wgmma(p, state)
+            if bug == 1 and k == tiles - 1:
+                if warp_idx() == 4:
+                    write(q, 0)
+            if bug == 2:
+                p.consumer_release(state)
+            wgmma_wait_group(0)
+            if bug != 2:
+                p.consumer_release(state)
+            state.advance()
+        if bug == 3:
+            wgmma(q, 0)
+            wgmma_wait_group(1)
+        if warp_idx() == 4:
+            write(q, 0)
+"""
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+@pytest.mark.parametrize("bug, expect", [
+    (0, None),
+    (1, "overwrite-before-release"),
+    (2, "overwrite-before-release"),
+    (3, "overwrite-before-release"),
+    (4, "deadlock"),
+])
+def test_warpgroup_wgmma(engine, bug, expect):
+    r = check_source(KERNEL, params={"bug": bug}, engine=engine, jobs=1, timeout=3600.0,
+                     depth=120)
+    if expect is None:
+        assert r.status == "PROVEN", r.verdict.headline()
+    else:
+        assert r.status == "VIOLATED" and r.prop == expect, r.verdict.headline()
+
+
+def test_deadlock_names_the_lagging_warp():
+    r = check_source(KERNEL, params={"bug": 4}, engine="explicit", jobs=1, timeout=3600.0)
+    text = r.render_text()
+    assert "wgmma.wait_group 0" in text and "w7" in text, text
