@@ -307,10 +307,14 @@ class Footprints:
 
     # ------------------------------------------------------------------ per instruction
 
-    def _wg(self, a: int) -> tuple:
-        """The warpgroup state of warp ``a``'s wgmma (model/wgmma.py): every wgmma read,
-        commit and wait of the warpgroup reads and writes it."""
-        return (("wg", self.sys.wgmma.group_of.get(a)), "W")
+    @staticmethod
+    def _wg(a: int) -> tuple:
+        """Warp ``a``'s share of its warpgroup's wgmma state (model/wgmma.py: its commit
+        count and the groups its reads end with).  The warp's own wgmma reads and
+        commits write it, and so does every wait of the warpgroup (which reads all the
+        members' counts and retires their groups); reads and commits of two sibling
+        warps touch different shares, and commute."""
+        return (("wg", a), "W")
 
     def _ghost(self, effects: Iterable[GhostEffect], a: int = -1) -> set:
         out = set()
@@ -391,7 +395,7 @@ class Footprints:
         elif t is WgmmaWait:
             # the warpgroup's group counts, and the owner counts of every buffer its
             # warps' wgmma may still read (model/wgmma.py)
-            fp.add(self._wg(a))
+            fp |= {self._wg(b) for b in sysm.wgmma.siblings(a)}
             key = sysm.wgmma.group_of.get(a)
             fp |= {(("buf", b), "H") for _w, b in sysm.wgmma.bufs_of(key)} if key else set()
         elif t is NamedBarrierOp:
@@ -1218,6 +1222,18 @@ class _Ctx:
             return ("any", options)
         if isinstance(ins, ClusterWait):
             return "cluster"
+        if isinstance(ins, WgmmaWait):
+            # blocked while a sibling that has not committed the groups it retires is
+            # frozen.  For a wait further down the program the groups only grow (commits
+            # add, and a retirement lowers every member's count alike), so a sibling
+            # behind now is behind then too
+            wg = self.sys.wgmma
+            if a not in wg.group_of:
+                return None
+            k = self.get(wg.cm[a]) - ins.n
+            need = [{("a", b)} for b in wg.siblings(a)
+                    if b != a and self.pcs[b] != DONE and self.get(wg.cm[b]) < k]
+            return ("any", need) if need else None
         if isinstance(ins, NamedWait):
             cta = self.sys.agents[a].cta
             if (cta, ins.id) in self.fp.nb_all_only:
