@@ -16,6 +16,8 @@ wait never returns)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pipeproof.api import check_source
@@ -97,3 +99,43 @@ def test_warpgroup_wgmma_explicit(bug, expect):
 def test_warpgroup_wgmma_bmc(bug, expect):
     """The same verdicts from BMC (the slower cases only in the slow run)."""
     _check("bmc", bug, expect)
+
+
+# ------------------------------------------------------------------ the lifted kernel
+
+KERNEL_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cute_kernels",
+                         "wgmma_warpgroup.py") + "::wgmma_warpgroup"
+LIFTED = [(0, None), (1, "overwrite-before-release"), (2, "overwrite-before-release")]
+
+
+def _cute():
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed "
+                        "(pip install 'pipeproof[cute]')")
+    from pipeproof.api import check_cute
+    return check_cute
+
+
+def test_lifted_wgmma_is_a_commit_and_a_wait_step():
+    """The lifter turns ``warpgroup.commit_group()`` into a ``wgmma_commit`` effect with
+    the reads it closes, and ``warpgroup.wait_group(0)`` into a ``WgmmaWait`` step."""
+    _cute()
+    from pipeproof.frontend.cute import lift_entry
+    from pipeproof.model.program import WgmmaWait
+
+    ck = lift_entry(KERNEL_PY, {}, "sm_90a").compiled
+    for warp in range(4):
+        code = next(p for p in ck.programs if p.warp == warp).code
+        assert sum(isinstance(i, WgmmaWait) for i in code) == 3  # one per k-tile
+        kinds = [e.kind for i in code for e in i.pre + i.post]
+        assert kinds.count("wgmma_commit") == 3 and "wgmma_read" in kinds
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+@pytest.mark.parametrize("bug, expect", LIFTED)
+def test_lifted_warpgroup_wgmma(engine, bug, expect):
+    r = _cute()(KERNEL_PY, {"bug": bug}, arch="sm_90a", engine=engine, jobs=1,
+                timeout=3600.0, max_states=400_000)
+    if expect is None:
+        assert r.status == "PROVEN", r.verdict.headline()
+    else:
+        assert r.status == "VIOLATED" and r.prop == expect, r.verdict.headline()
