@@ -22,11 +22,13 @@ committed its share: the wait blocks until they have.  From then on every warp's
 of those groups has finished reading shared memory -- not only the waiting warp's.
 A sibling warp that has not issued its share yet keeps the waiting warp waiting; a
 warp that releases a stage before *any* wait retires the group still races with the
-MMA (its reads are held until a wait retires them).  Where the ISA is read more
-weakly (a warp's wait covering only its own share), this rule would hide a race; it is
-what CUTLASS's own kernels rely on (the non-persistent Hopper FMHA writes O over Q
-right after its warp's ``wait_group``), and it is not confirmed on a GPU by a litmus
-test of ours.
+MMA (its reads are held until a wait retires them).  Were the ISA read more weakly
+(a warp's wait covering only its own share), this rule would hide a race.  CUTLASS's
+own kernels rely on it (the non-persistent Hopper FMHA writes O over Q right after its
+warp's ``wait_group``), and an H100 behaves so: in the litmus test
+``impl/litmus_cuda/wgmma_warpgroup_wait.cu`` (spec/README.md HW-12) a warp's wait
+returned only after the last warp of its warpgroup, delayed by up to 2.4 million
+cycles, had issued its wgmma.
 
 State, per warpgroup that issues wgmma in the model (its *members*: the warps of
 ``warp // 4`` in one CTA whose programs have a wgmma effect or ``WgmmaWait``):
