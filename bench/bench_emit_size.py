@@ -35,6 +35,9 @@ UNROLLED_K = (1, 16, 64, 256)
 #: benchmark kernel (synchronisation only), ``checks`` adds the watchdog and data stamps,
 #: ``trace`` the trace records and jitter too (unrolled 256 k-tiles: minutes of ptxas)
 MODES = (("bare", False, False, 256), ("checks", False, True, 256), ("trace", True, True, 64))
+#: the stage sweep (structured, ``k_tiles`` 1000): with the PipelineState in registers
+#: (``impl/fold.py``) the PTX does not grow with the stage count either
+STAGES = (1, 2, 8, 32)
 
 
 def measure(file: str, params: dict, structured: bool, trace: bool, checks: bool,
@@ -44,7 +47,7 @@ def measure(file: str, params: dict, structured: bool, trace: bool, checks: bool
     t0 = time.perf_counter()
     em = emit_file(str(ROOT / file), params,
                    EmitOptions("sm_90a", trace=trace, jitter=trace, checks=checks,
-                               structured=structured))
+                               structured=structured, fold=True))
     t_emit = time.perf_counter() - t0
     ptx = os.path.join(tmp, "k.ptx")
     cubin = ptx + ".cubin"
@@ -57,6 +60,9 @@ def measure(file: str, params: dict, structured: bool, trace: bool, checks: bool
         raise RuntimeError(r.stderr[:1000])
     return {"k_tiles": params["k_tiles"], "compiled": em.manifest.compiled,
             "note": em.note, "trace": trace, "checks": checks,
+            "stages": params["stages"],
+            "folded": sum(1 for v in em.folds.values() if not v.startswith("copies kept")),
+            "looping": len(em.folds),
             "ptx_lines": len(em.ptx.splitlines()),
             "ptx_sha1": hashlib.sha1(em.ptx.encode()).hexdigest()[:12],
             "emit_s": round(t_emit, 3), "ptxas_s": round(t_ptxas, 3),
@@ -80,19 +86,32 @@ def run(quick: bool = False, unrolled_max: int = UNROLLED_K[-1]) -> list[dict]:
                         rows.append(row)
                         print(json.dumps(row), flush=True)
                         _write(rows)  # a long ptxas run must not lose the rows before it
+            for mode, trace, checks, _ in MODES:
+                for st in STAGES[:2] if quick else STAGES:
+                    if st == base["stages"]:
+                        continue
+                    row = measure(file, dict(base, stages=st, k_tiles=1000), True, trace,
+                                  checks, tmp)
+                    row.update(kernel=name, mode=mode, emitter="structured")
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    _write(rows)
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["ptxas -arch=sm_90a (-O3), 4 stages, on the shared 2-core development machine "
+    lines = ["ptxas -arch=sm_90a (-O3), on the shared 2-core development machine "
              "(times vary with its load; sizes do not). Modes: `bare` = synchronisation only "
              "(`--no-trace --no-jitter --no-checks`), `checks` = + watchdog and data stamps, "
-             "`trace` = + trace records and jitter.", "",
-             "| kernel | emitter | mode | k_tiles | PTX lines | PTX sha1 | ptxas s | cubin B |",
-             "|---|---|---|---|---|---|---|---|"]
+             "`trace` = + trace records and jitter. `folded`: looping warps whose loop keeps "
+             "the PipelineState in registers (`impl/fold.py`) / looping warps.", "",
+             "| kernel | emitter | mode | stages | k_tiles | folded | PTX lines | PTX sha1 | "
+             "ptxas s | cubin B |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['emitter']} ({r['compiled']}) | "
-                     f"{r['mode']} | {r['k_tiles']:,} | {r['ptx_lines']:,} | "
+                     f"{r['mode']} | {r.get('stages', 4)} | {r['k_tiles']:,} | "
+                     f"{r.get('folded', 0)}/{r.get('looping', 0)} | {r['ptx_lines']:,} | "
                      f"{r['ptx_sha1']} | {r['ptxas_s']:.2f} | {r['cubin_bytes']:,} |")
     return "\n".join(lines)
 

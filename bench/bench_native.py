@@ -54,6 +54,8 @@ def run(path: Path, max_states: int, timeout: float) -> dict:
         "states": v.stats.states, "explicit_states": w.stats.states,
         "transitions": v.stats.transitions, "agree": got == want,
         "native_search_s": search, "native_total_s": round(native_total, 3),
+        "native_encode_s": v.stats.extra.get("encode_seconds"),
+        "native_compile_s": v.stats.extra.get("compile_seconds"),
         "explicit_s": round(explicit_total, 3),
         "native_search_states_per_s": round(v.stats.states / search) if search else None,
         "native_total_states_per_s": round(v.stats.states / native_total),
@@ -93,13 +95,15 @@ def markdown(meta: dict, rows: list[dict]) -> str:
            f"engines bounded by {meta['max_states']:,} states (`--max-states`).  Produced "
            "by `python bench/bench_native.py`.  `search`: states per second of the C "
            "search alone; `total`: of the whole native call (range sample, z3 templates, "
-           "C printing and compiling or the cached object, search, replay); `explicit`: "
+           "C printing and compiling or the cached object, search, replay; `encode`: the "
+           "sample, templates and C printing; `compile`: the C compiler or the cache); "
+           "`explicit`: "
            "`check_explicit(reduce=False)`.  `agree`: verdict, property, states, "
            "transitions and depth equal.", "",
            "| example | verdict | states | agree | native search st/s | native total st/s "
            "| explicit st/s | search speed-up | total speed-up | native total s | "
-           "explicit s |",
-           "|---|---|---:|:-:|---:|---:|---:|---:|---:|---:|---:|"]
+           "explicit s | native encode s | native compile s |",
+           "|---|---|---:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         verdict = r["status"] + (f" {r['property']}" if r["property"] else "")
         s_up = (f"{r['native_search_states_per_s'] / r['explicit_states_per_s']:.0f}x"
@@ -110,7 +114,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                    f"{'yes' if r['agree'] else 'NO'} | "
                    f"{r['native_search_states_per_s'] or '-':,} | "
                    f"{r['native_total_states_per_s']:,} | {r['explicit_states_per_s']:,} | "
-                   f"{s_up} | {t_up} | {r['native_total_s']} | {r['explicit_s']} |")
+                   f"{s_up} | {t_up} | {r['native_total_s']} | {r['explicit_s']} | "
+                   f"{r.get('native_encode_s', '-')} | {r.get('native_compile_s', '-')} |")
     return "\n".join(out) + "\n"
 
 

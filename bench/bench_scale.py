@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -68,7 +69,9 @@ def run(f: str, params: dict[str, int], engine: str, budget: float, warm: bool) 
         tmp = tempfile.TemporaryDirectory(prefix="pp-native-")
         env["PIPEPROOF_NATIVE_CACHE"] = tmp.name
     t0 = time.perf_counter()
-    row: dict = {"file": f, "params": params, "engine": engine, "budget_s": budget}
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    row: dict = {"file": f, "params": params, "engine": engine, "budget_s": budget,
+                 "load": round(os.getloadavg()[0], 2)}
     try:
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=budget + GRACE)
@@ -92,6 +95,10 @@ def run(f: str, params: dict[str, int], engine: str, budget: float, warm: bool) 
     finally:
         if tmp is not None:
             tmp.cleanup()
+        # CPU seconds of the process and the processes it waited for (the engines it
+        # raced): on a shared machine the wall seconds are mostly other jobs' share
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        row["cpu_seconds"] = round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 2)
     row["decided"] = row.get("status") in ("PROVEN", "VIOLATED") and \
         row["seconds"] <= budget
     return row
@@ -116,8 +123,10 @@ def markdown(meta: dict, rows: list[dict]) -> str:
            f"start {meta['load']}), Python {meta['python']}.  Produced by `python "
            f"bench/bench_scale.py {meta['argv']}`.  Each cell: verdict and wall seconds of "
            "one `pipeproof check --json -q` process (start-up and, for native, compiling "
-           "into an empty cache included); **bold** = decided (PROVEN or VIOLATED) "
-           f"within {meta['budget_s']:.0f} s.", ""]
+           "into an empty cache included), the engine that decided, the CPU seconds of "
+           "that process and the ones it waited for, and the 1-minute load average when "
+           "it started; **bold** = decided (PROVEN or VIOLATED) "
+           f"within {meta['budget_s']:.0f} s wall.", ""]
     if meta.get("subset"):
         out += [f"Subset: {meta['subset']}", ""]
     out += ["| example | " + " | ".join(engines) + " |",
@@ -131,8 +140,15 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                 continue
             v = r.get("status", "?") + (f" {r['property']}" if r.get("property") else "")
             c = f"{v} {r['seconds']:.1f} s"
+            notes = []
             if r.get("decided_by") and e == "auto":
-                c += f" ({r['decided_by']})"
+                notes.append(r["decided_by"])
+            if r.get("cpu_seconds") is not None:
+                notes.append(f"cpu {r['cpu_seconds']:.1f} s")
+            if r.get("load") is not None:
+                notes.append(f"load {r['load']:.1f}")
+            if notes:
+                c += f" ({'; '.join(notes)})"
             cells.append(f"**{c}**" if r["decided"] else c)
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     out += ["", "Not decided within the budget:", ""]

@@ -234,13 +234,31 @@ def _cc_pan(d: str, cc: str, opt: str, flags: list[str], a_wall: float, a_cpu: f
     return row
 
 
+#: the environment of pipeproof's runs (``python_env``)
+PY_ENV: dict[str, str] = {}
+
+
+def python_env(bytecode: bool) -> dict[str, str]:
+    """pipeproof's environment: with ``bytecode`` Python reads and writes its bytecode
+    cache (in a folder of this run's, as an installed package has it after ``pip
+    install``), else it compiles every module from source at each start
+    (``PYTHONDONTWRITEBYTECODE=1`` and no cache, as in the session this bench was first
+    run in)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench_spin_pyc_")
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
 def run_pipeproof(path: Path, params: dict[str, int], engine: str, timeout: float) -> dict:
     cmd = [sys.executable, "-c", "import sys; from pipeproof.cli import main; sys.exit(main())",
            "check", str(path), "--json", "-q",
            "--engine", engine, "--timeout", str(int(timeout))]
     for k, v in params.items():
         cmd += ["-p", f"{k}={v}"]
-    env = dict(os.environ)
+    env = dict(PY_ENV or os.environ)
     with tempfile.TemporaryDirectory() as cache:
         env["PIPEPROOF_NATIVE_CACHE"] = cache  # compile counted, as SPIN's cc is
         total, cpu, r = timed(cmd, timeout + 60, env=env)
@@ -265,14 +283,21 @@ def main() -> int:
     ap.add_argument("--out", default="spin")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite results/OUT.md from results/OUT.json")
+    ap.add_argument("--before", default=None, metavar="JSON",
+                    help="an earlier run's results (e.g. bench/results/spin_before.json): "
+                         "its ratios go beside the new ones")
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="pipeproof without Python's bytecode cache (python_env)")
     args = ap.parse_args()
+    before = json.loads(Path(args.before).read_text())["rows"] if args.before else None
     if args.render:
         d = json.loads((RESULTS / f"{args.out}.json").read_text())
         md = RESULTS / f"{args.out}.md"
         # the analysis written by hand below the table stays
         old = md.read_text() if md.exists() else ""
         tail = old[old.index(ANALYSIS):] if ANALYSIS in old else ""
-        md.write_text(render(d["meta"], d["rows"], engines_of(d)) + ("\n" + tail if tail else ""))
+        md.write_text(render(d["meta"], d["rows"], engines_of(d), before)
+                      + ("\n" + tail if tail else ""))
         return 0
     why = missing_tools()
     if why:
@@ -285,7 +310,14 @@ def main() -> int:
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "timeout": args.timeout, "spin": spin_version,
             "cc": c_compiler(), "spin_cflags": SPIN_CFLAGS, "pan_flags": PAN_FLAGS,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "uptime_start": uptime(), "python_bytecode": not args.no_bytecode}
+    PY_ENV.update(python_env(not args.no_bytecode))
+    # untimed: fills Python's bytecode cache and the parser's tables (both kept across
+    # runs on a user's machine; the native engine's C is compiled afresh in every run)
+    subprocess.run([sys.executable, "-c", "import sys; from pipeproof.cli import main; "
+                    "sys.exit(main())", "check", str(ROOT / BENCH[0][1]), "-q",
+                    "--engine", "explicit"], env=PY_ENV, capture_output=True)
     rows = []
     for name, rel, params in entries:
         path = ROOT / rel
@@ -303,11 +335,20 @@ def main() -> int:
                                    if c and row[e].get("cpu_s") is not None else None)
         rows.append(row)
         print(json.dumps(row), flush=True)
+    meta["uptime_end"] = uptime()
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
                                                          indent=1) + "\n")
-    (RESULTS / f"{args.out}.md").write_text(render(meta, rows, engines))
+    (RESULTS / f"{args.out}.md").write_text(render(meta, rows, engines, before))
     return 0
+
+
+def uptime() -> str:
+    """``uptime``'s line (the load of the shared machine), or the load averages."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def engines_of(d: dict) -> list[str]:
@@ -321,7 +362,8 @@ METHOD = """\
 # SPIN as the yardstick (issue 26 item 5)
 
 Recorded by `python bench/bench_spin.py --timeout {timeout:.0f}` ({date}, {cpus} CPUs shared
-with other work: the 1-minute load average at the start of each row is in its first cell).
+with other work: the 1-minute load average at the start of each row is in its first cell;
+`uptime` at the start: `{up0}`, at the end: `{up1}`).
 
 * **Same model.** The Promela (`bench/spin/*.pml`) is printed by `bench/spin_promela.py` from
   the transition templates of pipeproof's one semantics (the ones the native engine compiles
@@ -337,7 +379,9 @@ with other work: the 1-minute load average at the start of each row is in its fi
   reduce: every statement reads or writes global variables.
 * **pipeproof's time to verdict** = `pipeproof check FILE -p ... --json` as a user runs it,
   from the .pipe file (parsing, compiling, engine start-up and search), per engine; the
-  native engine with an empty compile cache.  auto and explicit use pipeproof's reductions
+  native engine with an empty compile cache.  Python's bytecode cache: {bytecode}.  The
+  parser's LALR tables come from their cache (`~/.cache/pipeproof/parser`, filled by an
+  untimed run before the first row, as by a user's first check).  auto and explicit use pipeproof's reductions
   (partial-order, warp symmetry); native uses warp symmetry only.  auto's "0 states": its BMC
   engine answered first (no explicit states counted).
 * **Ratio** = pipeproof seconds / SPIN seconds (wall clock; below 1: pipeproof answered
@@ -353,14 +397,26 @@ def _v(r: dict) -> str:
     return f"{s} {p}" if p and s == "VIOLATED" else s
 
 
-def render(meta: dict, rows: list[dict], engines: list[str]) -> str:
-    """The Markdown table (the analysis text around it is kept by hand in spin.md)."""
+def render(meta: dict, rows: list[dict], engines: list[str],
+           before: Optional[list[dict]] = None) -> str:
+    """The Markdown table (the analysis text around it is kept by hand in spin.md);
+    ``before``: an earlier run's rows, whose ratios get a column beside the new ones."""
+    prev = {r["name"]: r for r in before or []}
     head = ["entry", "unreduced states", "SPIN states", "SPIN verdict", "SPIN s (a+cc+pan)"]
     for e in engines:
         head += [f"{e} verdict", f"{e} states", f"{e} s", f"{e}/SPIN"]
+        if before is not None:
+            head += [f"{e}/SPIN before"]
     cfl = " or ".join(f"`{' '.join(f)}`" for f in meta["spin_cflags"].values())
+    bc = meta.get("python_bytecode")
+    bytecode = ("on (modules compiled once, as after `pip install`)" if bc else
+                "off (`PYTHONDONTWRITEBYTECODE=1`: every module compiled at each start)"
+                if bc is False else "off (PYTHONDONTWRITEBYTECODE=1 in the session's "
+                "environment)")
     lines = [METHOD.format(timeout=meta["timeout"], date=meta["date"], cpus=meta["cpus"],
-                           spin=meta["spin"], pan=" ".join(meta["pan_flags"]), cfl=cfl)
+                           spin=meta["spin"], pan=" ".join(meta["pan_flags"]), cfl=cfl,
+                           bytecode=bytecode, up0=meta.get("uptime_start", "-"),
+                           up1=meta.get("uptime_end", "-"))
              + (f"\n{meta['note']}\n" if meta.get("note") else ""),
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -375,6 +431,9 @@ def render(meta: dict, rows: list[dict], engines: list[str]) -> str:
             x = r[e]
             cells += [_v(x), f"{x.get('states') or 0:,}", f"{x.get('total_s', 0):.2f}",
                       f"{x['ratio']:.2f}" if x.get("ratio") is not None else "-"]
+            if before is not None:
+                y = prev.get(r["name"], {}).get(e, {})
+                cells += [f"{y['ratio']:.2f}" if y.get("ratio") is not None else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Time to verdict no worse than SPIN's (the acceptance asks for 80% of the set):")
@@ -382,8 +441,13 @@ def render(meta: dict, rows: list[dict], engines: list[str]) -> str:
     for e in engines:
         for key, what in (("total_s", "wall clock"), ("cpu_s", "CPU time")):
             ok = [r for r in rows if no_worse(r, e, key)]
+            was = ""
+            if before is not None:
+                old = [r for r in before if e in r and no_worse(r, e, key)]
+                was = (f"; before: {len(old)} of {len(before)} "
+                       f"({100 * len(old) / max(len(before), 1):.0f}%)")
             lines.append(f"* `--engine {e}`, {what}: {len(ok)} of {len(rows)} entries "
-                         f"({100 * len(ok) / max(len(rows), 1):.0f}%)")
+                         f"({100 * len(ok) / max(len(rows), 1):.0f}%){was}")
     return "\n".join(lines) + "\n"
 
 

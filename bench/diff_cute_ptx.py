@@ -4,7 +4,7 @@
         "import sys; sys.path.insert(0, 'tests/cute_kernels'); import pipeline_async as m; \\
          m.pipeline_async(stages=2, k_tiles=4)"
     python bench/diff_cute_ptx.py D/<the .ptx> examples/textbook/pipeline_async.pipe \\
-        -p stages=2 -p k_tiles=4 [--structured]
+        -p stages=2 -p k_tiles=4 [--structured] [--executed [--cute-param 1=4] [--clc N]]
 
 Both files are reduced to their synchronisation ops and compared role by role
 (``pipeproof/impl/ptx_sync.py``: the normalisation and the accepted differences;
@@ -28,14 +28,25 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-p", "--param", action="append", default=[])
     ap.add_argument("--arch", default="sm_90a", choices=("sm_90a", "sm_100a"))
     ap.add_argument("--structured", action="store_true")
+    ap.add_argument("--executed", action="store_true",
+                    help="run both kernels lane by lane (ptx_diff.compare_executed)")
+    ap.add_argument("--cute-param", action="append", default=[], metavar="INDEX=VALUE",
+                    help="a scalar parameter of the DSL kernel, for --executed")
+    ap.add_argument("--clc", type=int, default=0,
+                    help="cancelled CLC responses, for --executed")
     a = ap.parse_args(argv)
     from pipeproof.impl.emit import EmitOptions, emit_file
-    from pipeproof.impl.ptx_sync import compare
+    from pipeproof.impl.ptx_diff import compare, compare_executed
 
     params = {k: int(v) for k, v in (x.split("=", 1) for x in a.param)}
     em = emit_file(a.pipe, params, EmitOptions(a.arch, trace=False, jitter=False,
                                                checks=False, structured=a.structured))
-    d = compare(Path(a.cute_ptx).read_text(), em.ptx)
+    cute = Path(a.cute_ptx).read_text()
+    if a.executed:
+        cparams = {int(k): int(v) for k, v in (x.split("=", 1) for x in a.cute_param)}
+        d = compare_executed(cute, em.ptx, cparams, em.manifest.args, a.clc)
+    else:
+        d = compare(cute, em.ptx)
     print(f"# cute.compile vs pipeproof ({em.note})")
     print(d.text())
     return 0 if d.equal else 1

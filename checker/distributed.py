@@ -102,7 +102,16 @@ def connect(address: Optional[str] = None) -> Any:
         n = n or max(os.cpu_count() or 1, 1)
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1,
                                            processes=True, dashboard_address=None)
-        return distributed.Client(cluster)
+        client = distributed.Client(cluster)
+        # a loaded machine may register a worker after the client connects: a search
+        # started then would use fewer partitions than asked for
+        try:
+            client.wait_for_workers(n, timeout=600)
+        except TimeoutError:
+            close(client)
+            raise DaskUnavailable(f"{option('dask', addr)}: {n} local worker processes "
+                                  "did not start within 600 s") from None
+        return client
     try:
         return distributed.Client(addr, timeout=20)
     except (OSError, TimeoutError, ValueError) as e:
@@ -381,7 +390,9 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
     # the client's explorer only replays: no reduction to prepare
     ex = make_explorer(system, symmetry, None, deadline)
     if client is not None:
-        nparts = partitions or max(len(client.scheduler_info().get("workers", {})), 1)
+        # ``nthreads`` asks the scheduler now; ``scheduler_info`` is the client's copy,
+        # refreshed every few seconds, and misses a worker that registered since
+        nparts = partitions or max(len(client.nthreads()), 1)
     else:
         nparts = partitions or 1
     try:

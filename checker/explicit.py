@@ -37,7 +37,8 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                    progress: Optional[Callable[[int, int, float], None]] = None,
                    reduce: bool = True, por: Optional[bool] = None,
                    confirm_timeout: float = CONFIRM_TIMEOUT,
-                   on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
+                   on_found: Optional[Callable[[Verdict], None]] = None,
+                   cpu_seconds: Optional[float] = None) -> Verdict:
     """Exhaustive breadth-first search.
 
     The reported violation is a shortest one (fewest steps); among violations of equal
@@ -68,8 +69,12 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     reports to ``progress`` with ``confirm=D`` (the length it confirms).  The returned
     verdict is that counterexample again where the search finds none shorter and none of
     the same length with a property first in the catalogue.  ``confirm_timeout=0``
-    skips the confirmation (``stats.extra["confirm_skipped"]``)."""
+    skips the confirmation (``stats.extra["confirm_skipped"]``).  ``cpu_seconds``: a
+    bound on this process's CPU time for both searches (the default engine's quick
+    stage, ``portfolio.quick_search``: on a loaded machine wall-clock seconds say little
+    about the work done)."""
     t0 = time.perf_counter()
+    cpu_end = None if cpu_seconds is None else time.process_time() + cpu_seconds
     if por is None:
         por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
     try:
@@ -85,7 +90,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     if ex.cyclic and ex.groups:
         # the starvation search follows each warp along cycles: no permuted warps
         ex = Explorer(system, symmetry=False)
-    v = _bfs(ex, max_states, timeout, progress, None, t0)
+    v = _bfs(ex, max_states, timeout, progress, None, t0, cpu_end)
     if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
         # first drop the steps the violation does not need (cheap; often already the
         # shortest), then confirm: search the unreduced graph to that depth
@@ -101,7 +106,8 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         exact = Explorer(system, symmetry=reduce)
         confirm_progress = (None if progress is None else
                             lambda n, d, t, _p=progress, _D=v.depth: _p(n, d, t, confirm=_D))
-        w = _bfs(exact, max_states, budget, confirm_progress, v.depth, time.perf_counter())
+        w = _bfs(exact, max_states, budget, confirm_progress, v.depth, time.perf_counter(),
+                 cpu_end)
         return confirmed(v, w, t0)
     return v
 
@@ -155,8 +161,10 @@ def confirmed(v: Verdict, w: Verdict, t0: float) -> Verdict:
 
 def _bfs(ex: Explorer, max_states: int, timeout: float,
          progress: Optional[Callable[[int, int, float], None]],
-         depth_limit: Optional[int], t0: float) -> Verdict:
-    """One breadth-first search; ``depth_limit`` bounds the length of runs explored."""
+         depth_limit: Optional[int], t0: float,
+         cpu_end: Optional[float] = None) -> Verdict:
+    """One breadth-first search; ``depth_limit`` bounds the length of runs explored;
+    ``cpu_end``: a ``time.process_time()`` value past which it stops (UNKNOWN)."""
     init = ex.initial
     index: dict[tuple, int] = {init: 0}
     parent: list[tuple[int, Any]] = [(-1, None)]
@@ -252,6 +260,9 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
             return finish(Verdict(UNKNOWN, reason=state_limit_reason(max_states, max_depth,
                                                                  bounded_note(d)),
                                   depth=max_depth))
+        if cpu_end is not None and found_len is None and time.process_time() > cpu_end:
+            return finish(Verdict(UNKNOWN, reason=f"CPU budget spent with {len(parent)} "
+                                  f"states explored to depth {max_depth}", depth=max_depth))
         now = time.perf_counter()
         if now - t0 > timeout and found_len is None:
             return finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s with "

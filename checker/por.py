@@ -39,6 +39,10 @@ state, so seeds whose sets meet share the rest (``_Ctx._grow``); ``_can_complete
 pure function of the barrier's counts and the operations, memoised across states; a
 warp's future is reused across the settle rounds while no barrier that stopped its walk
 is dropped; the futures' barrier operations are grouped once per future, by small ints.
+A walk's result (footprint, counts, operations of the segments it passed) reads only the
+static tables, so it is shared by every state (``Reducer._walk_memo``); a settle round asks
+again only about barriers whose operations changed in it; a future carries its footprint
+by object, so the conflict check looks up T's few objects in it.
 """
 
 from __future__ import annotations
@@ -154,6 +158,9 @@ PARAM_READ = (("param",), "PR")
 INF = 1 << 40
 #: entries a reducer's cross-state memo may hold before it is emptied (memory bound)
 _MEMO_LIMIT = 1 << 18
+#: a settle round re-asks only barriers whose operations changed (False: every barrier,
+#: the plain fixpoint -- tests/test_por_memo.py compares the two)
+INCREMENTAL_SETTLE = True
 
 
 class Footprints:
@@ -746,6 +753,9 @@ class Reducer:
         self._complete_memo: dict = {}
         #: a small int per barrier (``_future_tuple``), across states
         self._bar_id: dict = {}
+        #: ``_Ctx._walk_result`` by (warp, cluster frozen, pcs walked, looped), across
+        #: states: it reads only the static segment tables
+        self._walk_memo: dict = {}
         #: seed position -> how often it gave the chosen stubborn set: tried first later
         self._hits: dict = {}
 
@@ -899,8 +909,12 @@ class _Ctx:
         self.env_fps = {u: red.env_fp(u[1]) for u in self.env_units}
         self._en_cache: dict = {}
         self._wr_cache: dict = {}
+        #: ``_env_writer_index`` of this state, made when first needed
+        self._env_writers: Optional[dict] = None
         self._ar_cache: dict = {}
-        self._walk_cache: dict = {}
+        #: ``_walk_result`` answers: a pure function of the program tables, shared
+        #: by every state (the reducer's ``_walk_memo``)
+        self._walk_cache: dict = red._walk_memo
         self._env_future: dict = {}
         self._block_need: dict = {}
         self._waits_cache: dict = {}
@@ -913,6 +927,9 @@ class _Ctx:
         #: stopped the walk of the future it computes (None: not collecting)
         self._stopped_by: Optional[set] = None
         self._units = [("a", i) for i, p in enumerate(self.pcs) if p != DONE] + self.env_units
+        #: (futures, {named barrier: gap closers}) of the last ``_nb_gap_closers``
+        #: (``others`` is the complement of T, of which ``futures`` is a function)
+        self._gap_memo: list = [None, {}]
         #: frozenset(T) -> T after one round of ``_grow``
         self._grow_memo: dict = {}
         self.queued: dict[int, list[int]] = {}
@@ -977,10 +994,17 @@ class _Ctx:
 
     def _nb_gap_closers(self, key: tuple, others: list, futures: dict) -> int:
         """How many units outside T may still arrive at (or, for all-thread barriers,
-        exit from) named barrier ``key`` before T moves: at most once each."""
-        obj = ("nb",) + key
-        return sum(1 for v in others if (obj, "NA") in futures[v][0]
-                   and not self._nb_arrived(v, key))
+        exit from) named barrier ``key`` before T moves: at most once each.  (Memoised
+        for one ``futures``: a round of ``_grow`` asks it for every unit of T.)"""
+        memo = self._gap_memo
+        if memo[0] is not futures:
+            memo[0], memo[1] = futures, {}
+        n = memo[1].get(key)
+        if n is None:
+            obj = ("nb",) + key
+            n = memo[1][key] = sum(1 for v in others if (obj, "NA") in futures[v][0]
+                                   and not self._nb_arrived(v, key))
+        return n
 
     def _nb_need(self, key: tuple) -> Optional[int]:
         """Threads that complete a generation of named barrier ``key`` (None: unknown)."""
@@ -1159,22 +1183,34 @@ class _Ctx:
                 continue
             if obj in self.fp.writers_from[a][pc]:
                 out.add(("a", a))
+        idx = self._env_writers
+        if idx is None:
+            idx = self._env_writers = self._env_writer_index()
+        got = idx.get(obj)
+        if got:
+            out |= got
+        return out
+
+    def _env_writer_index(self) -> dict:
+        """object -> the environment units that may change it: in-flight deliveries
+        and queue heads by their own footprint; queued async work of a warp is
+        performed by its queue unit (the head), and later entries become heads later:
+        they are attributed to the queue's env unit.  (One pass per state.)"""
+        idx: dict = {}
         for u in self.env_units:
             for (o, m) in self.env_fps[u]:
-                if o == obj and m not in ("R", "O", "RD"):
-                    out.add(u)
-                    break
-        # queued async work of a warp is performed by its queue unit (the head); later
-        # entries become heads later: attribute them to the queue's env unit
+                if m not in ("R", "O", "RD"):
+                    idx.setdefault(o, set()).add(u)
         for u in self.env_units:
             it = u[1]
             if it[0] == "tma":
                 continue
             a = it[1]
             for pc in self.queued.get(a, []):
-                if any(o == obj for (o, m) in self.fp.future_env[a][pc] if m not in ("R", "O", "RD")):
-                    out.add(u)
-        return out
+                for (o, m) in self.fp.future_env[a][pc]:
+                    if m not in ("R", "O", "RD"):
+                        idx.setdefault(o, set()).add(u)
+        return idx
 
     def _blocked_frozen(self, a: int, pc: int, T: set) -> bool:
         """Does warp ``a``'s blocking instruction at ``pc`` stay blocked while T is frozen?"""
@@ -1353,6 +1389,8 @@ class _Ctx:
                 ops_l = None
             r = _future_tuple(frozenset(fp), counts, None if ops_l is None else tuple(ops_l),
                               self.red._bar_id)
+            if len(self._walk_cache) > _MEMO_LIMIT:
+                self._walk_cache.clear()
             self._walk_cache[key] = r
         return r
 
@@ -1519,6 +1557,10 @@ class _Ctx:
         # answer of ``_blocked_frozen`` does not depend on ``blocked``)
         last: dict = {}
         dropped: set = set()
+        bar_id = self.red._bar_id
+        #: ids of the barriers whose operations changed since the last round (None: the
+        #: first round, every barrier is asked about)
+        changed: Optional[set] = None
         while True:
             self._settle_blocked = blocked
             self._walk_cache_round = None
@@ -1531,6 +1573,9 @@ class _Ctx:
                 self._stopped_by = stopped = set()
                 futures[v] = r = self._future(v, T)
                 last[v] = (r, stopped)
+                if changed is not None and got is not None and r is not got[0]:
+                    changed.update(got[0][3])
+                    changed.update(r[3])
             self._stopped_by = None
             unbounded: set = set()
             for v in others:
@@ -1538,13 +1583,17 @@ class _Ctx:
                 if f[2] is None:
                     unbounded.update(f[4])
             # operations per barrier, gathered for the barriers asked about
-            ops_by_bar = _OpsByBar(others, futures, self.red._bar_id)
+            ops_by_bar = _OpsByBar(others, futures, bar_id)
+            # a barrier kept in the last round whose operations did not change keeps its
+            # answer (the same question again: the futures only grow as barriers drop)
             keep = {b for b in blocked if b not in unbounded
-                    and not self._can_complete(b, ops_by_bar.get(b, []))}
+                    and ((changed is not None and bar_id.get(b) not in changed)
+                         or not self._can_complete(b, ops_by_bar.get(b, ())))}
             if keep == blocked:
                 return futures, ops_by_bar, unbounded
             dropped = blocked - keep
             blocked = keep
+            changed = set() if INCREMENTAL_SETTLE else None
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         units = self._units
@@ -1635,7 +1684,10 @@ class _Ctx:
                 free.add(obj)
         free |= self._nb_settle_free(index, others, futures)
         for v in others:
-            pairs = ((obj, (mode,), index.get(obj)) for obj, mode in futures[v][0])
+            # T's objects that v's future touches (any conflict adds v: the order of
+            # the pairs does not matter)
+            fobj = futures[v][5]
+            pairs = ((obj, fobj[obj], ms) for obj, ms in index.items() if obj in fobj)
             if self._conflict(v, pairs, holders, free, T):
                 T.add(v)
 
@@ -1666,7 +1718,8 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dic
     """A unit's future (``_Ctx._future``): footprint, arrival counts per barrier, barrier
     operations (None: unbounded), those operations per barrier
     ``{bar_id[bar]: ((kind, count, tx), ...)}`` (small ints: a ``BarRef`` hashes slowly),
-    and the barriers the footprint touches."""
+    the barriers the footprint touches, and the footprint's modes per object (so that
+    ``_Ctx._conflict`` looks up T's few objects instead of walking the footprint)."""
     grouped: dict = {}
     for (b, kind, count, dtx) in ops or ():
         i = bar_id.get(b)
@@ -1674,7 +1727,11 @@ def _future_tuple(fp: frozenset, counts: dict, ops: Optional[tuple], bar_id: dic
             i = bar_id[b] = len(bar_id)
         grouped.setdefault(i, []).append((kind, count, dtx))
     bars = tuple(obj[1] for obj, _m in fp if obj[0] == "bar")
-    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars)
+    by_obj: dict = {}
+    for obj, m in fp:
+        by_obj.setdefault(obj, []).append(m)
+    return (fp, counts, ops, {b: tuple(x) for b, x in grouped.items()}, bars,
+            {obj: tuple(ms) for obj, ms in by_obj.items()})
 
 
 _NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
@@ -1682,8 +1739,9 @@ _NO_FUTURE = _future_tuple(frozenset(), {}, (), {})
 
 class _OpsByBar:
     """The barrier operations of the bounded futures of ``others``, per barrier (``get``):
-    for each barrier the list, in the same order, that appending the operations of each
-    future in turn gives (``_future_tuple`` groups them per future, by barrier id)."""
+    for each barrier the tuple, in the same order, that appending the operations of each
+    future in turn gives (``_future_tuple`` groups them per future, by barrier id).
+    A tuple (made when first asked), so that ``_can_complete``'s memo key costs no copy."""
 
     __slots__ = ("by_id", "bar_id")
 
@@ -1696,15 +1754,22 @@ class _OpsByBar:
             for i, ops in f[3].items():
                 got = by_id.get(i)
                 if got is None:
-                    by_id[i] = list(ops)
+                    by_id[i] = [ops]
                 else:
-                    got.extend(ops)
+                    got.append(ops)
         self.by_id = by_id
         self.bar_id = bar_id
 
     def get(self, bar: Any, default: Any = None) -> Any:
         i = self.bar_id.get(bar)
-        return default if i is None else self.by_id.get(i, default)
+        if i is None:
+            return default
+        got = self.by_id.get(i)
+        if got is None:
+            return default
+        if type(got) is list:
+            got = self.by_id[i] = got[0] if len(got) == 1 else sum(got, ())
+        return got
 
 
 def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> bool:

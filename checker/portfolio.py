@@ -1,5 +1,21 @@
-"""The default engine (``--engine auto``): BMC first, the explicit engine where BMC's
-certificate does not decide, BMC's unrolling where neither has.
+"""The default engine (``--engine auto``): a quick explicit search, BMC first, the explicit
+engine where BMC's certificate does not decide, BMC's unrolling where neither has.
+
+The quick stage (``quick_search``) comes before all of them: the explicit engine, in this
+process, bounded to ``QUICK_STATES`` states and ``QUICK_SECONDS`` seconds of CPU time.
+Where it finishes -- PROVEN, or a counterexample confirmed shortest -- its verdict is the
+answer and no other process starts; else the stages below run as they would without it.
+On the small kernels of the SPIN benchmark the whole search takes 10-200 ms, while z3's
+import, the certificate's encoding and the second process cost 0.5-1 s of CPU before
+the certificate answers, and an explicit verdict waits out ``HEAD_START``
+(``bench/results/spin.md``).  Its verdict is the explicit engine's, as sound as when
+that engine decides in the race; the verdict, property and counterexample length are
+those the certificate would give (``tests/test_portfolio_quick.py``), only the line
+saying which engine decided differs.  Whether it finishes within ``QUICK_SECONDS`` can
+depend on the machine's speed, as which racing stage decides does.  There is no quick
+stage where the explicit engine runs with stubborn sets (clusters of several CTAs, CTAs
+of ``POR_AUTO_WARPS`` warps or more): their preparation alone can take longer than the
+budget, and in the race the explicit engine decides those kernels first anyway.
 
 Why this order (``bench/results/bmc.md``, 47 runs of 30 s): BMC's certificate
 (``checker/certificate.py``) decides 39 of them -- PROVEN without unrolling, or the
@@ -64,6 +80,27 @@ MIN_NATIVE_SECONDS = 5.0
 #: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
 #: verdict that comes sooner waits for them -- before the first of the two to decide wins
 HEAD_START = 2.0
+#: the longest single wait on a child process: the operating system's waits take no
+#: infinite timeout (``--timeout inf``), so a longer one is waited out slice by slice
+WAIT_SLICE = 3600.0
+
+
+def _wait_slice(seconds: float) -> float:
+    """``seconds`` clipped to [0, WAIT_SLICE] for one OS-level wait."""
+    return min(max(seconds, 0.0), WAIT_SLICE)
+
+
+#: the quick stage: states and seconds of CPU time of the explicit engine's search in
+#: this process before any other stage starts (``quick_search``); 0 states: none
+QUICK_STATES = 50_000
+QUICK_SECONDS = 2.0
+
+
+def quick_states_default() -> int:
+    """``QUICK_STATES``, or ``PIPEPROOF_QUICK_STATES`` from the environment (the test
+    suite sets 0 where it tests the later stages on small examples)."""
+    v = os.environ.get("PIPEPROOF_QUICK_STATES", "").strip()
+    return max(int(v), 0) if v.isdigit() else QUICK_STATES
 
 
 def default_jobs() -> int:
@@ -166,8 +203,10 @@ class _Forked:
         end = time.perf_counter() + seconds
         while self.result is None:
             self.deliver(on_found)
-            if not self.conn.poll(max(end - time.perf_counter(), 0.0)):
-                return None
+            if not self.conn.poll(_wait_slice(end - time.perf_counter())):
+                if time.perf_counter() >= end:
+                    return None
+                continue
             self.receive()
         return self.result
 
@@ -190,6 +229,30 @@ def keep_found(answer: Verdict, found: Optional[Verdict]) -> Verdict:
     found.stats.extra["shortest"] = False
     found.stats.extra["confirm_stopped"] = answer.reason
     return found
+
+
+def quick_search(system: System, states: int, seconds: float, timeout: float,
+                 kwargs: dict[str, Any]) -> tuple[Optional[Verdict], Verdict]:
+    """The quick stage: the explicit engine, unchanged, in this process, bounded to
+    ``states`` states and ``seconds`` of CPU time (its search and its confirming search
+    together; ``timeout``: wall clock).  Its
+    answer is final -- (verdict, it) -- only where the search was complete: PROVEN, or
+    VIOLATED with a counterexample confirmed shortest (what the certificate would have
+    given); else (None, its UNKNOWN or unconfirmed answer) and the other stages start
+    as before.  Why: on a small kernel the whole search takes milliseconds, while
+    starting the race costs z3's import and the certificate's encoding in a second
+    process (bench/results/spin.md: 0.5-1 s of CPU, and the head start)."""
+    from .explicit import check_explicit
+
+    kw = dict(kwargs, progress=None, on_found=None)
+    q = check_explicit(system, **dict(kw, max_states=min(states, kw["max_states"]),
+                                      timeout=timeout, cpu_seconds=seconds))
+    final = q.status == PROVEN or (q.status == VIOLATED
+                                   and q.stats.extra.get("shortest") is not False)
+    if final:
+        q.stats.extra["quick"] = True
+        return q, q
+    return None, q
 
 
 def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any], Verdict]:
@@ -240,9 +303,11 @@ def _first_decided(stages: list[_Forked], seconds: float,
         pending = [c for c in stages if c.result is None]
         if not pending:
             return None
-        ready = wait([c.conn for c in pending], timeout=max(end - time.perf_counter(), 0.0))
+        ready = wait([c.conn for c in pending], timeout=_wait_slice(end - time.perf_counter()))
         if not ready:
-            return None
+            if time.perf_counter() >= end:
+                return None
+            continue
         for c in pending:
             if c.conn in ready:
                 c.receive()
@@ -252,17 +317,18 @@ def _first_decided(stages: list[_Forked], seconds: float,
 
 
 def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
-          on_found: Optional[Callable[[Verdict], None]] = None
-          ) -> tuple[Verdict, Optional[Verdict]]:
+          on_found: Optional[Callable[[Verdict], None]] = None,
+          started: Optional[float] = None) -> tuple[Verdict, Optional[Verdict]]:
     """Wait for the two racing stages: the certificate's answer, and the explicit
-    engine's when it decided first after ``HEAD_START`` (else None: the caller waits for
-    it).  A certificate stopped that way answers UNKNOWN, saying so.  A counterexample
-    the explicit engine sends before its answer goes to ``on_found`` once the head start
-    is over (if the certificate has not answered by then)."""
+    engine's when it decided first after ``HEAD_START`` (counted from ``started``, the
+    race's start, default ``t0``; else None: the caller waits for it).  ``t0 + timeout``:
+    the deadline.  A certificate stopped that way answers UNKNOWN, saying so.  A
+    counterexample the explicit engine sends before its answer goes to ``on_found`` once
+    the head start is over (if the certificate has not answered by then)."""
     from multiprocessing.connection import wait
 
     decided = (VIOLATED, PROVEN)
-    head_end = t0 + HEAD_START
+    head_end = (t0 if started is None else started) + HEAD_START
     while True:
         now = time.perf_counter()
         if now >= head_end:
@@ -272,7 +338,7 @@ def _race(cert: _Forked, expl: _Forked, t0: float, timeout: float,
         limit = t0 + timeout + RACE_GRACE - now
         if now < head_end:  # wake at its end: the gate, and an explicit verdict waiting
             limit = min(limit, head_end - now)
-        ready = wait(pending, timeout=max(limit, 0.0))
+        ready = wait(pending, timeout=_wait_slice(limit))
         if cert.conn in ready:
             v = cert.receive()
             e = expl.result
@@ -344,20 +410,24 @@ def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: 
     return keep_found(e, expl.found)
 
 
-def check_auto(system: System, depth: int, timeout: float = 600.0,
+def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
                max_states: int = 3_000_000,
                progress: Optional[Callable[[int, int, float], None]] = None,
                reduce: bool = True, por: Optional[bool] = None,
                bmc_steps: str = "auto", confirm_timeout: Optional[float] = None,
                jobs: Optional[int] = None,
-               on_found: Optional[Callable[[Verdict], None]] = None) -> Verdict:
-    """BMC's certificate, then the explicit engine, then BMC's unrolling, sharing
-    ``timeout`` (module docstring).  ``jobs``: 1 runs the stages one after another;
+               on_found: Optional[Callable[[Verdict], None]] = None,
+               quick_states: Optional[int] = None) -> Verdict:
+    """The quick stage, then BMC's certificate, then the explicit engine, then BMC's
+    unrolling, sharing ``timeout`` (module docstring).  ``quick_states``: the quick
+    stage's bound (``quick_search``; None: ``quick_states_default()``, 0: no quick
+    stage).  ``jobs``: 1 runs the stages one after another;
     2 or more races the first two in forked processes, the certificate with a head
     start of ``HEAD_START`` seconds (None: ``default_jobs()``).  ``on_found``: a
     counterexample found before the search that confirms it is shortest
-    (``explicit.check_explicit``), as soon as it is this stage's to show."""
-    from .bmc import check_bmc
+    (``explicit.check_explicit``), as soon as it is this stage's to show.  ``depth``:
+    BMC's bound (None: ``bmc.DEFAULT_DEPTH``).  BMC, and z3 with it, is imported only
+    once a BMC stage starts (a fifth of a small check's start-up)."""
     from .explicit import check_explicit
 
     t0 = time.perf_counter()
@@ -380,19 +450,38 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     explicit_kw = dict(max_states=max_states, progress=progress, reduce=reduce, por=por,
                        on_found=on_found, **conf)
 
+    def bmc_depth() -> int:
+        from .bmc import DEFAULT_DEPTH
+
+        return DEFAULT_DEPTH if depth is None else depth
+
     def certificate(gate: Any = None, notify: Any = None) -> Verdict:
-        return check_bmc(system, depth=depth, timeout=timeout, steps=bmc_steps,
+        from .bmc import check_bmc
+
+        return check_bmc(system, depth=bmc_depth(), timeout=left(), steps=bmc_steps,
                          certificate_only=True, max_states=max_states, **conf)
 
     racing = (default_jobs() if jobs is None else jobs) >= 2
+    quick = quick_states_default() if quick_states is None else quick_states
+    if quick > 0 and not _explicit_por(system, por):
+        final, q = quick_search(system, quick, QUICK_SECONDS, timeout, explicit_kw)
+        if final is not None:
+            done(final).stats.extra["auto_jobs"] = 1  # no other process was started
+            return final
+        note("explicit (quick)", q)
+        if left() <= 0:
+            return done(q)
     e: Optional[Verdict] = None
     if racing:
-        expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=timeout)),
+        from . import bmc  # noqa: F401  (z3 once, here: both forked stages have it)
+
+        started = time.perf_counter()
+        expl = _Forked(_explicit_job(system, dict(explicit_kw, timeout=left())),
                        "explicit engine")
         try:
             cert = _Forked(certificate, "BMC certificate")
             try:
-                v, e = _race(cert, expl, t0, timeout, on_found)
+                v, e = _race(cert, expl, t0, timeout, on_found, started)
             finally:
                 cert.cancel()
             if v.status in (VIOLATED, PROVEN):
@@ -424,8 +513,10 @@ def check_auto(system: System, depth: int, timeout: float = 600.0,
     note("explicit", e)
     if left() < MIN_UNROLL_SECONDS:
         return done(e)
-    u = check_bmc(system, depth=depth, timeout=left(), steps=bmc_steps, certificate=False,
-                  on_found=on_found, **conf)
+    from .bmc import check_bmc
+
+    u = check_bmc(system, depth=bmc_depth(), timeout=left(), steps=bmc_steps,
+                  certificate=False, on_found=on_found, **conf)
     if u.status == UNKNOWN:
         # both searches stopped: the explicit engine's account of how far it got first
         note("bmc unrolling", u)

@@ -44,6 +44,7 @@ import z3
 
 from ..model.system import System
 from .por import Reducer
+from .symbolic import solver_ms
 
 
 def footprint_candidates(system: System) -> dict[int, set[int]]:
@@ -110,7 +111,7 @@ class SafeSteps:
                         rel_all[b] = u.relation(b, u.by_actor[b])
                     q = self.query(rel_t, rel_all[b])
                     self.stats["asked"] += 1
-                    r = _check(q, min(query_ms, int(1000 * (deadline - time.perf_counter()))))
+                    r = _check(q, min(query_ms, solver_ms(deadline - time.perf_counter())))
                     if r is not True:
                         ok = False
                         self.stats["refused" if r is False else "undecided"] += 1

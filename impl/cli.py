@@ -34,7 +34,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
                                                   jitter=not args.no_jitter,
                                                   structured=not args.unrolled,
                                                   checks=not args.no_checks,
-                                                  arrivals=args.arrivals))
+                                                  arrivals=args.arrivals,
+                                                  fold=args.fold))
     if args.output and args.output != "-":
         with open(args.output, "w") as f:
             f.write(em.ptx)
@@ -166,6 +167,10 @@ The PTX is the model's per-warp programs with trace records (docs/gpu.md);
     e.add_argument("--unrolled", action="store_true",
                    help="emit the fully unrolled programs (default: loops bounded by a "
                         "parameter stay loops, the parameter is a kernel argument)")
+    e.add_argument("--fold", action="store_true",
+                   help="one structured loop body with the PipelineState in registers "
+                        "(default: the body copied once per pipeline state, which runs "
+                        "faster on the GPU)")
     e.set_defaults(fn=cmd_emit)
 
     c_help = ("run a kernel on the GPU (jittered) and replay every trace through the model: "

@@ -9,7 +9,9 @@ effect; there is no second copy of the pipeline rules.  Role dispatch is a switc
 Programs compiled with run-time kernel arguments (``impl/structured.py``: ``for k in
 range(k_tiles)`` stays a loop) read them from extra ``.param .u32 p_a_NAME`` parameters
 (``Manifest.args`` holds the value the model was compiled with), so the PTX does not
-depend on the trip count.
+depend on the trip count; the copies of such a loop's body that differ only in stage index
+and phase are emitted once, with the PipelineState in registers (``impl/fold.py``,
+``plan_fold``), so it does not depend on the stage count either.
 
 Execution model of an emitted warp (all 32 lanes follow the program's control flow):
 
@@ -72,9 +74,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 from ..model.compile import CompiledKernel
+from ..model.pipeline_state import advance_rule
 from ..model.errors import Unsupported
 from ..model.system import ANY_FILL
 from ..model.groups import WARP_SIZE
+from ..model.scopes import acquire_scope, cluster_acquired
 from ..model.pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                              BufRef, GmemAtomic, GmemFence, GmemWait,
@@ -85,6 +89,7 @@ from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
                              TryWait, UmmaCommit, Wait, WgmmaWait)
 from . import events as E
+from . import fold as F
 from .emit_tmem import is_tmem, lower as lower_tmem
 from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
                      compute_layout, delivery_key, is_split, stamp_of)
@@ -124,6 +129,11 @@ class EmitOptions:
     #: observed; ``warp`` -- lane 0 arrives once with count ``n`` and the trace records
     #: the pending count ``mbarrier.arrive`` returned
     arrivals: str = "thread"
+    #: structured loops keep PipelineState in registers: the copies of a body that differ
+    #: only in stage index and phase are emitted once (``impl/fold.py``).  Off by default:
+    #: measured on an H100 the folded hand-off is slower (TMA, 4 stages: 111 against 65
+    #: ns per k-tile with the copies; bench/results/conformance_gpu_i25.md)
+    fold: bool = False
 
 
 @dataclass
@@ -158,6 +168,9 @@ class Manifest:
     #: bytes of an instance's global-memory block (flags, region stamps): parameter
     #: ``gmem``, ``gmem_stride`` apart, zeroed before every launch
     gmem_bytes: int = 0
+    #: per looping warp: its loop folded with the PipelineState in registers, or why its
+    #: copies were kept (``impl/fold.py``)
+    folded: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -170,6 +183,9 @@ class Emitted:
     layout: Layout
     #: how the programs were compiled (``impl/structured.Compiled.describe``)
     note: str = ""
+    #: per warp program (``cta0.w1``): how its structured loop was emitted -- folded
+    #: (PipelineState in registers, ``impl/fold.py``) or why it kept its copies
+    folds: dict = field(default_factory=dict)
 
 
 class _Regs:
@@ -209,10 +225,23 @@ class _Emitter:
         self.nw = self.info.num_warps
         self.cluster = self.csize > 1
         self.sem_scope = "cluster" if self.cluster else "cta"
+        #: barrier arrays whose waits acquire at cluster scope (``model/scopes.py``)
+        self.acq_cluster = cluster_acquired(ck.programs)
+        #: barrier arrays some warp arrives on in another CTA: CUTLASS's arrive on them
+        #: takes the target CTA's rank at run time (``arrive_ranked``), local ones too
+        self.remote_arrays = {a.bar.array for p in ck.programs for i in p.code
+                              if isinstance(i, Arrive) for a in i.arrivals
+                              if a.bar.cta != p.cta}
         self.b100 = opts.arch == "sm_100a"
         self.locals: dict[str, str] = {}
         self.prog: Optional[AgentProgram] = None
         self.stream = False  # this warp's loop advances its TMA sources (``streams``)
+        #: the folded loop of the warp being emitted (``plan_fold``) and its registers
+        self.fold: Optional[F.Fold] = None
+        self.fold_it: Optional[str] = None
+        self.fold_pcs: dict[int, str] = {}
+        self.fold_cache: dict = {}
+        self.folds: dict[str, str] = {}
         self.args = dict(ck.runtime_args)
         self.params = PARAMS + tuple((f"a_{n}", "u32") for n in sorted(self.args))
         if self.gmem:
@@ -246,8 +275,12 @@ class _Emitter:
 
     # ------------------------------------------------------------------ addresses
 
-    def smem_addr(self, off: int) -> str:
+    def smem_addr(self, off: Any) -> str:
         a = self.r()
+        if isinstance(off, F.SymOff):  # a stage index in a register (``impl/fold.py``)
+            self(f"mad.lo.u32 {a}, {off.reg}, {off.stride}, {off.base};")
+            self(f"add.u32 {a}, {a}, %smem;")
+            return a
         self(f"add.u32 {a}, %smem, {off};")
         return a
 
@@ -260,14 +293,20 @@ class _Emitter:
         self(f"mapa.shared::cluster.u32 {m}, {a}, {cta};")
         return m, True
 
-    def bar_off(self, ref: BarRef) -> int:
+    def bar_off(self, ref: BarRef) -> Any:
         try:
+            if isinstance(ref.stage, F.StageReg):  # base + index * 8 (``impl/fold.py``)
+                base = self.L.bar_offset[(ref.array, 0)]
+                step = self.L.bar_offset[(ref.array, 1)] - base \
+                    if (ref.array, 1) in self.L.bar_offset else 0
+                return F.SymOff(base, step, ref.stage.reg)
             return self.L.bar_offset[(ref.array, ref.stage)]
         except KeyError:
             raise Unsupported(f"unsupported: barrier {ref} has no storage") from None
 
     def bar_exists(self, ref: BarRef) -> bool:
-        return (ref.array, ref.stage) in self.L.bar_offset and 0 <= ref.cta < self.csize
+        stage = 0 if isinstance(ref.stage, F.StageReg) else ref.stage
+        return (ref.array, stage) in self.L.bar_offset and 0 <= ref.cta < self.csize
 
     def slot_off(self, buf: BufRef, key: tuple) -> int:
         return self.L.buffers[buf.buffer].slot_addr(buf.stage, key)
@@ -301,7 +340,7 @@ class _Emitter:
         self(f"mul.wide.u32 {off}, {t}, {E.EVENT_BYTES};")
         self(f"add.u64 {addr}, %ev, {off};")
         regs = []
-        for v in (hdr, pc, obs0, obs1):
+        for v in (hdr, self.pcv(pc), obs0, obs1):
             if isinstance(v, str) and v.startswith("%"):
                 regs.append(v)
             else:
@@ -319,7 +358,7 @@ class _Emitter:
             if e.kind == "read":
                 self.read_check(e, st)
             elif e.kind in ("write_begin", "write_end") and generic_writes:
-                val = POISON if e.kind == "write_begin" else stamp_of(e.tag)
+                val = POISON if e.kind == "write_begin" else self.stamp_val(e.tag)
                 self.store_stamp(e.buf, GEN_KEY, val)
             elif e.kind == "clean" and not fenced and e.buf.cta != GMEM_CTA:
                 self("fence.proxy.async.shared::cta;")
@@ -331,19 +370,31 @@ class _Emitter:
         self(f"add.u64 {a}, %gm, {off};")
         return a
 
-    def store_stamp(self, buf: BufRef, key: tuple, val: int) -> None:
+    def stamp_val(self, tag: Any) -> Any:
+        """``stamp_of(tag)``; a register for a tag held in one (``impl/fold.py``)."""
+        if not isinstance(tag, F.TagReg):
+            return stamp_of(tag)
+        v = self.r()
+        if tag.parity:
+            self(f"add.u32 {v}, {tag.reg}, {PARITY_TAG};")
+            self(f"or.b32 {v}, {v}, {STAMP_BASE};")
+        else:
+            self(f"or.b32 {v}, {tag.reg}, {STAMP_BASE};")
+        return v
+
+    def store_stamp(self, buf: BufRef, key: tuple, val: Any) -> None:
         if buf.cta == GMEM_CTA:
             # a weak store: only the flags' release/acquire orders it for another CTA
             # (PTX ISA "Memory Consistency Model": data races on weak accesses)
             a = self.gmem_addr(self.L.gmem.buf_addr(buf))
-            v, z = self.imm(val), self.imm(0)
+            v, z = (val if isinstance(val, str) else self.imm(val)), self.imm(0)
             self(f"st.global.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
             return
         bl = self.L.buffers.get(buf.buffer)
         if bl is None or key not in bl.slots:
             return
         a, remote = self.cluster_addr(self.slot_off(buf, key), buf.cta)
-        v = self.imm(val)
+        v = val if isinstance(val, str) else self.imm(val)
         z = self.imm(0)
         space = "shared::cluster" if remote else "shared::cta"
         self(f"st.{space}.v4.u32 [{a}], {{{v}, {z}, {z}, {z}}};")
@@ -378,7 +429,7 @@ class _Emitter:
         self(f"red.global.add.u32 [%ctrl+{4 * E.C_ERRORS}], 1;")
         who = self.imm(self.prog.cta << 16 | self.prog.warp)  # type: ignore[union-attr]
         self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_WHO}], {who};")
-        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {st.pc};")
+        self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_PC}], {self.pcv(st.pc)};")
         self(f"st.relaxed.gpu.global.u32 [%ctrl+{4 * E.C_ERR_STAMP}], {v};")
         self.label(ok)
 
@@ -389,16 +440,25 @@ class _Emitter:
         self(f"and.b32 {lo}, {v}, 255;")
         bad = self.p()
         self(f"setp.ne.u32 {bad}, {hi}, {STAMP_BASE};")
+        if isinstance(tag, F.TagReg):  # the tag in a register (``impl/fold.py``)
+            tpar = self.r()
+            self(f"and.b32 {tpar}, {tag.reg}, 1;")
+            return self.stamp_tag_bad(lo, bad, tag.reg, tpar, tag.parity)
         if tag == ANY_FILL:  # any complete fill
             return bad
-        par = self.r()
+        return self.stamp_tag_bad(lo, bad, str(tag), str(tag % 2), tag >= PARITY_TAG)
+
+    def stamp_tag_bad(self, lo: str, bad: str, tag: str, tag_parity: str,
+                      parity_only: bool) -> str:
+        """``bad`` or-ed with: the stamp's fill number ``lo`` is not fill ``tag`` (an
+        immediate or a register); a parity tag, or a stamp that is itself a parity tag,
+        compares the parities only."""
+        par, pbad = self.r(), self.p()
         self(f"and.b32 {par}, {lo}, 1;")
-        pbad = self.p()
-        self(f"setp.ne.u32 {pbad}, {par}, {tag % 2};")
-        if tag >= PARITY_TAG:
+        self(f"setp.ne.u32 {pbad}, {par}, {tag_parity};")
+        if parity_only:
             self(f"or.pred {bad}, {bad}, {pbad};")
             return bad
-        # exact unless the stamp itself is a parity tag
         isp, ebad = self.p(), self.p()
         self(f"setp.ge.u32 {isp}, {lo}, {PARITY_TAG};")
         self(f"setp.ne.u32 {ebad}, {lo}, {tag};")
@@ -445,8 +505,8 @@ class _Emitter:
             trace=self.o.trace, jitter=self.o.jitter, compact=self.L.compact,
             params=[list(p) for p in self.params], args=dict(self.args),
             compiled="structured" if self.args else "unrolled", grid_clusters=self.nclus,
-            gmem_bytes=self.L.gmem.size)
-        return Emitted("\n".join(lines), man, self.L)
+            gmem_bytes=self.L.gmem.size, folded=dict(self.folds))
+        return Emitted("\n".join(lines), man, self.L, folds=dict(self.folds))
 
     def prologue(self) -> list[str]:
         saved, self.body = self.body, []
@@ -534,6 +594,13 @@ class _Emitter:
         if self.o.checks:  # data stamps are instrumentation
             pz = self.imm(POISON)
             for bl in self.L.buffers.values():
+                if self.args and self.o.fold and bl.stages > 1:  # a loop over the stages
+                    def poison(i: str, bl: Any = bl) -> None:
+                        for s in bl.slots.values():
+                            a = self.smem_addr(bl.slot_addr(F.StageReg(i), s.key))
+                            self(f"st.shared.v4.u32 [{a}], {{{pz}, {pz}, {pz}, {pz}}};")
+                    self.stage_loop(bl.stages, poison)
+                    continue
                 for stg in range(bl.stages):
                     for s in bl.slots.values():
                         a = self.smem_addr(bl.slot_addr(stg, s.key))
@@ -627,10 +694,201 @@ class _Emitter:
         self.stream = self.streams(prog)
         if self.stream:
             self("mov.u64 %srcoff, 0;")
+        fold = self.plan_fold(prog)
+        starts = set()
+        if fold is not None:
+            starts = {fold.body.pcs[0]} | ({fold.exit.pcs[0]} if fold.exit else set())
+        in_run: set[int] = set()
         for pc, ins in enumerate(prog.code):
+            if fold is not None and (pc in fold.skip or pc in in_run):
+                continue  # another copy of the folded loop, or of a run's element
             self.label(self.pc_label(pc))
+            if fold is not None and pc == fold.head:
+                self.fold_init(fold)
+            if pc in starts:
+                self.fold_cache = {}  # derived states are computed per path
             self.body.append(f"\t// [{pc}] {type(ins).__name__}: {_clean(ins.label)}")
+            if fold is not None and pc in fold.runs:
+                in_run.update(range(pc + 1, pc + fold.runs[pc][0]))
+                self.fold_run(fold, pc, ins)
+                continue
+            if fold is not None and pc in fold.slots:
+                ins = self.fold_instr(fold, pc, ins)
             self.instr(pc, ins)
+            if fold is not None and pc == fold.body_end:
+                self.fold_advance(fold)
+        self.fold, self.fold_it, self.fold_pcs = None, None, {}
+
+    # ------------------------------------------------------------------ folded loops
+
+    def plan_fold(self, prog: AgentProgram) -> Optional["F.Fold"]:
+        """Fold the copies of ``prog``'s structured loop into one body with the pipeline
+        state in registers (``impl/fold.py``), or say why not (``Emitted.folds``)."""
+        self.fold, self.fold_it, self.fold_pcs, self.fold_cache = None, None, {}, {}
+        if not self.args or not self.o.fold:
+            return None
+        fold, why = F.plan(prog, self.L, self.o.checks, self.o.trace, self.stream,
+                           commits_deferred=not self.b100)
+        if fold is not None:
+            inside = set(fold.skip) | set(fold.slots) | {fold.head}
+            if inside & (set(self.defer_at) | set(self.fire_before)):
+                fold, why = None, ("an emulated tcgen05.commit before the loop lands inside "
+                                   "it (its deferral names one copy)")
+        if fold is not None:
+            self.folds[prog.name] = fold.describe()
+        elif why:
+            self.folds[prog.name] = f"copies kept: {why}"
+        self.fold = fold
+        return fold
+
+    def fold_init(self, fold: "F.Fold") -> None:
+        """Before the folded loop's test: the state registers of every class (index, and
+        phase 0 of the class) and the copy counter; the back edge jumps past this."""
+        self.fold_regs = []
+        for nst, start, phase in fold.classes:
+            idx, ph = self.r(), self.r()
+            self(f"mov.u32 {idx}, {start};")
+            self(f"mov.u32 {ph}, {phase};")
+            self.fold_regs.append((idx, ph))
+        if fold.counter:
+            self.fold_it = self.r()
+            self(f"mov.u32 {self.fold_it}, 0;")
+        self.fold_top = self.fresh("fold")
+        self.label(self.fold_top)
+
+    def fold_state(self, fold: "F.Fold", cls: int, shift: int) -> tuple[str, str]:
+        """Registers of ``advance^shift`` of class ``cls``'s state: the model's rule
+        (``model.pipeline_state.advance_rule``) lowered to PTX, from the nearest state
+        already computed on this path."""
+        if shift == 0:
+            return self.fold_regs[cls]
+        if (cls, shift) in self.fold_cache:
+            return self.fold_cache[(cls, shift)]
+        have = max([m for (c, m) in self.fold_cache if c == cls and m < shift], default=0)
+        cur = self.fold_regs[cls] if have == 0 else self.fold_cache[(cls, have)]
+        V = _PtxValues(self)
+        for m in range(have + 1, shift + 1):
+            i, g = advance_rule(V, _PtxVal(cur[0], self), _PtxVal(cur[1], self),
+                                fold.classes[cls][0], fold.phases)
+            cur = (str(i), str(g))
+            self.fold_cache[(cls, m)] = cur
+        return cur
+
+    def fold_run(self, fold: "F.Fold", pc: int, ins: Instr) -> None:
+        """A run of the continuation (``Fold.runs``: ``producer_tail``'s wait on every
+        stage) as a PTX loop: the state of its first element in registers, the element,
+        the model's advance, ``length`` times; element ``r`` is pc ``pc + r``."""
+        n, cls, base = fold.runs[pc]
+        first = self.fold_state(fold, cls, base)
+        idx, ph, ctr, more = self.r(), self.r(), self.r(), self.p()
+        self(f"mov.u32 {idx}, {first[0]};")
+        self(f"mov.u32 {ph}, {first[1]};")
+        self(f"mov.u32 {ctr}, 0;")
+        top = self.fresh("run")
+        self.label(top)
+        saved, cache = self.fold_regs[cls], self.fold_cache
+        self.fold_regs[cls], self.fold_cache = (idx, ph), {}
+        slots = tuple(replace(e, shift=e.shift - base) if isinstance(e, F.Explain) else e
+                      for e in fold.slots[pc])
+        self.instr(pc, self.fold_instr(fold, pc, ins, slots, ctr))
+        self.fold_pcs = {}
+        i, g = advance_rule(_PtxValues(self), _PtxVal(idx, self), _PtxVal(ph, self),
+                            fold.classes[cls][0], fold.phases)
+        self(f"mov.u32 {idx}, {i};")
+        self(f"mov.u32 {ph}, {g};")
+        self(f"add.u32 {ctr}, {ctr}, 1;")
+        self(f"setp.lt.u32 {more}, {ctr}, {n};")
+        self(f"@{more} bra {top};")
+        self.fold_regs[cls], self.fold_cache = saved, cache
+
+    def fold_instr(self, fold: "F.Fold", pc: int, ins: Instr, slots: Optional[tuple] = None,
+                   element: Optional[str] = None) -> Instr:
+        """The template instruction at ``pc`` with its state operands in registers, and
+        (traced or checked) the register holding the pc of the copy that runs (plus
+        ``element``, a run's element counter)."""
+        vals = []
+        for ex in (fold.slots[pc] if slots is None else slots):
+            if not isinstance(ex, F.Explain):
+                vals.append(ex.value)
+                continue
+            idx, ph = self.fold_state(fold, ex.cls, ex.shift)
+            if ex.kind == "stage":
+                vals.append(F.StageReg(idx) if fold.classes[ex.cls][0] > 1 else 0)
+                continue
+            bits = 2 if ex.kind == "parity" or ex.parity_tag else fold.phases
+            if ex.offset == 0 and bits == fold.phases:
+                vals.append(ph if ex.kind == "parity" else F.TagReg(ph, ex.parity_tag))
+                continue
+            v = self.r()
+            self(f"add.u32 {v}, {ph}, {ex.offset};")
+            self(f"and.b32 {v}, {v}, {bits - 1};")
+            vals.append(v if ex.kind == "parity" else F.TagReg(v, ex.parity_tag))
+        if fold.counter and (self.o.trace or self.o.checks):
+            region = fold.body if pc in fold.body.pcs else fold.exit
+            v = self.r()
+            self(f"mad.lo.s32 {v}, {self.fold_it}, {region.stride}, {pc};")  # type: ignore
+            if element is not None:
+                self(f"add.s32 {v}, {v}, {element};")
+            self.fold_pcs = {pc: v}
+        return F.instantiate(ins, vals, F.emitted_effects(self.o.checks))
+
+    def fold_advance(self, fold: "F.Fold") -> None:
+        """End of the folded body: every class state advances once (the model's rule,
+        as ``PipelineState.advance``), the copy counter steps and wraps where the model's
+        program jumps back (there a streaming loop moves to fresh source memory), and
+        control returns to the loop test."""
+        self.fold_pcs = {}
+        V = _PtxValues(self)
+        for (nst, _, _), (idx, ph) in zip(fold.classes, self.fold_regs):
+            i, g = advance_rule(V, _PtxVal(idx, self), _PtxVal(ph, self), nst, fold.phases)
+            self(f"mov.u32 {idx}, {i};")
+            self(f"mov.u32 {ph}, {g};")
+        if fold.counter:
+            it, pw = self.fold_it, self.p()
+            self(f"add.u32 {it}, {it}, 1;")
+            self(f"setp.eq.u32 {pw}, {it}, {fold.copies};")
+            if self.stream:
+                stay = self.fresh("nowrap")
+                self(f"@!{pw} bra {stay};")
+                self(f"mov.u32 {it}, {fold.wrap_to};")
+                self.advance_source()
+                self.label(stay)
+            else:
+                self(f"@{pw} mov.u32 {it}, {fold.wrap_to};")
+        self(f"bra {self.fold_top};")
+
+    def stage_step(self, array: str, stages: int) -> Optional[int]:
+        """Structured emission: the distance between the stages of barrier array
+        ``array`` when they are evenly laid out and a loop over them pays (else None)."""
+        if not (self.args and self.o.fold) or stages < 2:
+            return None
+        offs = [self.L.bar_offset.get((array, s)) for s in range(stages)]
+        if None in offs:
+            return None
+        step = offs[1] - offs[0]
+        return step if all(o == offs[0] + s * step for s, o in enumerate(offs)) else None
+
+    def stage_loop(self, stages: int, body: Any) -> None:
+        """``body(i)`` in a PTX loop over ``i`` in ``0 .. stages - 1`` (a register), so
+        the code does not grow with the stage count."""
+        i, pr = self.r(), self.p()
+        top = self.fresh("stg")
+        self(f"mov.u32 {i}, 0;")
+        self.label(top)
+        body(i)
+        self(f"add.u32 {i}, {i}, 1;")
+        self(f"setp.lt.u32 {pr}, {i}, {stages};")
+        self(f"@{pr} bra {top};")
+
+    def fold_region(self, pc: int) -> Optional[tuple[int, int]]:
+        """(first copy's offset, per-copy distance) of a folded pc's global region."""
+        if self.fold is None or self.fold_it is None:
+            return None
+        return self.fold.regions.get(pc)
+
+    def pcv(self, pc: Any) -> Any:
+        """The pc a trace record or error names: a register in a folded body."""
+        return self.fold_pcs.get(pc, pc) if isinstance(pc, int) else pc
 
     def pc_label(self, pc: int) -> str:
         return f"$L{self.k}_{pc}"
@@ -870,7 +1128,9 @@ class _Emitter:
                 st.ticket = self.ticket()
             return
         a = self.smem_addr(self.bar_off(bar))
-        sem = f".acquire.{self.sem_scope}"
+        # CUTLASS's ``.acquire.cta`` unless the model lets a remote ``.release.cluster``
+        # arrive publish through this barrier (``model/scopes.py``)
+        sem = f".acquire.{acquire_scope(bar, self.acq_cluster)}"
         if isinstance(ins, TryWait):
             pr = self.p()
             op = "test_wait" if ins.test else "try_wait"
@@ -1034,8 +1294,13 @@ class _Emitter:
             if slots and ins.buf.cta == self.prog.cta:  # type: ignore[union-attr]
                 srcs = self.smem_addr(bl.slot_addr(ins.buf.stage, slots[0].key))
                 d = self.rd()
-                off = self.L.dst[(self.prog.cta, self.prog.warp, pc)]  # type: ignore
-                self(f"add.u64 {d}, %dst, {off};")
+                per = self.fold_region(pc)
+                if per is not None:  # a folded copy's region (``src_addr``)
+                    self(f"mad.wide.s32 {d}, {self.fold_it}, {per[1]}, {per[0]};")
+                    self(f"add.u64 {d}, {d}, %dst;")
+                else:
+                    off = self.L.dst[(self.prog.cta, self.prog.warp, pc)]  # type: ignore
+                    self(f"add.u64 {d}, %dst, {off};")
                 self(f"cp.async.bulk.global.shared::cta.bulk_group [{d}], [{srcs}], "
                      f"{STAMP_BYTES};")
         elif t is BulkCommit:
@@ -1045,6 +1310,16 @@ class _Emitter:
         elif t is MbarInit:
             for name, count in ins.arrays:
                 stages, _ = self.L.arrays[name]
+                step = self.stage_step(name, stages)
+                if step is not None:  # a loop over the stages (structured emission)
+                    base = self.L.bar_offset[(name, 0)]
+
+                    def init(i: str, base: int = base, step: int = step,
+                             count: int = count) -> None:
+                        a = self.smem_addr(F.SymOff(base, step, i))
+                        self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")
+                    self.stage_loop(stages, init)
+                    continue
                 for s in range(stages):
                     a = self.smem_addr(self.L.bar_offset[(name, s)])
                     self(f"mbarrier.init.shared::cta.b64 [{a}], {count & 0xFFFFFFFF};")
@@ -1086,6 +1361,13 @@ class _Emitter:
         targets per lane through ``mapa``).  Arrivals commute on an mbarrier, so the
         count-``n`` step of the model is the same phase change (PTX ISA
         ``mbarrier.arrive``)."""
+        live = [a for a in ins.arrivals if self.bar_exists(a.bar) and a.count >= 0]
+        if self.cluster and live and all(a.tx == live[0].tx for a in live) and \
+                (live[0].tx == 0 or all(a.count == 1 for a in live)) and \
+                len({(a.bar.array, a.bar.stage) for a in live}) == 1 and \
+                live[0].bar.array in self.remote_arrays:
+            self.arrive_ranked(live, ins.scope, live[0].tx)
+            return
         lane = 0
         for arr in ins.arrivals:
             if not self.bar_exists(arr.bar) or arr.count < 0:
@@ -1118,6 +1400,56 @@ class _Emitter:
             self(f"@{pr} bra {skip};")
             self(f"mbarrier.arrive.release.{scope}.{space}.b64 {dst}, [{a}];")
             self.label(skip)
+
+    def arrive_ranked(self, live: list, scope: str, tx: int = 0) -> None:
+        """One code path for the arrivals of a warp on one barrier of several CTAs (or of
+        another CTA): lane ``l`` computes its target CTA's rank from its lane index, maps
+        the barrier's offset into that CTA (``mapa``, PTX ISA 9.7.9.23: the own CTA's
+        rank maps to its own barrier) and arrives once with count 1 through
+        ``shared::cluster``, as CUTLASS's ``consumer_release`` does in a cluster
+        (``ClusterBarrier::arrive(cta_id, pred)``: the signalling lanes pick the
+        destination CTA at run time).  The same arrivals as ``arrive_threads``' separate
+        instructions: ``count`` lanes per destination, at the model's release scope.
+        With ``tx`` (every destination one lane expecting ``tx`` bytes: a multicast
+        CLC or TMA transaction count) each lane's arrive is ``arrive.expect_tx``."""
+        scope = scope if scope in ("cta", "cluster") else "cluster"
+        a = self.smem_addr(self.bar_off(live[0].bar))
+        ranks = [arr.bar.cta for arr in live]
+        if all(arr.count == 1 for arr in live) and len(set(ranks)) == len(ranks) and \
+                max(ranks) < WARP_SIZE:
+            # one arrival per destination CTA: lane r signals CTA r, as CUTLASS's
+            # signalling threads do (``sm90.py`` PipelineTmaAsync: a lane's destination
+            # is its own index; it signals where that CTA is in the multicast set)
+            bits, skip, pr, m = self.r(), self.fresh("ta"), self.p(), self.r()
+            self(f"mov.u32 {bits}, {sum(1 << r for r in ranks)};")
+            self(f"shr.b32 {bits}, {bits}, %k_lane;")
+            self(f"and.b32 {bits}, {bits}, 1;")
+            self(f"setp.eq.u32 {pr}, {bits}, 0;")
+            self(f"@{pr} bra {skip};")
+            self(f"mapa.shared::cluster.u32 {m}, {a}, %k_lane;")
+            op = f"arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [{m}], {tx}" \
+                if tx else f"arrive.release.{scope}.shared::cluster.b64 _, [{m}]"
+            self(f"mbarrier.{op};")
+            self.label(skip)
+            return
+        rank = self.r()
+        self(f"mov.u32 {rank}, {live[0].bar.cta};")
+        hi = live[0].count
+        for arr in live[1:]:
+            pr = self.p()
+            self(f"setp.ge.u32 {pr}, %k_lane, {hi};")
+            self(f"@{pr} mov.u32 {rank}, {arr.bar.cta};")
+            hi += arr.count
+        m, skip, pr = self.r(), self.fresh("ta"), self.p()
+        self(f"mapa.shared::cluster.u32 {m}, {a}, {rank};")
+        self(f"setp.ge.u32 {pr}, %k_lane, {hi};")
+        self(f"@{pr} bra {skip};")
+        if tx:
+            self(f"mbarrier.arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [{m}], "
+                 f"{tx};")
+        else:
+            self(f"mbarrier.arrive.release.{scope}.shared::cluster.b64 _, [{m}];")
+        self.label(skip)
 
     def arrive(self, ins: Arrive, st: "_Step") -> None:
         # ins.scope (the model's release scope) is not lowered: remote arrives and every
@@ -1167,9 +1499,14 @@ class _Emitter:
                 observed = True
 
     def src_addr(self, pc: int, extra: int = 0, stream: bool = False) -> str:
-        reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
         s = self.rd()
-        self(f"add.u64 {s}, %src, {reg.offset + extra};")
+        per = self.fold_region(pc)
+        if per is not None:  # a folded copy's region: first copy's + copy * distance
+            self(f"mad.wide.s32 {s}, {self.fold_it}, {per[1]}, {per[0] + extra};")
+            self(f"add.u64 {s}, {s}, %src;")
+        else:
+            reg = self.L.src[(self.prog.cta, self.prog.warp, pc)]  # type: ignore[union-attr]
+            self(f"add.u64 {s}, %src, {reg.offset + extra};")
         if stream and self.stream:
             self(f"add.u64 {s}, {s}, %srcoff;")
         return s
@@ -1213,7 +1550,9 @@ class _Emitter:
 
     def tma(self, pc: int, ins: TmaLoad) -> None:
         src = self.src_addr(pc, stream=True)
-        key = delivery_key(self.prog, pc, ins)
+        # the slot from the program's own instruction: a folded body's ``ins`` names its
+        # stage by a register, which the walk back to the fill's earlier loads cannot match
+        key = delivery_key(self.prog, pc, self.prog.code[pc])
         normal = [d for d in ins.deliveries if d.buf is not None and not is_split(d)]
         split = [d for d in ins.deliveries if d.buf is not None and is_split(d)]
         for d in ins.deliveries:
@@ -1278,7 +1617,7 @@ class _Emitter:
 
     def clc(self, pc: int, ins: TmaLoad, st: "_Step") -> None:
         ds = [d for d in ins.deliveries if d.buf is not None]
-        key = delivery_key(self.prog, pc, ins)
+        key = delivery_key(self.prog, pc, self.prog.code[pc])  # as in ``tma``
         if self.b100:
             own = [d for d in ds if d.buf.cta == self.prog.cta]  # type: ignore[union-attr]
             d = own[0] if own else ds[0]
@@ -1321,7 +1660,7 @@ class _Emitter:
         # the commit's own group (its pipeline's), not the kernel's TMA loads'
         cg = f"cta_group::{ins.cta_group}"
         for (arr, stage), bars in groups.items():
-            a = self.smem_addr(self.L.bar_offset[(arr, stage)])
+            a = self.smem_addr(self.bar_off(bars[0]))
             ctas = sorted({b.cta for b in bars})
             if ctas == [self.prog.cta]:  # type: ignore[union-attr]
                 self(f"tcgen05.commit.{cg}.mbarrier::arrive::one.shared::cluster.b64 [{a}];")
@@ -1484,6 +1823,48 @@ class _Emitter:
         self(f"{op} {ins.id}{cnt};")
 
 
+class _PtxVal:
+    """A 32-bit register as a value of the model's value interface (``+ k`` emits an
+    ``add``): how ``advance_rule`` is lowered."""
+
+    def __init__(self, reg: str, em: "_Emitter"):
+        self.reg, self.em = reg, em
+
+    def __add__(self, k: Any) -> "_PtxVal":
+        em = self.em
+        r = em.r()
+        em(f"add.u32 {r}, {self}, {k};")
+        return _PtxVal(r, em)
+
+    def __str__(self) -> str:
+        return self.reg
+
+
+class _PtxValues:
+    """The value interface (``model/values.py``) on PTX registers: what the model's
+    ``advance_rule`` needs (``eq``, ``ite``, ``mod`` by a power of two)."""
+
+    def __init__(self, em: "_Emitter"):
+        self.em = em
+
+    def eq(self, a: Any, b: Any) -> str:
+        p = self.em.p()
+        self.em(f"setp.eq.u32 {p}, {a}, {b};")
+        return p
+
+    def ite(self, c: str, a: Any, b: Any) -> _PtxVal:
+        r = self.em.r()
+        self.em(f"selp.u32 {r}, {a}, {b}, {c};")
+        return _PtxVal(r, self.em)
+
+    def mod(self, a: Any, m: int) -> _PtxVal:
+        if m & (m - 1):
+            raise Unsupported(f"unsupported: a phase count of {m} in registers")
+        r = self.em.r()
+        self.em(f"and.b32 {r}, {a}, {m - 1};")
+        return _PtxVal(r, self.em)
+
+
 class _Step:
     """Per-step registers: observed value, flags, and where lane 0's block ends."""
 
@@ -1517,6 +1898,16 @@ def emit_file(path: str, params: Optional[dict[str, Any]] = None,
     c = compile_for_emission(parse_file(path), params or {}, opts.structured)
     em = emit(c.kernel, opts)
     em.note = c.describe()
+    folded = sum(1 for v in em.folds.values() if not v.startswith("copies kept"))
+    if em.folds:
+        em.note += (f"; PipelineState in registers in {folded} of {len(em.folds)} looping "
+                    "warps")
+        kept: dict[str, list[str]] = {}
+        for warp, why in em.folds.items():
+            if why.startswith("copies kept: "):
+                kept.setdefault(why[len("copies kept: "):], []).append(warp)
+        for why, warps in kept.items():  # never a silent difference: say why
+            em.note += f"; copies kept in {', '.join(warps)}: {why}"
     return em
 
 

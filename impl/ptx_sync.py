@@ -18,7 +18,9 @@ of ``try_wait.parity``, the ``count`` of ``init`` and ``arrive``, the byte count
 
 ``pipeproof_programs`` splits pipeproof's PTX into its per-warp programs (the ``$Pk``
 labels of ``impl/emit.py``).  ``tests/test_cute_ptx_diff.py`` compares the two, role by
-role; ``bench/diff_cute_ptx.py`` prints the diff.
+role; ``bench/diff_cute_ptx.py`` prints the diff.  ``impl/ptx_onepath.py`` is the last
+resort for a DSL kernel whose warps or CTAs share one code path (it runs the DSL's
+warp-index and CTA-rank predicates for each of pipeproof's programs).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 _OP = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:mbarrier|fence|barrier|bar|cp\.async|tcgen05\.commit|"
                  r"elect)(?:\.[\w:]+)*)(?=[\s;]|$)\s*(.*?);?\s*$")
 _MOV = re.compile(r"^\s*mov\.[bus]32\s+(%\w+),\s*(-?\d+|0x[0-9a-fA-F]+)\s*;")
+#: the register an instruction writes (its first operand), for counting definitions
+_DEF = re.compile(r"^\s*(?:@!?%?\w+\s+)?[a-z][\w.:]*\s+(%\w+)\s*[,;]")
 _PROG = re.compile(r"^\$P(\d+):")
 _WHO = re.compile(r"^\s*// ---- cta (\d+) warp (\d+) role (\S+)")
 
@@ -121,13 +125,19 @@ def _arg(op: str, operands: list[str], consts: dict[str, int]) -> str:
 def sync_ops(ptx: str) -> list[tuple[int, SyncOp]]:
     """(line number, op) of every synchronisation instruction of ``ptx``, in text order;
     warp convergence (``bar.warp.sync``) is not synchronisation between warps."""
+    # a register is a constant (its last immediate, in text order) only where every
+    # definition of it moves an immediate: a loop's phase register (set once, flipped by
+    # an xor or selp each wrap) is a run-time value
+    lines = [raw.split("//")[0] for raw in ptx.splitlines()]
+    computed = {d.group(1) for line in lines if not _MOV.match(line)
+                for d in [_DEF.match(line)] if d}
     consts: dict[str, int] = {}
     out = []
-    for ln, raw in enumerate(ptx.splitlines()):
-        line = raw.split("//")[0]
+    for ln, line in enumerate(lines):
         m = _MOV.match(line)
         if m:
-            consts[m.group(1)] = int(m.group(2), 0)
+            if m.group(1) not in computed:
+                consts[m.group(1)] = int(m.group(2), 0)
             continue
         m = _OP.match(line)
         if not m or m.group(1).startswith("bar.warp"):
@@ -184,12 +194,21 @@ SETUP = ("mbarrier.init", "fence.mbarrier_init", "bar.sync", "barrier.sync",
 
 def _head(ops: list[SyncOp]) -> int:
     """Length of the set-up at the start of ``ops``: ``mbarrier.init`` ops, then (only
-    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them."""
+    after a ``fence.mbarrier_init``) the CTA/cluster barrier that publishes them.  Several
+    groups of inits, each with its fence, count as one set-up (a TMEM allocator's
+    dealloc barrier fenced on its own before the pipeline's)."""
     n = 0
     while n < len(ops) and ops[n].op.startswith("mbarrier.init"):
         n += 1
     if n < len(ops) and ops[n].op.startswith("fence.mbarrier_init"):
         n += 1
+        while True:  # further init groups, each closed by its fence
+            k = n
+            while k < len(ops) and ops[k].op.startswith("mbarrier.init"):
+                k += 1
+            if k == len(ops) or not ops[k].op.startswith("fence.mbarrier_init"):
+                break
+            n = k + 1
         while n < len(ops) and ops[n].op.startswith(SETUP[2:]):
             n += 1
     return n
@@ -223,7 +242,7 @@ def _match(cute: tuple[str, ...], mine: tuple[str, ...]) -> bool:
 
 @dataclass(frozen=True)
 class RoleDiff:
-    """The comparison of one kernel's two PTX files (``compare``)."""
+    """The comparison of one kernel's two PTX files (``ptx_diff.compare``)."""
 
     #: (name, cute.compile's ops, pipeproof's ops) for the set-up and each role's body
     parts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
@@ -245,17 +264,7 @@ class RoleDiff:
         return "\n".join(out)
 
 
-def compare(cute_ptx: str, pipeproof_ptx: str) -> RoleDiff:
-    """``_compare`` as it is; else with code common to the end of every program taken as
-    code after the DSL's role dispatch, where that makes the two agree."""
-    plain = _compare(cute_ptx, pipeproof_ptx, False)
-    if plain.equal:
-        return plain
-    tail = _compare(cute_ptx, pipeproof_ptx, True)
-    return tail if tail.equal else plain
-
-
-def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
+def compare_roles(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
     """Role by role, after normalisation (``sync_ops``) and these accepted differences:
 
     * ``elect.sync`` (the DSL elects one thread) is dropped: pipeproof's single-thread
@@ -271,7 +280,7 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
       code path, e.g. PipelineOrder's groups waiting on different parities) matches any
       value, and a role whose body matches such a shared segment needs no code of its
       own;
-    * where it makes the two agree (``compare``), ops common to the end of every
+    * where it makes the two agree (``ptx_diff.compare``), ops common to the end of every
       program (code after the DSL's role dispatch) are compared once, with the end of
       the DSL's code;
     * ``.aligned`` on barriers is dropped; tensor-map bulk copies (loads completing tx on
@@ -337,4 +346,4 @@ def _compare(cute_ptx: str, pipeproof_ptx: str, with_tail: bool) -> RoleDiff:
 
 
 __all__ = ["SyncOp", "Program", "RoleDiff", "canonical", "sync_ops", "pipeproof_programs",
-           "compare", "SETUP"]
+           "compare_roles", "SETUP"]

@@ -12,6 +12,9 @@ program size no longer depends on the trip count; the model runs these programs 
 trip count they were compiled with (``DynExpr("arg")``), so the GPU traces of a launch
 with that value replay through them as before.
 
+The emitter then folds those copies back into one body with the pipeline state in
+registers (``impl/fold.py``), where the copies differ only in stage index and phase.
+
 Where the structured compilation is refused (a loop bound also needed at compile time, a
 kernel that reads ``PipelineState.count``, a state that never repeats), the unrolled
 programs are emitted and the reason is reported: never a silently different kernel.

@@ -16,9 +16,10 @@ ghost (``tracked=False``); the model then compares parities only.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, Optional
 
 from .mbarrier import PHASE_MOD
+from .values import CONCRETE
 
 
 def _show(v: object) -> str:
@@ -26,6 +27,20 @@ def _show(v: object) -> str:
     from .describe import describe
 
     return describe(v)
+
+
+def advance_rule(V: Any, index: Any, ghost: Any, stages: Any, phases: int) -> tuple[Any, Any]:
+    """One ``PipelineState.advance`` of (index, phase number), written against the value
+    interface ``V`` (``model/values.py``) so that it runs on Python ints (the compiler's
+    static states) and is lowered to PTX registers by the emitter (``impl/fold.py``:
+    a loop whose body depends on the state only through index and phase keeps the state
+    in registers, as CUTLASS does).  ``index + 1``; at ``stages`` it wraps to 0 and the
+    phase number steps, modulo ``phases`` (``PHASE_MOD`` for the model's ghost phase, 2
+    for a bare phase bit, whose step is the flip).  ``cutlass/pipeline/helpers.py``
+    ``PipelineState.advance``."""
+    nxt = index + 1
+    wrap = V.eq(nxt, stages)
+    return V.ite(wrap, 0, nxt), V.ite(wrap, V.mod(ghost + 1, phases), ghost)
 
 
 class PipelineUserType:
@@ -63,12 +78,10 @@ class PipelineStateVal:
         return self.ghost & 1
 
     def advance(self) -> "PipelineStateVal":
-        """``index += 1``; at ``stages`` wrap to 0 and flip the phase (``count += 1``)."""
-        index = self.index + 1
-        ghost = self.ghost
-        if index == self.stages:
-            index = 0
-            ghost = (ghost + 1) % PHASE_MOD if self.tracked else ghost ^ 1
+        """``index += 1``; at ``stages`` wrap to 0 and flip the phase (``count += 1``):
+        ``advance_rule`` on Python ints."""
+        index, ghost = advance_rule(CONCRETE, self.index, self.ghost, self.stages,
+                                    PHASE_MOD if self.tracked else 2)
         count = None if self.count is None else self.count + 1
         return replace(self, index=index, ghost=ghost, count=count)
 

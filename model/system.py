@@ -607,7 +607,9 @@ class System:
         model a release synchronizes only with acquires by threads inside its scope
         (morally strong operations), so the reader may see stale data.  Conservative:
         a later cluster-scope release by the writer (cumulativity) does not clear the
-        mark; acquire scopes are not checked (CUTLASS waits are .cta)."""
+        mark.  Acquire scopes need no check: a wait acquires at .cluster scope exactly
+        where a remote .release.cluster arrive publishes through its barrier
+        (``model/scopes.py``), .cta scope (CUTLASS's) everywhere else."""
         name = (lambda: who() if callable(who) else who)
         if e.kind == "wgmma_commit":  # wgmma.commit_group (model/wgmma.py)
             self.wgmma.commit(V, S, agent)

@@ -399,10 +399,9 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
         except DaskUnavailable as e:
             raise ConfigError(str(e)) from None
     elif engine == "auto" and smt2 is None and bmc_certificate:
-        from .checker.bmc import DEFAULT_DEPTH
         from .checker.portfolio import check_auto
 
-        verdict = check_auto(system, DEFAULT_DEPTH if depth is None else depth,
+        verdict = check_auto(system, depth,  # None: BMC's default, imported if BMC runs
                              timeout=timeout, max_states=max_states, progress=progress,
                              reduce=reduce, por=por, bmc_steps=bmc_steps,
                              confirm_timeout=confirm_timeout, jobs=jobs, on_found=on_found)
@@ -1034,27 +1033,45 @@ def _cute_symbolic(entry: Any, params: dict[str, Any], names: list[str], arch: s
     else:
         prepare_environment(arch)
         fn, path = entry, inspect.getsourcefile(entry) or "<entry>"
-    first = {k: (v.start if isinstance(v, range) else v) for k, v in params.items()}
+    from .frontend.cute.symbolic import (check_extent_names, extent_points, shape_values,
+                                         split_params)
+
+    entry_params, extents = split_params(fn, params, path)
+    first = {k: (v.start if isinstance(v, range) else v) for k, v in entry_params.items()}
     cap = compile_entry(fn, first, arch, path)[0]
-    fixed = effective_params(fn, {k: v for k, v in params.items() if k not in names})
-    how = plan(fn, params, names, cap.scalars,
-               lambda values: compile_entry(fn, values, arch, path)[0].text, cap.text)
-    if how.params is None:
-        return how.why
-    sp = how.params
+    fixed_extents = {k: v for k, v in extents.items() if not isinstance(v, range)}
+    fixed_values = shape_values(cap, fixed_extents, fn, path)
+    check_extent_names(cap, extents, fn, path)
+    fixed = dict(effective_params(fn, {k: v for k, v in entry_params.items()
+                                       if k not in names}), **fixed_values)
+    entry_names = [k for k in names if k in entry_params]
+    extent_names = [k for k in names if k not in entry_params]
+    if entry_names:
+        how = plan(fn, entry_params, entry_names, cap.scalars,
+                   lambda values: compile_entry(fn, values, arch, path)[0].text, cap.text)
+        if how.params is None:
+            return how.why
+        sp = how.params
+    else:
+        sp = ScalarParams((), ((),), {})
+    sp, extent_notes = extent_points(cap, sp, {k: params[k] for k in extent_names})
+    if sp is None:
+        return extent_notes[0]
     shown = dict(fixed, **{k: _range_text(params[k]) for k in names})
     try:
         compiled, lf = lift_text(cap.text, fn.__name__, shown, path, cap.dsl_version,
-                                 data_races=data_races, scalars=cap.scalars, symbolic=sp)
+                                 data_races=data_races, scalars=cap.scalars, symbolic=sp,
+                                 shapes=cap.shapes, shape_values=fixed_values)
     except Unsupported as e:  # e.g. a split inside a run-time branch: value by value
         return f"the symbolic lift stopped ({str(e).splitlines()[0]})"
 
     def concrete(values: dict) -> CompiledKernel:
-        i = sp.points.index(tuple(values[k] for k in names))
-        one = ScalarParams(sp.names, (sp.points[i],), {a: (v[i],) for a, v in sp.args.items()})
+        i = sp.points.index(tuple(values[k] for k in sp.names))
+        one = ScalarParams(sp.names, (sp.points[i],), {a: (v[i],) for a, v in sp.args.items()},
+                           {a: (v[i],) for a, v in sp.shapes.items()})
         return lift_text(cap.text, fn.__name__, dict(fixed, **values), path,
                          cap.dsl_version, data_races=data_races, scalars=cap.scalars,
-                         symbolic=one)[0]
+                         symbolic=one, shapes=cap.shapes, shape_values=fixed_values)[0]
 
     run_kw = dict(kw)
     run_kw.pop("on_found", None)
@@ -1069,8 +1086,10 @@ def _cute_symbolic(entry: Any, params: dict[str, Any], names: list[str], arch: s
                        t_end, **run_kw)
     extra = r.verdict.stats.extra
     extra["symbolic_arguments"] = {a: names for a in sp.args}
-    if lf.notes:
-        extra["lift_notes"] = list(lf.notes)
+    if sp.shapes:
+        extra["symbolic_extents"] = sorted(sp.shapes)
+    if lf.notes or extent_notes:
+        extra["lift_notes"] = list(extent_notes) + list(lf.notes)
     extra["dsl_version"] = cap.dsl_version
     extra["data_races"] = data_races
     return r

@@ -330,9 +330,11 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
                         "certified enumeration, starvation lassos), explicit (exhaustive "
                         "breadth-first search with reductions), native (the explicit "
                         "search without reductions, compiled to C; needs cffi and a C "
-                        "compiler) or auto (default): BMC's "
-                        "certificate where it decides, else the explicit engine, else "
-                        "BMC's unrolling with the time left (plain bmc with --smt2)")
+                        "compiler) or auto (default): a quick explicit search in this "
+                        "process (50,000 states, 2 s of CPU; not beside stubborn sets), "
+                        "then BMC's certificate where it decides, else the explicit "
+                        "engine, else BMC's unrolling with the time left (plain bmc with "
+                        "--smt2)")
     adv.add_argument("--depth", type=int, default=None,
                    help="bmc: bound on the levels unrolled (default 60); a level is one "
                         "step with --bmc-steps single, a chain of steps otherwise, so depth "

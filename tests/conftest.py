@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,13 @@ def examples_dir() -> Path:
 @pytest.fixture
 def have_ptxas() -> bool:
     return shutil.which("ptxas") is not None
+
+
+@pytest.fixture(scope="module")
+def no_quick_stage() -> Any:
+    """The default engine without its quick stage (``checker/portfolio.py``
+    ``quick_search``): for tests of the stages after it, which use small examples that
+    the quick stage would decide on its own."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIPEPROOF_QUICK_STATES", "0")
+        yield

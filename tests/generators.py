@@ -1417,7 +1417,7 @@ def build_system(source: str, params: Optional[dict[str, Any]] = None,
 
 
 def check_program(source: str, reduce: bool = False, max_states: int = 200_000,
-                  timeout: float = 60.0) -> Any:
+                  timeout: float = float("inf")) -> Any:  # bounded by states
     """Run the explicit engine on ``source``; returns the Verdict."""
     from pipeproof.checker.explicit import check_explicit
 

@@ -24,6 +24,7 @@ import pipeproof
 from pipeproof.dsl import DslError, KernelDef, load_pipe_as_python
 from pipeproof.model import ir
 from pipeproof.model.lang.parser import parse, parse_file
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -97,9 +98,9 @@ def test_ir_equality_is_sensitive(tmp_path: Path) -> None:
                                          ("p1_bug", ("VIOLATED", "deadlock"))])
 def test_check_gives_the_pipe_verdict(stem: str, expect: tuple) -> None:
     mod = _load_module(Path(__file__).parent / "api_examples" / f"{stem}.py")
-    result = pipeproof.check(mod.KERNEL, max_states=300_000, timeout=120, engine="explicit")
+    result = pipeproof.check(mod.KERNEL, max_states=300_000, timeout=NO_DEADLINE, engine="explicit")
     assert (result.status, result.prop) == expect
-    twin = pipeproof.check_file(EXAMPLES / mod.PIPE, max_states=300_000, timeout=120,
+    twin = pipeproof.check_file(EXAMPLES / mod.PIPE, max_states=300_000, timeout=NO_DEADLINE,
                                 engine="explicit")
     assert (twin.status, twin.prop) == expect
     assert result.verdict.stats.states == twin.verdict.stats.states

@@ -33,6 +33,7 @@ from pipeproof.model.compile import compile_kernel
 from pipeproof.model.lang.parser import parse
 from pipeproof.model.system import BULK_MARK, System
 from pipeproof.model.values import CONCRETE
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
@@ -211,10 +212,10 @@ def test_overflowing_encoding_grows_and_stays_exact(monkeypatch: Any) -> None:
 
     system = System(compile_file(EX / "liveness/persistent_consumer_releases.pipe"))
     # without the certificate: it would decide at once (the unrolled encoding is tested)
-    ref = check_bmc(system, depth=14, timeout=120, liveness=False, certificate=False)
+    ref = check_bmc(system, depth=14, timeout=NO_DEADLINE, liveness=False, certificate=False)
     real = B.sample_ranges
     monkeypatch.setattr(B, "sample_ranges", lambda s, **kw: real(s, max_states=1))
-    v = check_bmc(system, depth=14, timeout=120, liveness=False, certificate=False)
+    v = check_bmc(system, depth=14, timeout=NO_DEADLINE, liveness=False, certificate=False)
     assert (v.status, v.prop, v.depth) == (ref.status, ref.prop, ref.depth) == \
         ("SAFE", None, 14)
     assert v.stats.extra["restarts"] >= 1 and ref.stats.extra["restarts"] == 0
@@ -228,8 +229,8 @@ def test_no_time_to_sample_is_still_sound(certificate: bool) -> None:
     explicit engine's verdict; it claimed a deadlock the concrete model rejects (UNKNOWN
     internal error) where a transaction count's update vanished with its overflow."""
     system = System(compile_file(EX / "textbook/pipeline_tma_multi_consumers_async.pipe"))
-    e = check_explicit(system, reduce=False, timeout=120)
-    v = check_bmc(system, depth=30, timeout=300, certificate=certificate, max_states=1,
+    e = check_explicit(system, reduce=False, timeout=NO_DEADLINE)
+    v = check_bmc(system, depth=30, timeout=NO_DEADLINE, certificate=certificate, max_states=1,
                   phase_budgets=False)
     assert (v.status, v.prop) == (e.status, e.prop) == ("PROVEN", None), v.headline()
     assert v.stats.extra["restarts"] >= 1  # the narrow ranges did overflow
@@ -249,8 +250,8 @@ AGREE = [
 @pytest.mark.parametrize("name,depth", AGREE)
 def test_examples_agree_with_explicit(name: str, depth: int) -> None:
     system = System(compile_file(EX / name))
-    e = check_explicit(system, reduce=False, timeout=120)
-    b = check_bmc(system, depth=depth, timeout=120)
+    e = check_explicit(system, reduce=False, timeout=NO_DEADLINE)
+    b = check_bmc(system, depth=depth, timeout=NO_DEADLINE)
     assert b.status == e.status, (b.headline(), e.headline())
     assert b.prop == e.prop
     if e.status == "VIOLATED":
@@ -264,7 +265,7 @@ def test_deadlock_counterexample_has_blocked_warps() -> None:
         "pipe.consumer_release(state)", "pass")
     from pipeproof.api import check_source
 
-    b = check_source(src, engine="bmc", depth=40, timeout=120)
+    b = check_source(src, engine="bmc", depth=40, timeout=NO_DEADLINE)
     e = check_source(src, engine="explicit", reduce=False)
     assert (b.status, b.prop) == (e.status, e.prop) == ("VIOLATED", "deadlock")
     assert len(b.verdict.trace) == len(e.verdict.trace)
@@ -291,12 +292,12 @@ def test_empty_bulk_group_is_drained_symbolically() -> None:
     the concrete model rejects (UNKNOWN internal error); the explicit engine proves it."""
     system = _empty_bulk_group_system()
     assert ("bulk", 0, BULK_MARK) in system.static_env_items()
-    e = check_explicit(system, reduce=False, timeout=120)
+    e = check_explicit(system, reduce=False, timeout=NO_DEADLINE)
     assert e.status == "PROVEN", e.headline()
-    v = check_bmc(system, depth=40, timeout=120, phase_budgets=False)  # the certificate
+    v = check_bmc(system, depth=40, timeout=NO_DEADLINE, phase_budgets=False)  # the certificate
     assert v.status == "PROVEN", v.headline()
     # the unrolling alone (one subtile: producer_tail waits for the empty group)
-    v = check_bmc(_empty_bulk_group_system(subtiles=1), depth=60, timeout=120,
+    v = check_bmc(_empty_bulk_group_system(subtiles=1), depth=60, timeout=NO_DEADLINE,
                   certificate=False)
     assert v.status == "PROVEN", v.headline()
 
@@ -319,7 +320,7 @@ def test_static_env_items_cover_the_reachable_ones(name: str) -> None:
 def test_safe_is_bounded_with_its_depth() -> None:
     system = System(compile_file(EX / "textbook/pipeline_tma_umma.pipe"))
     # the unrolling alone (the certificate proves this kernel at any depth)
-    v = check_bmc(system, depth=8, timeout=120, certificate=False)
+    v = check_bmc(system, depth=8, timeout=NO_DEADLINE, certificate=False)
     assert v.status == "SAFE" and v.bounded and v.depth == 8
     assert "depth 8" in v.headline()
 
@@ -341,7 +342,7 @@ def test_timeout_is_unknown_with_depth() -> None:
 
 def test_starvation_lasso() -> None:
     system = System(compile_file(EX / "liveness/persistent_consumer_stops_releasing.pipe"))
-    v = check_bmc(system, depth=30, timeout=240)
+    v = check_bmc(system, depth=30, timeout=NO_DEADLINE)
     assert v.status == "VIOLATED" and v.prop == "starvation"
     tr = v.trace
     assert tr.loop_start is not None and 1 <= tr.loop_start <= len(tr)
@@ -360,9 +361,9 @@ def test_no_starvation_when_every_warp_progresses() -> None:
     """The fixed persistent kernel: no lasso in which a warp waits for ever -- up to the
     depth with the unrolling alone, at any depth on the certified state graph."""
     system = System(compile_file(EX / "liveness/persistent_consumer_releases.pipe"))
-    v = check_bmc(system, depth=24, timeout=240, certificate=False)
+    v = check_bmc(system, depth=24, timeout=NO_DEADLINE, certificate=False)
     assert v.status == "SAFE" and v.depth == 24
-    v = check_bmc(system, depth=24, timeout=240)
+    v = check_bmc(system, depth=24, timeout=NO_DEADLINE)
     assert v.status == "PROVEN" and not v.bounded and v.stats.extra["starvation_free"]
 
 
@@ -372,7 +373,7 @@ def test_no_starvation_when_every_warp_progresses() -> None:
 def test_param_range_checks_every_value() -> None:
     for sym in (True, False):
         r = check_file(EX / "textbook/pipeline_async.pipe", {"k_tiles": range(1, 4)},
-                       engine="bmc", depth=60, timeout=120, symbolic_params=sym)
+                       engine="bmc", depth=60, timeout=NO_DEADLINE, symbolic_params=sym)
         assert r.status == "PROVEN"
         assert r.params["k_tiles"] == "1..3"
         assert r.verdict.stats.extra["parameter_values_checked"] == 3
@@ -381,14 +382,14 @@ def test_param_range_checks_every_value() -> None:
 
 def test_smt2_export_is_a_faithful_query(tmp_path: Path) -> None:
     out = tmp_path / "q.smt2"
-    r = check_file(EX / "bugs/x1-bug.pipe", engine="bmc", depth=10, timeout=60,
+    r = check_file(EX / "bugs/x1-bug.pipe", engine="bmc", depth=10, timeout=NO_DEADLINE,
                    smt2=str(out))
     assert r.status == "VIOLATED"
     s = z3.Solver()
     s.from_file(str(out))
     assert s.check() == z3.sat
     out2 = tmp_path / "q2.smt2"
-    r = check_file(EX / "textbook/pipeline_async.pipe", engine="bmc", depth=12, timeout=60,
+    r = check_file(EX / "textbook/pipeline_async.pipe", engine="bmc", depth=12, timeout=NO_DEADLINE,
                    smt2=str(out2))
     # after the stamp (proofs/recheck.py), the header says what the query is
     first = next(ln for ln in out2.read_text().splitlines()
@@ -433,7 +434,7 @@ def test_engines_agree_on_starvation(name: str) -> None:
     else:
         src = (EX / name).read_text()
     e = check_source(src, engine="explicit")
-    b = check_source(src, engine="bmc", depth=24, timeout=240)
+    b = check_source(src, engine="bmc", depth=24, timeout=NO_DEADLINE)
     expect = "PROVEN" if name.endswith("releases.pipe") else "VIOLATED"
     assert e.status == expect, e.verdict.headline()
     if expect == "VIOLATED":
@@ -447,13 +448,13 @@ def test_param_range_in_parallel_gives_the_one_by_one_answer() -> None:
     """--jobs 2 checks the values of a range in two processes; the answer (the first
     violating value in order, its counterexample) is the one-by-one order's."""
     f = EX / "bugs/p6-bug.pipe"
-    got = [check_file(f, {"k_iters": range(1, 7)}, timeout=120, jobs=j,
+    got = [check_file(f, {"k_iters": range(1, 7)}, timeout=NO_DEADLINE, jobs=j,
                       symbolic_params=False) for j in (1, 2)]
     assert [(r.status, r.prop, r.params["k_iters"], len(r.verdict.trace)) for r in got] \
         == [(got[0].status, got[0].prop, 2, len(got[0].verdict.trace))] * 2
     assert got[0].status == "VIOLATED" and got[1].compiled is not None
     r = check_file(EX / "textbook/pipeline_async.pipe", {"k_tiles": range(1, 5)},
-                   timeout=120, jobs=2, symbolic_params=False)
+                   timeout=NO_DEADLINE, jobs=2, symbolic_params=False)
     assert r.status == "PROVEN" and r.params["k_tiles"] == "1..4"
     assert r.verdict.stats.extra["parameter_values_checked"] == 4
     assert r.verdict.stats.extra["parameter_jobs"] == 2

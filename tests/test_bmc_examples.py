@@ -23,6 +23,7 @@ from pipeproof.checker.bmc import check_bmc
 from pipeproof.model.system import System
 
 from test_bugs import parse_header
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 
@@ -86,7 +87,7 @@ def _agree(name: str, e: object, b: object) -> None:
 
 @pytest.mark.parametrize("name", DECIDED)
 def test_bmc_decides_like_the_explicit_engine(name: str) -> None:
-    e, b = _both(name, 600.0, phase_budgets=False)
+    e, b = _both(name, NO_DEADLINE, phase_budgets=False)
     _agree(name, e, b)
 
 

@@ -40,6 +40,7 @@ from pipeproof.model.errors import ConfigError
 import generators as G
 from test_certificate import orbit_classes
 from test_reduction_hypothesis import shortest_violations
+from helpers import NO_DEADLINE
 
 SETTINGS = dict(deadline=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -58,7 +59,7 @@ def _compare(source: str, what: str, certificate: bool) -> None:
         system = G.build_system(source)
     except ConfigError:
         return  # input errors never reach an engine
-    e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
+    e = check_explicit(system, max_states=200_000, timeout=NO_DEADLINE, reduce=False)
     if e.status == "UNKNOWN":
         return  # too big for the oracle; nothing to compare against
     _compare_bmc(source, what, e, certificate)
@@ -66,7 +67,7 @@ def _compare(source: str, what: str, certificate: bool) -> None:
 
 def _compare_bmc(source: str, what: str, e: Any, certificate: bool) -> None:
     # default steps (chains, each counterexample confirmed shortest by single steps)
-    b = check_bmc(G.build_system(source), depth=DEPTH, timeout=120, liveness=False,
+    b = check_bmc(G.build_system(source), depth=DEPTH, timeout=NO_DEADLINE, liveness=False,
                   confirm_timeout=CONFIRM, certificate=certificate)
     msg = (f"{what}\n  explicit: {e.headline()} len={_length(e)}\n  bmc (certificate "
            f"{'on' if certificate else 'off'}): {b.headline()} len={_length(b)} "

@@ -19,6 +19,7 @@ from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.symbolic import Encoding, Substitution, sample_ranges
 from pipeproof.checker.unrolling import Unrolling, make_solver
 from pipeproof.model.system import System
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 
@@ -67,7 +68,7 @@ def test_a_buggy_kernel_has_a_certificate_with_problems() -> None:
     system, sample, enc, u = _parts("bugs/p2-bug.pipe")
     cert, why = _certify(enc, u, sample.reachable, sample.symmetry)
     assert cert is not None and cert.problem_free is False, why
-    b = check_bmc(System(compile_file(EX / "bugs/p2-bug.pipe")), timeout=120)
+    b = check_bmc(System(compile_file(EX / "bugs/p2-bug.pipe")), timeout=NO_DEADLINE)
     e = check_explicit(System(compile_file(EX / "bugs/p2-bug.pipe")), reduce=False)
     assert b.stats.extra["certificate"]["problem_free"] is False
     assert (b.status, b.prop, len(b.trace)) == (e.status, e.prop, len(e.trace))
@@ -79,7 +80,7 @@ def test_certificate_with_problems_gives_the_shortest_counterexample(name: str) 
     compiled steps (checker/evalgraph.py) gives the explicit engine's answer -- same
     property, same length -- without unrolling (p7-bug: 66 steps, symmetric warps; the
     other bug examples in tests/test_bmc_examples.py)."""
-    b = check_bmc(System(compile_file(EX / name)), timeout=120)
+    b = check_bmc(System(compile_file(EX / name)), timeout=NO_DEADLINE)
     e = check_explicit(System(compile_file(EX / name)), reduce=False)
     assert b.stats.extra["certificate"]["problem_free"] is False
     assert b.stats.extra["counterexample_from"] == "certificate"
@@ -96,7 +97,7 @@ def test_certificate_counterexample_is_replayed(monkeypatch: Any) -> None:
     monkeypatch.setattr(evalgraph.CompiledSteps, "first_check",
                         lambda self, c, row: "overwrite-before-release")
     with pytest.raises(InternalError, match="should violate overwrite-before-release"):
-        check_bmc(System(compile_file(EX / "bugs/x2-bug.pipe")), timeout=120)
+        check_bmc(System(compile_file(EX / "bugs/x2-bug.pipe")), timeout=NO_DEADLINE)
 
 
 def test_shortest_problems_on_a_problem_free_graph_is_empty() -> None:
@@ -118,7 +119,7 @@ def test_no_certificate_without_a_complete_enumeration() -> None:
     assert sample.reachable is None
     cert, why = prove_certificate(enc, sample, 10.0)
     assert cert is None and "did not finish" in why
-    v = check_bmc(system, timeout=600, phase_budgets=False)  # full enumeration: certificate
+    v = check_bmc(system, timeout=NO_DEADLINE, phase_budgets=False)  # full enumeration: certificate
     assert v.status == "PROVEN" and v.stats.extra["certificate"]["problem_free"]
 
 
@@ -144,13 +145,13 @@ def test_cyclic_kernel_safety_certified_and_starvation_still_found(monkeypatch: 
     """A kernel that loops for ever: the certificate settles safety and deadlock at every
     depth, and the lasso search (on levels constrained by it) still finds starvation."""
     bad = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_stops_releasing.pipe")),
-                    timeout=120)
+                    timeout=NO_DEADLINE)
     assert (bad.status, bad.prop) == ("VIOLATED", "starvation")
     assert bad.stats.extra["certificate"]["problem_free"] is True
     assert bad.stats.extra["starvation_free"] is False
     _no_graph(monkeypatch)
     ok = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
-                   depth=12, timeout=120)
+                   depth=12, timeout=NO_DEADLINE)
     assert ok.status == "SAFE" and ok.bounded and ok.depth == 12
     assert ok.stats.extra["safety_unbounded"] is True
 
@@ -193,7 +194,7 @@ def test_unfinished_starvation_search_says_how_far_it_got(monkeypatch: Any) -> N
 
     monkeypatch.setattr(liveness, "find_lasso", cut_off)
     v = check_bmc(System(compile_file(EX / "liveness/persistent_consumer_releases.pipe")),
-                  depth=60, timeout=600, phase_budgets=False)
+                  depth=60, timeout=NO_DEADLINE, phase_budgets=False)
     assert v.status == "UNKNOWN" and "at any depth (certified invariant)" in v.reason
     assert f"no starvation lasso of up to {v.depth} steps" in v.reason and v.depth < 60
 
@@ -314,7 +315,7 @@ def test_bmc_proves_symmetric_examples_with_the_certificate() -> None:
     """Examples whose full state space is beyond the certificate but whose classes are
     not: PROVEN without unrolling, with the explicit engine."""
     for name in ("textbook/named_barrier.pipe", "textbook/flash_attention_extensions.pipe"):
-        v = check_bmc(System(compile_file(EX / name)), timeout=300)
+        v = check_bmc(System(compile_file(EX / name)), timeout=NO_DEADLINE)
         assert v.status == "PROVEN" and not v.bounded, (name, v.reason)
         c = v.stats.extra["certificate"]
         assert c["problem_free"] and c["symmetry"], (name, c)
@@ -426,7 +427,7 @@ def test_starvation_on_the_certified_graph_agrees_with_the_explicit_engine(name:
     (replayed through the concrete model, its fairness checked there)."""
     system = System(compile_file(EX / f"{name}.pipe"))
     e = check_explicit(System(compile_file(EX / f"{name}.pipe")))
-    v = check_bmc(system, timeout=120)
+    v = check_bmc(system, timeout=NO_DEADLINE)
     assert (v.status, v.prop) == (e.status, e.prop), (v.headline(), e.headline())
     cert = v.stats.extra["certificate"]
     if cert.get("problem_free"):
@@ -450,7 +451,7 @@ def test_starvation_lasso_from_the_graph_needs_no_lasso_search(stages: int,
 
     monkeypatch.setattr(liveness, "find_lasso", no_search)
     f = EX / "liveness/persistent_consumer_stops_releasing.pipe"
-    v = check_bmc(System(compile_file(f, {"stages": stages})), timeout=120)
+    v = check_bmc(System(compile_file(f, {"stages": stages})), timeout=NO_DEADLINE)
     e = check_explicit(System(compile_file(f, {"stages": stages})))
     assert (v.status, v.prop) == (e.status, e.prop) == ("VIOLATED", "starvation")
     assert v.stats.extra["loop_steps"] >= 1
@@ -469,8 +470,8 @@ def test_looping_interchangeable_warps_get_the_certified_graph(name: str, status
     from pipeproof.api import check_file
 
     f = EX / f"liveness/{name}.pipe"
-    b = check_file(f, engine="bmc", timeout=120).verdict
-    e = check_file(f, engine="explicit", timeout=120).verdict
+    b = check_file(f, engine="bmc", timeout=NO_DEADLINE).verdict
+    e = check_file(f, engine="explicit", timeout=NO_DEADLINE).verdict
     assert b.status == e.status == status
     assert b.stats.extra["certificate"]["symmetry"] == []
     # decided on the certified graph, not by a bounded lasso search (state, not time:

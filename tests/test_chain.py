@@ -28,6 +28,7 @@ from pipeproof.model.errors import ConfigError
 from pipeproof.model.system import DONE, System
 
 import generators as G
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = dict(deadline=None, print_blob=True,
@@ -115,12 +116,12 @@ def _compare(source: str, what: str) -> None:
         system = G.build_system(source)
     except ConfigError:
         return
-    e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
+    e = check_explicit(system, max_states=200_000, timeout=NO_DEADLINE, reduce=False)
     if e.status == "UNKNOWN":
         return
     # the chain search alone: no confirmation by single steps (its counterexample is
     # only shortened)
-    c = check_bmc(G.build_system(source), depth=DEPTH, timeout=120, liveness=False,
+    c = check_bmc(G.build_system(source), depth=DEPTH, timeout=NO_DEADLINE, liveness=False,
                   steps="chain", confirm_timeout=0.0, certificate=False)
     msg = (f"{what}\n  explicit: {e.headline()} len={e.depth}\n  chain:    "
            f"{c.headline()} depth={c.depth} {c.reason or ''}\n--- source ---\n{source}")
@@ -164,7 +165,7 @@ def test_chain_proves_what_single_steps_cannot_in_time() -> None:
     steps reach depth ~28 in 30 s and no verdict, as its longest run has 59 steps (the
     explicit engine's PROVEN depth), while the chains' normal form ends by level 23."""
     system = System(compile_file(ROOT / "examples" / "textbook" / "pipeline_tma_async.pipe"))
-    v = check_bmc(system, depth=60, timeout=120)
+    v = check_bmc(system, depth=60, timeout=NO_DEADLINE)
     assert v.status == "PROVEN", v.reason
     assert v.depth < 30  # levels, not steps
     assert v.stats.extra["bmc_steps"] == "chain"
@@ -175,7 +176,7 @@ def test_chain_counterexample_is_confirmed_shortest() -> None:
     the explicit engine's shortest counterexample (same property, same length)."""
     path = ROOT / "examples" / "bugs" / "x2-bug.pipe"
     e = check_explicit(System(compile_file(path)), reduce=False)
-    v = check_bmc(System(compile_file(path)), depth=60, timeout=300, confirm_timeout=300)
+    v = check_bmc(System(compile_file(path)), depth=60, timeout=NO_DEADLINE, confirm_timeout=NO_DEADLINE)
     assert v.status == e.status == "VIOLATED"
     assert v.prop == e.prop
     assert len(v.trace) == len(e.trace)
@@ -192,7 +193,7 @@ def test_unconfirmed_chain_counterexample_says_so() -> None:
 
     path = ROOT / "examples" / "bugs" / "p4-bug.pipe"
     e = check_explicit(System(compile_file(path)), reduce=False)
-    r = check_file(path, engine="bmc", timeout=120, confirm_timeout=3, bmc_certificate=False)
+    r = check_file(path, engine="bmc", timeout=NO_DEADLINE, confirm_timeout=3, bmc_certificate=False)
     v = r.verdict
     assert v.status == "VIOLATED" and v.prop == e.prop == "deadlock"
     assert v.stats.extra["shortest"] is False
@@ -230,7 +231,7 @@ def test_smt2_export_in_both_step_modes(tmp_path: Path, steps: str) -> None:
     for name, depth, want in (("bugs/x1-bug.pipe", 6, z3.sat),
                               ("textbook/pipeline_async.pipe", 8, z3.unsat)):
         out = tmp_path / f"{steps}-{depth}.smt2"
-        check_file(ROOT / "examples" / name, engine="bmc", depth=depth, timeout=60,
+        check_file(ROOT / "examples" / name, engine="bmc", depth=depth, timeout=NO_DEADLINE,
                    smt2=str(out), bmc_steps=steps, bmc_certificate=False)
         s = z3.Solver()
         s.from_file(str(out))
@@ -262,8 +263,8 @@ def test_forced_chains_on_a_looping_kernel_still_find_the_lasso() -> None:
     give SAFE to their depth, and the starvation lasso is then sought over single steps
     on an unrolling of its own (the same lasso the default finds)."""
     path = ROOT / "examples" / "liveness" / "persistent_consumer_stops_releasing.pipe"
-    chained = check_bmc(System(compile_file(path)), depth=24, timeout=120, steps="chain")
-    default = check_bmc(System(compile_file(path)), depth=24, timeout=120)
+    chained = check_bmc(System(compile_file(path)), depth=24, timeout=NO_DEADLINE, steps="chain")
+    default = check_bmc(System(compile_file(path)), depth=24, timeout=NO_DEADLINE)
     assert default.stats.extra["bmc_steps"] == "single"
     assert chained.stats.extra["bmc_steps"] == "chain"
     assert chained.status == default.status == "VIOLATED"

@@ -23,9 +23,10 @@ from pipeproof.checker.verdict import VIOLATED  # noqa: E402
 from pipeproof.cli import main  # noqa: E402
 from pipeproof.frontend.cute import lift_entry  # noqa: E402
 from pipeproof.model.errors import ConfigError, Unsupported  # noqa: E402
+from helpers import NO_DEADLINE
 
 #: a bound on the search instead of a time budget (CI machines are slow and shared)
-LIMITS = dict(engine="explicit", jobs=1, max_states=400_000, timeout=3600.0)
+LIMITS = dict(engine="explicit", jobs=1, max_states=400_000, timeout=NO_DEADLINE)
 #: kernels whose violations take the explicit engine long with the default sizes
 SLOW = {("pipeline_tma_async_multicast", 1), ("pipeline_tma_async_multicast", 2),
         ("pipeline_tma_async_multicast", 3), ("pipeline_tma_async_2x1", 2),
@@ -153,7 +154,7 @@ def test_bmc_agrees_with_explicit_on_lifted_kernels(bug):
     c = next(c for c in CASES if c.name == "pipeline_async")
     ex = check_cute(c.entry, {"bug": bug, "k_tiles": 2}, **LIMITS)
     bmc = check_cute(c.entry, {"bug": bug, "k_tiles": 2}, engine="bmc", jobs=1, depth=40,
-                     timeout=3600.0)
+                     timeout=NO_DEADLINE)
     assert (bmc.status == VIOLATED) == (ex.status == VIOLATED)
     assert bmc.prop == ex.prop
     if ex.status == VIOLATED:

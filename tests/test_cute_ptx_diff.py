@@ -4,8 +4,9 @@ item 2), for every real CuTe DSL kernel of ``tests/cute_kernels/`` and its ``.pi
 Both sides are reduced to their synchronisation ops (``impl/ptx_sync.py``: mbarrier
 init / arrive / expect_tx / try_wait with parity, bulk copies, fences, named and cluster
 barriers, ``tcgen05.commit``) and compared role by role after the accepted differences
-that ``ptx_sync.compare`` lists (``elect.sync`` vs lane 0, the set-up once vs per warp,
-tensor-map vs 1-D bulk copies, ...).  The pipeproof side is emitted without
+that ``ptx_diff.compare`` lists (``elect.sync`` vs lane 0, the set-up once vs per warp,
+tensor-map vs 1-D bulk copies, the DSL's one code path for several warps or CTAs run
+per program, ...).  The pipeproof side is emitted without
 instrumentation and unrolled (the DSL kernels take their trip counts as ``Constexpr``
 and unroll them).  ``DIFFERS`` lists the kernels whose PTX still differs, and how; they
 are strict xfails, so a kernel that starts to agree must be moved out of the list.
@@ -26,7 +27,8 @@ import sys
 import pytest
 
 from pipeproof.impl.emit import EmitOptions, emit_file
-from pipeproof.impl.ptx_sync import compare
+from pipeproof.impl.ptx_diff import compare, compare_executed
+from pipeproof.impl.ptx_sync import sync_ops
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed "
                     "(pip install 'pipeproof[cute]'): no CuTe DSL PTX to diff against")
@@ -49,28 +51,18 @@ def _twins() -> list[tuple[str, str, str]]:
 
 TWINS = _twins()
 
-#: kernel -> how its PTX still differs from the twin's emitted PTX (strict xfail)
+#: kernel -> why the static reading cannot match its text with the twin's (strict xfail);
+#: the executed reading (``test_executed_sync_matches_cute_dsl``) compares every kernel
 DIFFERS = {
-    "cp_async_groups": "the twin ends with cp_async_wait_all(), which PTX defines as "
-                       "commit_group + wait_group 0, the DSL kernel with "
-                       "cp_async_wait_group(0): one more (empty) commit_group",
-    "pipeline_clc_fetch_async": "cluster kernel: the DSL's CLC query/response code and "
-                                "its one code path for both CTAs (run-time rank) against "
-                                "pipeproof's per-CTA programs",
-    "pipeline_tma_async_2x1": "cluster kernel: pipeproof's waits are .acquire.cluster "
-                              "where CUTLASS's are .cta, and its per-CTA programs arrive "
-                              "on the local and the remote empty barrier with separate "
-                              "instructions where the DSL's lanes pick the target at run "
-                              "time",
-    "pipeline_tma_async_multicast": "cluster kernel: as pipeline_tma_async_2x1 "
-                                    "(.acquire.cluster waits, per-CTA arrive targets)",
-    "pipeline_tma_store": "the DSL's four epilogue warps share one code path with the "
-                          "store predicated on warp 0; pipeproof's warps 1-3 have their "
-                          "own programs without it",
-    "pipeline_tma_umma_2cta": "cluster kernel (cta_group::2): set-up and per-CTA "
-                              "programs differ as for the other cluster kernels",
-    "pipeline_umma_async": "cluster kernel: per-CTA programs against one run-time-rank "
-                           "code path, as for the other cluster kernels",
+    "pipeline_async_runtime_k": "the DSL kernel's k_tiles is a run-time argument: its "
+                                "PTX keeps one loop body (plus what the compiler peels), "
+                                "the twin is emitted unrolled for the default k_tiles",
+    "pipeline_async_timed_wait": "every DSL wait is a timed try_wait, tried again once, "
+                                 "then spun on: three try_wait ops in the text per wait "
+                                 "where the twin's blocking wait has one",
+    "pipeline_clc_fetch_async": "the DSL's scheduler and worker loops run until the CLC "
+                                "response says no more work: a run-time loop in its PTX "
+                                "(one body), against the twin's unrolled programs",
 }
 
 _CACHE: dict[str, str] = {}
@@ -142,3 +134,118 @@ def test_the_diff_sees_what_matters(tmp_path_factory):
     lines = em.ptx.splitlines()
     i = max(k for k, ln in enumerate(lines) if "mbarrier.arrive.release" in ln)
     assert not compare(cute, "\n".join(lines[:i] + lines[i + 1:])).equal
+
+
+#: kernels whose DSL code is one path for several warps or both CTAs of a pair, compared
+#: by running its role predicates (``impl/ptx_onepath.py``)
+ONE_PATH = {"pipeline_tma_store": ("examples/textbook/pipeline_tma_store.pipe", "sm_90a"),
+            "pipeline_umma_async": ("tests/cute_kernels/pipeline_umma_async.pipe", "sm_100a"),
+            "pipeline_tma_umma_2cta": ("tests/cute_kernels/pipeline_tma_umma_2cta.pipe",
+                                       "sm_100a")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ONE_PATH))
+def test_the_one_path_diff_sees_every_op(name, tmp_path_factory):
+    """Not vacuous: with any one synchronisation op of pipeproof's programs removed
+    (set-up included), or any one wait's parity flipped, the kernels compared through
+    the DSL's one code path differ."""
+    twin, arch = ONE_PATH[name]
+    tmp = str(tmp_path_factory.getbasetemp() / "cute_ptx")
+    _cute_ptx([n for n, a, _ in TWINS if a == arch and n != "pipeline_async"], arch, tmp)
+    cute = _CACHE[name]
+    em = emit_file(os.path.join(ROOT, twin), {},
+                   EmitOptions(arch, trace=False, jitter=False, checks=False,
+                               structured=False))
+    assert compare(cute, em.ptx).equal
+    lines = em.ptx.splitlines()
+    first = min(i for i, ln in enumerate(lines) if ln.startswith("$P"))
+    ops = [ln for ln, o in sync_ops(em.ptx) if ln > first]
+    assert len(ops) > 40
+    for ln in ops:
+        assert not compare(cute, "\n".join(lines[:ln] + lines[ln + 1:])).equal, lines[ln]
+        for a, b in ((", 1, 10000000;", ", 0, 10000000;"),
+                     (", 0, 10000000;", ", 1, 10000000;")):
+            if a in lines[ln]:
+                flip = lines[:ln] + [lines[ln].replace(a, b)] + lines[ln + 1:]
+                assert not compare(cute, "\n".join(flip)).equal, lines[ln]
+
+
+# ---- the executed reading: both kernels run, lane by lane (``ptx_diff.compare_executed``)
+
+#: kernel -> the runs to compare: (the DSL kernel's scalar parameters by index, the
+#: twin's parameters, cancelled CLC responses); one run of the default configuration
+#: for the others.  The run-time trip count is checked at values that leave every
+#: remainder of the DSL's 4-way unrolled loop; the CLC kernel's grid of 3 clusters gets
+#: 0, 1 or 2 cancelled responses.
+EXECUTED_RUNS = {
+    "pipeline_async_runtime_k": [({1: k}, {"k_tiles": k}, 0) for k in (1, 2, 3, 4, 5, 7, 9)],
+    "pipeline_clc_fetch_async": [({}, {}, n) for n in (0, 1, 2)],
+}
+#: compiled for the default run (sm_90a, one process): the kernels only this reading
+#: can compare with their twins
+DEFAULT_EXECUTED = ("pipeline_async", "pipeline_async_runtime_k",
+                    "pipeline_async_timed_wait")
+
+
+def _executed_case(t):
+    marks = [] if t[0] in DEFAULT_EXECUTED else [pytest.mark.slow]
+    return pytest.param(*t, id=t[0], marks=marks)
+
+
+@pytest.mark.parametrize("name,arch,twin", [_executed_case(t) for t in TWINS])
+@pytest.mark.parametrize("structured", [False, True], ids=["unrolled", "structured"])
+def test_executed_sync_matches_cute_dsl(name, arch, twin, structured, tmp_path_factory):
+    """Every lane of every warp, run through the DSL's PTX and through the twin's
+    emitted PTX (unrolled, and structured with run-time trip counts): the same
+    synchronisation, operand for operand and barrier for barrier (``compare_executed``)."""
+    tmp = str(tmp_path_factory.getbasetemp() / "cute_ptx")
+    batch = [n for n in DEFAULT_EXECUTED if n in {t[0] for t in TWINS}] \
+        if name in DEFAULT_EXECUTED else \
+        [n for n, a, _ in TWINS if a == arch and n not in DEFAULT_EXECUTED]
+    _cute_ptx(batch, arch, tmp)
+    for cute_params, params, clc in EXECUTED_RUNS.get(name, [({}, {}, 0)]):
+        em = emit_file(os.path.join(ROOT, twin), params,
+                       EmitOptions(arch, trace=False, jitter=False, checks=False,
+                                   structured=structured))
+        d = compare_executed(_CACHE[name], em.ptx, cute_params, em.manifest.args, clc)
+        assert d.equal, f"{name} vs {twin} {params} clc={clc}:\n{d.text()}"
+
+
+def test_the_executed_reading_sees_what_matters(tmp_path_factory):
+    """Not vacuous: the run-time loop of the DSL kernel against the twin at another trip
+    count, with one parity flipped, with one arrive dropped, or with the barriers of
+    two stages swapped, differs; a trip count the run does not know is no match."""
+    tmp = str(tmp_path_factory.getbasetemp() / "cute_ptx")
+    _cute_ptx(list(DEFAULT_EXECUTED), "sm_90a", tmp)
+    cute = _CACHE["pipeline_async_runtime_k"]
+    twin = os.path.join(ROOT, "examples/textbook/pipeline_async.pipe")
+
+    def em(k: int) -> str:
+        return emit_file(twin, {"k_tiles": k}, EmitOptions(
+            "sm_90a", trace=False, jitter=False, checks=False, structured=False)).ptx
+
+    ptx = em(5)
+    assert compare_executed(cute, ptx, {1: 5}, {}).equal
+    assert not compare_executed(cute, ptx, {1: 4}, {}).equal
+    assert not compare_executed(cute, em(6), {1: 5}, {}).equal
+    unknown = compare_executed(cute, ptx, {}, {})
+    assert not unknown.equal and "not evaluable" in unknown.text()
+    flipped = ptx.replace("], 1, 10000000;", "], 0, 10000000;", 1)
+    assert flipped != ptx and not compare_executed(cute, flipped, {1: 5}, {}).equal
+    lines = ptx.splitlines()
+    i = max(k for k, ln in enumerate(lines) if "mbarrier.arrive.release" in ln)
+    assert not compare_executed(cute, "\n".join(lines[:i] + lines[i + 1:]), {1: 5},
+                                {}).equal
+    # the same op on the other stage's barrier: only the barrier naming can tell
+    wait = r"(add\.u32 %r\d+, %smem, )(\d+)(;\n\$_w\d+:\n\tmbarrier\.try_wait)"
+    offs = sorted({m.group(2) for m in re.finditer(wait, ptx)})
+    assert len(offs) >= 2
+    a, b = offs[:2]
+    swapped = re.sub(wait, lambda m: m.group(1) + {a: b, b: a}.get(m.group(2), m.group(2))
+                     + m.group(3), ptx)
+    assert swapped != ptx and not compare_executed(cute, swapped, {1: 5}, {}).equal
+    # renaming every use (initialisation included) is the same kernel
+    renamed = re.sub(r"(, %smem, )(" + a + "|" + b + r")(;)",
+                     lambda m: m.group(1) + {a: b, b: a}[m.group(2)] + m.group(3), ptx)
+    assert renamed != ptx and compare_executed(cute, renamed, {1: 5}, {}).equal

@@ -20,6 +20,7 @@ cutlass = pytest.importorskip(
 
 from pipeproof.frontend.cute import lift_entry  # noqa: E402
 from pipeproof.model.program import Branch, Jump, SetLocal, TryWait, Wait  # noqa: E402
+from helpers import NO_DEADLINE
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cute_kernels")
 TIMED = os.path.join(HERE, "pipeline_async_timed_wait.py")
@@ -82,6 +83,6 @@ def test_retries_that_differ_stay_branches_with_the_same_verdict(bug):
     kinds = {type(i) for p in ck.programs for i in p.code}
     assert {TryWait, Branch, SetLocal} <= kinds
     plain = lift_entry(PLAIN, {"bug": bug}).compiled
-    opts = dict(engine="explicit", jobs=1, max_states=400_000, timeout=3600.0)
+    opts = dict(engine="explicit", jobs=1, max_states=400_000, timeout=NO_DEADLINE)
     got, want = check_compiled(ck, **opts), check_compiled(plain, **opts)
     assert (got.status, got.prop) == (want.status, want.prop)

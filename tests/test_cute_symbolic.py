@@ -20,12 +20,13 @@ cutlass = pytest.importorskip(
 from pipeproof.api import check_cute, check_file  # noqa: E402
 from pipeproof.checker.verdict import PROVEN, VIOLATED  # noqa: E402
 from pipeproof.frontend.cute import lift_entry  # noqa: E402
+from helpers import NO_DEADLINE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNEL = os.path.join(HERE, "cute_kernels", "pipeline_async_runtime_k.py")
 TWIN_BUG1 = os.path.join(HERE, "cute_kernels", "pipeline_async_runtime_k_bug1.pipe")
 CONSTEXPR = os.path.join(HERE, "cute_kernels", "pipeline_async.py")
-LIMITS = dict(engine="explicit", jobs=1, max_states=200_000, timeout=3600.0)
+LIMITS = dict(engine="explicit", jobs=1, max_states=200_000, timeout=NO_DEADLINE)
 
 
 def _groups(r):

@@ -93,3 +93,26 @@ def test_a_parameter_range_compiles_within_the_timeout() -> None:
         check_file(EX / "textbook/pipeline_async.pipe", {"stages": range(1, 257)},
                    timeout=1e-9, jobs=1)
     assert isinstance(e.value, Unsupported)
+
+
+@pytest.mark.parametrize("name,args", [
+    # the certificate does not decide it, so the race waits past the head start
+    ("textbook/pipeline_tma_async_multicast.pipe", ["--jobs", "2"]),
+    ("textbook/pipeline_async.pipe", ["--param", "stages=1..2", "--engine", "native"])],
+    ids=["auto-racing", "native"])
+def test_an_infinite_timeout_is_no_limit(name: str, args: list, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture) -> None:
+    """``--timeout inf`` means no limit: the racing portfolio's waits on its stages and
+    the native engine's compiler run took the infinity to the operating system, whose
+    waits refuse it (``OverflowError``, a traceback).  The suite itself runs with no
+    wall-clock limit (``helpers.NO_DEADLINE``)."""
+    from pipeproof.checker.portfolio import native_unavailable
+    from pipeproof.cli import main
+
+    if "native" in args and native_unavailable():
+        pytest.skip(f"the native engine is unavailable here: {native_unavailable()}")
+    monkeypatch.setenv("PIPEPROOF_NATIVE_CACHE", str(tmp_path))  # compile, not a cache hit
+    rc = main(["check", str(EX / name), "--timeout", "inf", *args])
+    out = capsys.readouterr().out
+    assert rc == 0 and "PROVEN" in out, out

@@ -24,6 +24,7 @@ from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.statespace import Explorer
 from pipeproof.cli import main
 from pipeproof.model.system import System
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 
@@ -64,11 +65,11 @@ def _same(got, want) -> None:
 
 @pytest.mark.parametrize("rel", CASES)
 def test_partitioned_search_equals_explicit(rel: str) -> None:
-    want = check_explicit(_system(rel), max_states=50_000, timeout=120)
+    want = check_explicit(_system(rel), max_states=50_000, timeout=NO_DEADLINE)
     assert want.status in ("PROVEN", "VIOLATED")
     for parts in (1, 3):
         got = check_distributed(_system(rel), partitions=parts, max_states=50_000,
-                                timeout=120)
+                                timeout=NO_DEADLINE)
         _same(got, want)
         assert got.stats.engine == "distributed"
         assert sum(got.stats.extra["states_per_partition"]) <= got.stats.states
@@ -81,7 +82,7 @@ def test_counterexample_replays_on_the_concrete_model() -> None:
     """A counterexample assembled from three partitions' parent links is a run of the
     unreduced model that ends in the reported violation."""
     system = _system("bugs/p6-bug.pipe")
-    v = check_distributed(system, partitions=3, max_states=50_000, timeout=120)
+    v = check_distributed(system, partitions=3, max_states=50_000, timeout=NO_DEADLINE)
     assert v.status == "VIOLATED" and v.trace is not None
     ex = Explorer(system, symmetry=False)
     state = ex.initial
@@ -121,7 +122,7 @@ def test_symmetry_representative_is_process_independent() -> None:
 
 def test_state_limit_is_unknown() -> None:
     v = check_distributed(_system("bugs/p2-fixed.pipe"), partitions=2, max_states=50,
-                          timeout=60)
+                          timeout=NO_DEADLINE)
     assert v.status == "UNKNOWN" and "state limit" in v.reason
 
 
@@ -158,6 +159,8 @@ def test_on_a_local_dask_cluster() -> None:
 
     client = connect("local:2")
     try:
+        # connect returns once both workers have registered (not when the first has)
+        assert len(client.nthreads()) == 2
         _partitioned_search_equals_one_process(client)
         _param_range_and_many_kernels(client)
         _command_line_on_a_scheduler_address(client.scheduler.address)
@@ -169,10 +172,10 @@ def _partitioned_search_equals_one_process(client) -> None:
     """On the workers from the first level (``warm_states=0``), and after the first
     levels in the client (a level of 2 states moves the partitions to the workers)."""
     for rel in DASK_CASES:
-        want = check_explicit(_system(rel), max_states=50_000, timeout=120)
+        want = check_explicit(_system(rel), max_states=50_000, timeout=NO_DEADLINE)
         for warm in (0, 2):
             got = check_distributed(_system(rel), client=client, max_states=50_000,
-                                    timeout=120, warm_states=warm)
+                                    timeout=NO_DEADLINE, warm_states=warm)
             _same(got, want)
             assert got.stats.extra["partitions"] == 2
             moved_at = got.stats.extra["levels_in_client"]
@@ -185,14 +188,14 @@ def _param_range_and_many_kernels(client) -> None:
     several kernels: one task each, the results in order."""
     f = EX / "textbook/pipeline_async.pipe"
     params = {"stages": range(1, 3), "k_tiles": range(2, 4)}
-    want = check_file(f, params, engine="explicit", timeout=120, symbolic_params=False,
+    want = check_file(f, params, engine="explicit", timeout=NO_DEADLINE, symbolic_params=False,
                       jobs=1)
-    got = check_file(f, params, engine="explicit", timeout=120, dask=client)
+    got = check_file(f, params, engine="explicit", timeout=NO_DEADLINE, dask=client)
     assert (got.status, got.prop) == (want.status, want.prop) == ("PROVEN", None)
     assert got.verdict.stats.extra["parameter_values_checked"] == 4
     items = [(str(EX / "bugs/p2-bug.pipe"), None), (str(f), {"stages": 1})]
-    many = check_many(items, dask=client, engine="explicit", timeout=120)
-    one = check_many(items, engine="explicit", timeout=120)
+    many = check_many(items, dask=client, engine="explicit", timeout=NO_DEADLINE)
+    one = check_many(items, engine="explicit", timeout=NO_DEADLINE)
     assert [(r.status, r.prop, r.verdict.depth) for r in many] == \
         [(r.status, r.prop, r.verdict.depth) for r in one]
     assert [r.status for r in many] == ["VIOLATED", "PROVEN"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeproof.api import check_file, check_source
+from helpers import NO_DEADLINE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TEXTBOOK = sorted((EXAMPLES / "textbook").glob("*.pipe"))
@@ -140,11 +141,11 @@ def test_k5_as_in_the_cutlass_source_exits_with_a_tma_store_in_flight() -> None:
     tail = ("        if warp_idx == 4 or warp_idx == 8:\n"
             "            tma_store_pipeline.producer_tail()\n")
     assert text.count(tail) == 1
-    v = check_source(text.replace(tail, ""), {}, str(k5), timeout=60.0, engine="explicit").verdict
+    v = check_source(text.replace(tail, ""), {}, str(k5), timeout=NO_DEADLINE, engine="explicit").verdict
     assert (v.status, v.prop) == ("VIOLATED", "dangling-arrive-at-exit"), v.headline()
     assert "bulk store" in v.reason and "after its CTA exited" in v.reason, v.reason
     # with one store stage producer_acquire drains every group: nothing is in flight
-    w = check_source(text.replace(tail, ""), {"epi_stage": 1}, timeout=120.0,
+    w = check_source(text.replace(tail, ""), {"epi_stage": 1}, timeout=NO_DEADLINE,
                      engine="explicit").verdict
     assert w.status == "PROVEN", w.headline()
 

@@ -15,6 +15,7 @@ from pipeproof.api import check_file
 from pipeproof.checker.portfolio import _Forked, _race
 from pipeproof.checker.verdict import UNKNOWN, VIOLATED, Verdict
 from pipeproof.cli import FirstAnswer, ProgressLine, build_parser, main
+from helpers import NO_DEADLINE
 
 BUGS = Path(__file__).resolve().parent.parent / "examples" / "bugs"
 
@@ -29,7 +30,7 @@ def test_explicit_engine_shows_the_reduced_counterexample_before_confirming() ->
     search then finds none shorter, so the final answer is the counterexample shown."""
     shown: list[Any] = []
     r = check_file(BUGS / "s2-bug.pipe", engine="explicit", on_found=shown.append,
-                   confirm_timeout=300)
+                   confirm_timeout=NO_DEADLINE)
     assert len(shown) == 1
     first = shown[0]
     assert first.status == VIOLATED and first.prop == r.prop == "overwrite-before-release"

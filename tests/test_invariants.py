@@ -23,6 +23,7 @@ from pipeproof.model.errors import ConfigError
 from pipeproof.model.system import System
 
 import generators as G
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = dict(deadline=None, print_blob=True,
@@ -201,7 +202,7 @@ def k(rounds: int = 2):
 
 
 def test_bmc_proves_named_barriers() -> None:
-    r = check_source(SMALL_NAMED, engine="bmc", timeout=60, bmc_certificate=False)
+    r = check_source(SMALL_NAMED, engine="bmc", timeout=NO_DEADLINE, bmc_certificate=False)
     assert r.status == "PROVEN", r.verdict.headline()
     assert r.verdict.stats.extra["invariants"]["proven"] > 0
     e = check_source(SMALL_NAMED, engine="explicit")

@@ -24,7 +24,7 @@ from pipeproof.model.cluster import (ClusterVMNK, Layout, MaskRangeError, idx2cr
                                      tiled_divide)
 from pipeproof.model.errors import ConfigError, Unsupported
 
-from helpers import check
+from helpers import check, NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 ROW = Layout((1, 2, 2, 1), (0, 2, 1, 0))      # row-major 2x2 cluster
@@ -333,7 +333,7 @@ def test_the_lifter_inverts_the_layout_like_the_dsl() -> None:
 def test_l1_both_engines_agree(name: str, status: str, prop) -> None:
     params = {"k_tiles": 1, "stages": 1}
     e = check_file(EX / f"{name}.pipe", params, engine="explicit").verdict
-    b = check_file(EX / f"{name}.pipe", params, engine="bmc", timeout=120.0).verdict
+    b = check_file(EX / f"{name}.pipe", params, engine="bmc", timeout=NO_DEADLINE).verdict
     assert (e.status, e.prop) == (b.status, b.prop) == (status, prop), \
         f"explicit {e.headline()}, bmc {b.headline()}"
     if status == "VIOLATED":
@@ -350,5 +350,5 @@ def test_cluster_layout_stride_textbook_bmc_never_contradicts() -> None:
     """4 CTAs x 2 warps: BMC does not decide it within a minute (like
     pipeline_tma_async_multicast); any verdict it gives must be the explicit one."""
     b = check_file(EX / "textbook" / "cluster_layout_stride.pipe", engine="bmc",
-                   timeout=60.0).verdict
+                   timeout=NO_DEADLINE).verdict
     assert b.status in ("PROVEN", "SAFE") or (b.status == "UNKNOWN" and "timeout" in b.headline())

@@ -14,15 +14,16 @@ import generators as G
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.model.errors import ConfigError
 from test_reduction_hypothesis import SETTINGS, STRESS, _length, shortest_violations
+from helpers import NO_DEADLINE
 
 
 def _compare_por(source: str, what: str) -> None:
     try:
-        full = check_explicit(G.build_system(source), max_states=300_000, timeout=120,
+        full = check_explicit(G.build_system(source), max_states=300_000, timeout=NO_DEADLINE,
                               reduce=False)
     except ConfigError:
         return
-    red = check_explicit(G.build_system(source), max_states=300_000, timeout=120,
+    red = check_explicit(G.build_system(source), max_states=300_000, timeout=NO_DEADLINE,
                          reduce=True, por=True)
     msg = (f"{what}\n  full: {full.status} {full.prop} len={_length(full)}\n"
            f"  por:  {red.status} {red.prop} len={_length(red)}\n--- source ---\n{source}")
@@ -94,12 +95,12 @@ def test_unconfirmed_counterexamples_are_real_runs(prog: G.Program) -> None:
     counterexample still has the full interleaving's verdict and property, is no shorter
     than its shortest one, and its steps replay through the unreduced model."""
     try:
-        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=120,
+        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=NO_DEADLINE,
                               reduce=False)
     except ConfigError:
         return
     system = G.build_system(prog.source)
-    red = check_explicit(system, max_states=300_000, timeout=120, reduce=True, por=True,
+    red = check_explicit(system, max_states=300_000, timeout=NO_DEADLINE, reduce=True, por=True,
                          confirm_timeout=0.0)
     msg = f"{prog.describe()}\n  full {full.status} {full.prop} {_length(full)}\n" \
           f"  red {red.status} {red.prop} {_length(red)}\n{prog.source}"
@@ -126,12 +127,12 @@ def test_bounded_claims_of_unfinished_searches_hold(prog: G.Program) -> None:
     import re
 
     try:
-        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=120,
+        full = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=NO_DEADLINE,
                               reduce=False)
     except ConfigError:
         return
     for cap in (10, 40, 160):
-        cut = check_explicit(G.build_system(prog.source), max_states=cap, timeout=120,
+        cut = check_explicit(G.build_system(prog.source), max_states=cap, timeout=NO_DEADLINE,
                              reduce=False)
         m = re.search(r"any run of up to (\d+) steps", cut.reason or "")
         if cut.status != "UNKNOWN" or m is None:

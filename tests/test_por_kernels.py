@@ -16,6 +16,7 @@ from typing import Optional
 import pytest
 
 from pipeproof.api import check_source
+from helpers import NO_DEADLINE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MULTICAST = (EXAMPLES / "textbook" / "pipeline_tma_async_multicast.pipe").read_text()
@@ -62,9 +63,9 @@ def _key(v) -> tuple:
 
 def _agree(src: str, params: dict, reference: dict) -> None:
     # the whole budget for confirming the shortest counterexample: lengths are compared
-    red = check_source(src, params, timeout=300.0, max_states=2_000_000, por=True,
-                       confirm_timeout=300.0, engine="explicit").verdict
-    ref = check_source(src, params, timeout=300.0, max_states=2_000_000, engine="explicit",
+    red = check_source(src, params, timeout=NO_DEADLINE, max_states=2_000_000, por=True,
+                       confirm_timeout=NO_DEADLINE, engine="explicit").verdict
+    ref = check_source(src, params, timeout=NO_DEADLINE, max_states=2_000_000, engine="explicit",
                       **reference).verdict
     assert ref.status in ("PROVEN", "VIOLATED"), f"reference did not finish: {ref.reason}"
     assert _key(red) == _key(ref), (f"stubborn sets: {_key(red)}, reference "

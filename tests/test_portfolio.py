@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pipeproof.api import check_file
@@ -17,8 +18,11 @@ from pipeproof.cli import main
 from pipeproof.model.errors import ConfigError
 
 import generators as G
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 
 
 def test_certificate_decides_first() -> None:
@@ -36,7 +40,7 @@ def test_certificate_decides_first() -> None:
 def test_explicit_engine_where_the_certificate_does_not_decide() -> None:
     """Multicast over a 2x2 cluster: the unreduced enumeration behind the certificate
     does not finish; the explicit engine (with its reductions) decides."""
-    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", timeout=120, jobs=1)
+    r = check_file(EX / "textbook/pipeline_tma_async_multicast.pipe", timeout=NO_DEADLINE, jobs=1)
     v = r.verdict
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     (stage,) = v.stats.extra["auto"]
@@ -66,7 +70,7 @@ def test_bmc_unknown_says_why_there_is_no_certificate_and_what_may_decide(
 def test_unrolling_gets_the_time_the_explicit_engine_left() -> None:
     """--max-states bounds both enumerations (the certificate's and the explicit
     engine's); the unrolling, which enumerates nothing, then proves it."""
-    r = check_file(EX / "textbook/pipeline_async.pipe", max_states=5, timeout=120)
+    r = check_file(EX / "textbook/pipeline_async.pipe", max_states=5, timeout=NO_DEADLINE)
     v = r.verdict
     assert v.status == "PROVEN" and v.stats.engine == "bmc"
     stages = v.stats.extra["auto"]
@@ -108,11 +112,11 @@ def test_auto_agrees_with_the_explicit_engine(prog: G.Program) -> None:
         system = G.build_system(prog.source)
     except ConfigError:
         return
-    e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
+    e = check_explicit(system, max_states=200_000, timeout=NO_DEADLINE, reduce=False)
     if e.status == "UNKNOWN":
         return
-    a = check_auto(G.build_system(prog.source), depth=60, timeout=240,
-                   confirm_timeout=120)
+    a = check_auto(G.build_system(prog.source), depth=60, timeout=NO_DEADLINE,
+                   confirm_timeout=NO_DEADLINE)
     msg = f"{prog.describe()}\n explicit {e.headline()}\n auto {a.headline()} {a.reason}"
     assert a.status == e.status, msg
     assert a.prop == e.prop, msg
@@ -161,7 +165,10 @@ def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any
 
     monkeypatch.setattr(evalgraph.CompiledSteps, "first_check",
                         lambda self, c, row: "overwrite-before-release")
-    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "-q"])
+    # --jobs 1: racing, on a loaded machine the explicit engine may decide before the
+    # certificate reaches the bad step (after its 2 s head start), and this test is
+    # about the certificate's error
+    rc = main(["check", str(EX / "bugs/x2-bug.pipe"), "-q", "--jobs", "1"])
     cap = capsys.readouterr()
     assert rc == 3 and cap.out.startswith("UNKNOWN internal error, no verdict:")
     assert "a bug in pipeproof" in cap.err and "Traceback" not in cap.err
@@ -198,7 +205,7 @@ def test_racing_gives_the_sequential_answer() -> None:
     f = EX / "textbook/pipeline_tma_async_multicast.pipe"
     got = {}
     for jobs in (1, 2):
-        v = check_auto(System(compile_file(f)), depth=60, timeout=200, jobs=jobs)
+        v = check_auto(System(compile_file(f)), depth=60, timeout=NO_DEADLINE, jobs=jobs)
         got[jobs] = v
         assert v.stats.extra["auto_jobs"] == jobs
     one, two = got[1], got[2]
@@ -254,7 +261,7 @@ def test_racing_explicit_process_that_dies_is_unknown_not_a_hang(monkeypatch: An
     monkeypatch.setattr(explicit, "check_explicit", lambda system, **kw: os._exit(7))
     # no native stage beside it (it would decide: tests/test_portfolio_native.py)
     monkeypatch.setattr(portfolio, "native_unavailable", lambda: "off (test)")
-    v = check_auto(G.build_system(_SMALL), depth=60, timeout=120, jobs=2)
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "bmc"
     stages = v.stats.extra["auto"]
     assert [s["stage"] for s in stages] == ["bmc certificate", "native", "explicit"]
@@ -272,7 +279,7 @@ def test_racing_explicit_errors_reach_the_caller(monkeypatch: Any) -> None:
     _undecided_certificate(monkeypatch, 0.0)
     monkeypatch.setattr(explicit, "check_explicit", bad)
     with pytest.raises(ConfigError, match="raised by the explicit engine"):
-        check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
+        check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
 
 
 def test_cli_jobs_must_be_positive(capsys: Any) -> None:
@@ -288,7 +295,7 @@ def test_racing_certificate_keeps_its_head_start(monkeypatch: Any) -> None:
     from pipeproof.checker import portfolio
 
     monkeypatch.setattr(portfolio, "HEAD_START", 300.0)
-    v = check_auto(G.build_system(_SMALL), depth=60, timeout=600, jobs=2)
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "bmc" and v.stats.extra["auto"] == []
     assert v.stats.extra["auto_seconds"] < portfolio.HEAD_START
 
@@ -302,7 +309,7 @@ def test_racing_explicit_verdict_wins_after_the_head_start(monkeypatch: Any) -> 
 
     _undecided_certificate(monkeypatch, 60.0)
     t0 = time.perf_counter()
-    v = check_auto(G.build_system(_SMALL), depth=60, timeout=120, jobs=2)
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
     took = time.perf_counter() - t0
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     (stage,) = v.stats.extra["auto"]
@@ -379,7 +386,7 @@ def test_no_racing_by_default_beside_other_threads() -> None:
     t.start()
     try:
         assert default_jobs() == 1
-        v = check_auto(G.build_system(_SMALL), depth=60, timeout=60)
+        v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE)
         assert v.status == "PROVEN" and v.stats.extra["auto_jobs"] == 1
     finally:
         stop.set()

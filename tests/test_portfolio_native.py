@@ -14,8 +14,11 @@ from pipeproof.checker import portfolio
 from pipeproof.checker.portfolio import check_auto
 
 import generators as G
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
+#: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
+pytestmark = pytest.mark.usefixtures("no_quick_stage")
 _SMALL = (EX / "textbook/pipeline_async.pipe").read_text()
 _BUG = (EX / "bugs/p1-bug.pipe").read_text()
 
@@ -65,8 +68,8 @@ def test_native_decides_where_the_explicit_engine_does_not(monkeypatch: Any, sou
     _undecided_certificate(monkeypatch)
     _slow_undecided_explicit(monkeypatch, 60.0)
     system = G.build_system(source)
-    v = check_auto(system, depth=60, timeout=120, jobs=2)
-    alone = check_native(G.build_system(source), timeout=120, symmetry=True)
+    v = check_auto(system, depth=60, timeout=NO_DEADLINE, jobs=2)
+    alone = check_native(G.build_system(source), timeout=NO_DEADLINE, symmetry=True)
     assert (v.status, v.prop, v.depth, v.stats.states) == \
         (alone.status, alone.prop, alone.depth, alone.stats.states)
     assert v.status == status and v.stats.engine == "native"
@@ -84,8 +87,8 @@ def test_explicit_engine_still_answers_beside_the_native_stage(monkeypatch: Any)
 
     _needs_native()
     _undecided_certificate(monkeypatch)
-    v = check_auto(G.build_system(_BUG), depth=60, timeout=120, jobs=2)
-    alone = check_explicit(G.build_system(_BUG), timeout=120)
+    v = check_auto(G.build_system(_BUG), depth=60, timeout=NO_DEADLINE, jobs=2)
+    alone = check_explicit(G.build_system(_BUG), timeout=NO_DEADLINE)
     assert (v.status, v.prop, v.depth) == (alone.status, alone.prop, alone.depth)
     assert v.stats.engine in ("explicit", "native")
     assert all(s["status"] == "UNKNOWN" for s in v.stats.extra["auto"])
@@ -106,7 +109,7 @@ def test_without_native_support_the_answer_says_why(monkeypatch: Any) -> None:
     monkeypatch.setattr(explicit, "check_explicit", late)
     monkeypatch.setattr(portfolio, "native_unavailable",
                         lambda: "the native engine needs cffi (test)")
-    v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=2)
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     stages = v.stats.extra["auto"]
     assert [s["stage"] for s in stages] == ["bmc certificate", "native"]
@@ -116,7 +119,7 @@ def test_without_native_support_the_answer_says_why(monkeypatch: Any) -> None:
 def test_sequential_auto_has_no_native_stage(monkeypatch: Any) -> None:
     """``jobs=1`` keeps the one-after-the-other order of the engines it always had."""
     _undecided_certificate(monkeypatch)
-    v = check_auto(G.build_system(_SMALL), depth=60, timeout=60, jobs=1)
+    v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=1)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate"]
 
@@ -126,6 +129,6 @@ def test_no_native_stage_beside_stubborn_sets(monkeypatch: Any) -> None:
     takes CPU from it."""
     _undecided_certificate(monkeypatch)
     src = (EX / "textbook/pipeline_tma_async_multicast.pipe").read_text()
-    v = check_auto(G.build_system(src), depth=60, timeout=120, jobs=2)
+    v = check_auto(G.build_system(src), depth=60, timeout=NO_DEADLINE, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate"]

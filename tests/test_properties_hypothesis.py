@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pipeproof.model.errors import ConfigError
 
 import generators as G
+from helpers import NO_DEADLINE
 
 SETTINGS = dict(deadline=None, derandomize=False, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -30,7 +31,7 @@ def _explain(prog: G.Program, got: str) -> str:
 
 def _check(prog: G.Program) -> None:
     try:
-        v = G.check_program(prog.source, reduce=False, max_states=300_000, timeout=120)
+        v = G.check_program(prog.source, reduce=False, max_states=300_000, timeout=NO_DEADLINE)
     except ConfigError as e:
         assert G.outcome_matches(prog, error=e), _explain(prog, f"ConfigError: {e}")
         assert e.loc is not None and e.loc.line > 0, _explain(prog, f"no location: {e}")

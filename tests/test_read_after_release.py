@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from pipeproof.api import check_source
+from helpers import NO_DEADLINE
 
 KERNEL = """
 @cute.kernel
@@ -50,7 +51,7 @@ RELEASE_READ = "            pipe.consumer_release(state)\n            read(pipe,
 ])
 def test_access_after_release(engine, producer, consumer, expect):
     r = check_source(KERNEL.format(producer=producer, consumer=consumer),
-                     engine=engine, jobs=1, timeout=3600.0, depth=80)
+                     engine=engine, jobs=1, timeout=NO_DEADLINE, depth=80)
     if expect is None:
         assert r.status == "PROVEN", r.verdict.headline()
     else:

@@ -20,6 +20,7 @@ from pipeproof.checker.statespace import Explorer
 from pipeproof.model.errors import ConfigError
 
 import generators as G
+from helpers import NO_DEADLINE
 
 SETTINGS = dict(deadline=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -72,8 +73,8 @@ def _compare(source: str, what: str) -> None:
         system_full = G.build_system(source)
     except ConfigError:
         return  # input errors never reach the engine
-    full = check_explicit(system_full, max_states=300_000, timeout=120, reduce=False)
-    red = check_explicit(G.build_system(source), max_states=300_000, timeout=120, reduce=True)
+    full = check_explicit(system_full, max_states=300_000, timeout=NO_DEADLINE, reduce=False)
+    red = check_explicit(G.build_system(source), max_states=300_000, timeout=NO_DEADLINE, reduce=True)
     msg = (f"{what}\n  reduce=False: {full.status} {full.prop} len={_length(full)} "
            f"states={full.stats.states}\n  reduce=True:  {red.status} {red.prop} "
            f"len={_length(red)} states={red.stats.states}\n--- source ---\n{source}")
@@ -144,7 +145,7 @@ def test_counterexamples_are_shortest(prog: G.Program) -> None:
     """The engine's counterexample (without reductions) has the length of the shortest
     counterexample of the full graph, and its property is one violated at that length
     (a deadlocked state at depth d counts d steps; a violating step from depth d, d + 1)."""
-    v = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=120,
+    v = check_explicit(G.build_system(prog.source), max_states=300_000, timeout=NO_DEADLINE,
                        reduce=False)
     if v.status != "VIOLATED" or v.prop == "starvation":
         return

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from helpers import check
+from helpers import check, NO_DEADLINE
 from pipeproof.api import check_file, compile_file
 from pipeproof.checker.bmc import check_bmc
 from pipeproof.checker.concrete import ConcreteRunner
@@ -131,8 +131,8 @@ def test_p10_bmc_and_explicit_agree() -> None:
     assert next(p for c, p in hits[0].checks if ev(c)) == "role-misuse"
 
     mini = System(compile_kernel(parse(MINI_P10, "<mini-p10>"), {}))
-    e = check_explicit(mini, reduce=False, timeout=120)
-    b = check_bmc(mini, depth=20, timeout=120)
+    e = check_explicit(mini, reduce=False, timeout=NO_DEADLINE)
+    b = check_bmc(mini, depth=20, timeout=NO_DEADLINE)
     assert (e.status, e.prop) == (b.status, b.prop) == ("VIOLATED", "role-misuse")
     assert len(b.trace) == len(e.trace)
 

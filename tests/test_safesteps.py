@@ -26,6 +26,7 @@ from pipeproof.model.program import Wait
 from pipeproof.model.system import System
 
 import generators as G
+from helpers import NO_DEADLINE
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 
@@ -93,7 +94,7 @@ def test_a_buggy_kernel_gets_no_reduced_certificate(name: str) -> None:
 def test_bmc_engine_uses_the_reduced_certificate() -> None:
     """Where the unreduced enumeration does not finish, ``--engine bmc`` proves from the
     reduced set (here forced by a tiny cap on the unreduced enumeration)."""
-    v = check_bmc(System(compile_file(EX / "textbook/pipeline_tma_async.pipe")), timeout=300,
+    v = check_bmc(System(compile_file(EX / "textbook/pipeline_tma_async.pipe")), timeout=NO_DEADLINE,
                   max_states=200)
     assert v.status == "PROVEN", v.reason
     assert "reduced" in v.stats.extra["certificate"], v.stats.extra["certificate"]
@@ -112,7 +113,7 @@ def test_reduced_certificate_only_where_the_explicit_engine_proves(prog: G.Progr
         return
     if not all(ag.program for ag in system.agents):
         return
-    e = check_explicit(system, max_states=200_000, timeout=120, reduce=False)
+    e = check_explicit(system, max_states=200_000, timeout=NO_DEADLINE, reduce=False)
     if e.status == "UNKNOWN":
         return
     cert, why = _reduced(G.build_system(prog.source))

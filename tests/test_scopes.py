@@ -19,6 +19,7 @@ from pipeproof.checker.bmc import check_bmc
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.cli import main
 from pipeproof.model.system import System
+from helpers import NO_DEADLINE
 
 BUGS = Path(__file__).resolve().parent.parent / "examples" / "bugs"
 
@@ -28,9 +29,9 @@ def _system(name: str, mm: str = "strict") -> System:
 
 
 def test_engines_agree_on_the_scope_bug() -> None:
-    full = check_explicit(_system("x3-bug.pipe"), reduce=False, timeout=120)
-    red = check_explicit(_system("x3-bug.pipe"), reduce=True, por=True, timeout=120)
-    bmc = check_bmc(_system("x3-bug.pipe"), depth=40, timeout=120)
+    full = check_explicit(_system("x3-bug.pipe"), reduce=False, timeout=NO_DEADLINE)
+    red = check_explicit(_system("x3-bug.pipe"), reduce=True, por=True, timeout=NO_DEADLINE)
+    bmc = check_bmc(_system("x3-bug.pipe"), depth=40, timeout=NO_DEADLINE)
     assert full.status == red.status == bmc.status == "VIOLATED"
     assert full.prop == red.prop == bmc.prop == "insufficient-scope"
     assert len(full.trace) == len(red.trace) == len(bmc.trace)
@@ -39,8 +40,8 @@ def test_engines_agree_on_the_scope_bug() -> None:
 
 
 def test_engines_agree_on_the_fix() -> None:
-    full = check_explicit(_system("x3-fixed.pipe"), reduce=False, timeout=120)
-    bmc = check_bmc(_system("x3-fixed.pipe"), depth=60, timeout=120)
+    full = check_explicit(_system("x3-fixed.pipe"), reduce=False, timeout=NO_DEADLINE)
+    bmc = check_bmc(_system("x3-fixed.pipe"), depth=60, timeout=NO_DEADLINE)
     assert full.status == "PROVEN"
     assert bmc.status in ("PROVEN", "SAFE"), bmc.reason
 
@@ -118,16 +119,16 @@ def test_only_the_peer_needs_cluster_scope(stages: int, iters: int, scope0: int,
     from pipeproof.api import check_source
 
     params = {"stages": stages, "iters": iters, "scope0": scope0, "scope1": scope1}
-    strict = check_source(PAIR, params, memory_model="strict", timeout=120, engine="explicit")
+    strict = check_source(PAIR, params, memory_model="strict", timeout=NO_DEADLINE, engine="explicit")
     if scope1 == 0:
         assert strict.status == "VIOLATED" and strict.prop == "insufficient-scope", \
             strict.verdict.headline()
         assert "@cta1" in strict.verdict.reason
     else:
         assert strict.status == "PROVEN", strict.verdict.headline()
-    assert check_source(PAIR, params, timeout=120, engine="explicit").status == "PROVEN"
+    assert check_source(PAIR, params, timeout=NO_DEADLINE, engine="explicit").status == "PROVEN"
     if stages * iters <= 2:
-        full = check_source(PAIR, params, memory_model="strict", timeout=120, reduce=False,
+        full = check_source(PAIR, params, memory_model="strict", timeout=NO_DEADLINE, reduce=False,
                             engine="explicit")
         assert (full.status, full.prop) == (strict.status, strict.prop)
         if full.status == "VIOLATED":
@@ -148,7 +149,7 @@ def test_valid_generated_programs_in_strict_mode(prog: G.Program) -> None:
         system = G.build_system(prog.source, memory_model="strict")
     except ConfigError:
         return
-    v = check_explicit(system, max_states=300_000, timeout=120)
+    v = check_explicit(system, max_states=300_000, timeout=NO_DEADLINE)
     msg = f"{prog.describe()}: {v.headline()} {v.reason}"
     if v.status == "VIOLATED":
         assert v.prop == "insufficient-scope", msg
@@ -156,7 +157,7 @@ def test_valid_generated_programs_in_strict_mode(prog: G.Program) -> None:
             system.info.cluster_size > 1, msg
         assert "@cta0" not in v.reason.split(" reads ")[1].split(",")[0], msg
         assert check_explicit(G.build_system(prog.source), max_states=300_000,
-                              timeout=120).status == "PROVEN", msg
+                              timeout=NO_DEADLINE).status == "PROVEN", msg
     else:
         assert v.status == "PROVEN", msg
 
@@ -212,10 +213,10 @@ def test_tma_data_forwarded_by_a_thread_needs_cluster_scope(relay_cluster: int) 
     from pipeproof.api import check_source
 
     params = {"relay_cluster": relay_cluster}
-    full = check_source(FORWARD, params, memory_model="strict", reduce=False, timeout=120,
+    full = check_source(FORWARD, params, memory_model="strict", reduce=False, timeout=NO_DEADLINE,
                         engine="explicit")
-    red = check_source(FORWARD, params, memory_model="strict", timeout=120, engine="explicit")
-    assert check_source(FORWARD, params, timeout=120, engine="explicit").status == "PROVEN"
+    red = check_source(FORWARD, params, memory_model="strict", timeout=NO_DEADLINE, engine="explicit")
+    assert check_source(FORWARD, params, timeout=NO_DEADLINE, engine="explicit").status == "PROVEN"
     if relay_cluster:
         assert full.status == red.status == "PROVEN"
     else:
@@ -233,15 +234,15 @@ def test_p9_second_cause_in_strict_mode() -> None:
     from pipeproof.api import check_file
 
     f = BUGS / "p9-fixed.pipe"
-    cta = check_file(f, {"relay_scope_cluster": 0}, memory_model="strict", timeout=120,
+    cta = check_file(f, {"relay_scope_cluster": 0}, memory_model="strict", timeout=NO_DEADLINE,
                      engine="explicit")
     assert (cta.status, cta.prop) == ("VIOLATED", "insufficient-scope"), cta.verdict.headline()
     assert "sfb.buf[0]@cta1" in cta.verdict.reason
-    clu = check_file(f, {"relay_scope_cluster": 1}, memory_model="strict", timeout=120,
+    clu = check_file(f, {"relay_scope_cluster": 1}, memory_model="strict", timeout=NO_DEADLINE,
                      engine="explicit")
     assert clu.status == "PROVEN", clu.verdict.headline()
     for v in (0, 1):
-        assert check_file(f, {"relay_scope_cluster": v}, timeout=120,
+        assert check_file(f, {"relay_scope_cluster": v}, timeout=NO_DEADLINE,
                           engine="explicit").status == "PROVEN"
 
 
@@ -323,9 +324,9 @@ def test_strict_scopes_reduced_search_agrees_with_full_interleaving(params: dict
     from pipeproof.api import check_source
 
     full = check_source(FORWARD_LOOP, params, memory_model="strict", reduce=False,
-                        timeout=120, max_states=400_000, engine="explicit")
-    red = check_source(FORWARD_LOOP, params, memory_model="strict", timeout=120,
-                       confirm_timeout=120, engine="explicit")
+                        timeout=NO_DEADLINE, max_states=400_000, engine="explicit")
+    red = check_source(FORWARD_LOOP, params, memory_model="strict", timeout=NO_DEADLINE,
+                       confirm_timeout=NO_DEADLINE, engine="explicit")
     assert full.status != "UNKNOWN", full.verdict.reason
     assert (red.status, red.prop) == (full.status, full.prop), (params, full.verdict.headline(),
                                                                 red.verdict.headline())

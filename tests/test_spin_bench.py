@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -57,7 +58,7 @@ def test_spin_agrees_with_pipeproof(rel: str, params: dict, tmp_path: Path) -> N
     from pipeproof.checker.explicit import check_explicit
 
     system = build_system(ROOT / rel, params)
-    want = check_explicit(system, max_states=200_000, timeout=120)
+    want = check_explicit(system, max_states=200_000, timeout=NO_DEADLINE)
     assert want.status in ("PROVEN", "VIOLATED"), want.reason
     enc, ref = final_encoding(system)
     out = _spin(promela(enc, rel).source, tmp_path)

@@ -27,6 +27,7 @@ from pipeproof.model.pipeline_state import PipelineUserType, arrival_phase, make
 from pipeproof.model.program import Arrive
 from pipeproof.model.properties import Prop
 from pipeproof.model.values import CONCRETE as V
+from helpers import NO_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 BUGS = ROOT / "examples" / "bugs"
@@ -80,7 +81,7 @@ def test_arrival_phase_of_pipeline_states() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_x4_surplus_release_is_reported_at_the_release(engine: str) -> None:
-    r = check_file(BUGS / "x4-bug.pipe", engine=engine, timeout=300.0)
+    r = check_file(BUGS / "x4-bug.pipe", engine=engine, timeout=NO_DEADLINE)
     v = r.verdict
     assert (v.status, v.prop) == ("VIOLATED", Prop.ARRIVAL_OVERFLOW), v.headline()
     assert "phase already completed without it" in v.reason
@@ -94,7 +95,7 @@ def test_x4_surplus_release_is_reported_at_the_release(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_x4_fixed_is_proven(engine: str) -> None:
-    r = check_file(BUGS / "x4-fixed.pipe", engine=engine, timeout=300.0)
+    r = check_file(BUGS / "x4-fixed.pipe", engine=engine, timeout=NO_DEADLINE)
     assert r.verdict.status == "PROVEN", r.verdict.headline()
 
 
@@ -166,7 +167,7 @@ def k():
         barrier(barrier_id=3)
 """
     for engine in ENGINES:
-        v = check_source(src, engine=engine, timeout=300.0).verdict
+        v = check_source(src, engine=engine, timeout=NO_DEADLINE).verdict
         assert (v.status, v.prop) == ("VIOLATED", Prop.NAMED_BARRIER_MISUSE), v.headline()
         assert "no thread count" in v.reason
 
@@ -186,7 +187,7 @@ def k():
         barrier(barrier_id=3)
 """
     for engine in ENGINES:
-        v = check_source(src, engine=engine, timeout=300.0).verdict
+        v = check_source(src, engine=engine, timeout=NO_DEADLINE).verdict
         assert v.status == "PROVEN", v.headline() + " " + v.reason
 
 
@@ -200,7 +201,7 @@ def test_one_barrier_from_different_lines_across_warps_is_not_misuse() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("which,status", [("bug", "VIOLATED"), ("fixed", "PROVEN")])
 def test_x5_barrier_id_shared_with_sync_threads(engine: str, which: str, status: str) -> None:
-    v = check_file(BUGS / f"x5-{which}.pipe", engine=engine, timeout=300.0).verdict
+    v = check_file(BUGS / f"x5-{which}.pipe", engine=engine, timeout=NO_DEADLINE).verdict
     assert v.status == status, v.headline()
     if status == "VIOLATED":
         assert v.prop == Prop.NAMED_BARRIER_MISUSE

@@ -26,8 +26,9 @@ from pipeproof.model.lang.parser import parse, parse_file
 from pipeproof.model.program import ParamSplit
 from pipeproof.model.system import System
 from test_bmc_hypothesis import SETTINGS
+from helpers import NO_DEADLINE
 
-EXAMPLES = "examples"
+EXAMPLES = str(Path(__file__).resolve().parent.parent / "examples")  # any working directory
 
 
 def _by_value(source: str, name: str, values: range) -> dict[int, str]:
@@ -35,7 +36,7 @@ def _by_value(source: str, name: str, values: range) -> dict[int, str]:
     tests/test_por.py and test_reduction_hypothesis.py hold to the unreduced graph)."""
     out = {}
     for x in values:
-        r = check_source(source, {name: x}, engine="explicit", timeout=120, jobs=1)
+        r = check_source(source, {name: x}, engine="explicit", timeout=NO_DEADLINE, jobs=1)
         out[x] = r.status
     return out
 
@@ -110,8 +111,8 @@ def test_partial_order_reduction_on_symbolic_systems(prog: G.Program, hi: int,
         c = compile_kernel(parse(prog.source), symbolic={name: range(1, hi + 1)})
     except (ConfigError, Unsupported):
         return
-    full = check_explicit(System(c), reduce=False, timeout=120)
-    red = check_explicit(System(c), reduce=True, por=True, timeout=120)
+    full = check_explicit(System(c), reduce=False, timeout=NO_DEADLINE)
+    red = check_explicit(System(c), reduce=True, por=True, timeout=NO_DEADLINE)
     assert (red.status, red.prop) == (full.status, full.prop) or \
         "starvation" in (red.prop, full.prop), prog.describe()
     if full.status == "VIOLATED" and full.prop != "starvation":
@@ -135,8 +136,8 @@ def test_one_value_of_a_symbolic_system_is_that_values_system(prog: G.Program, h
             ref_c = compile_kernel(parse(prog.source), {name: value})
         except ConfigError:
             continue
-        one = check_explicit(System(c, param_init=[i]), reduce=False, timeout=120)
-        ref = check_explicit(System(ref_c), reduce=False, timeout=120)
+        one = check_explicit(System(c, param_init=[i]), reduce=False, timeout=NO_DEADLINE)
+        ref = check_explicit(System(ref_c), reduce=False, timeout=NO_DEADLINE)
         what = f"{name}={value}\n{prog.describe()}"
         assert (one.status, one.prop) == (ref.status, ref.prop), what
         assert one.stats.states == ref.stats.states, what
@@ -209,13 +210,13 @@ def test_a_split_is_a_step_only_where_it_narrows_the_values() -> None:
     takes each of its splits once (not once per warp, in every order)."""
     k = parse_file(f"{EXAMPLES}/bugs/p7-bug.pipe")
     c = compile_kernel(k, symbolic={"num_stages": range(1, 5)})
-    one = check_explicit(System(c, param_init=[2]), reduce=False, timeout=120)
+    one = check_explicit(System(c, param_init=[2]), reduce=False, timeout=NO_DEADLINE)
     ref = check_explicit(System(compile_kernel(k, {"num_stages": 3})), reduce=False,
-                         timeout=120)
+                         timeout=NO_DEADLINE)
     assert ref.status == "VIOLATED"
     assert (one.status, one.prop, len(one.trace)) == (ref.status, ref.prop, len(ref.trace))
     assert one.stats.states == ref.stats.states
-    full = check_explicit(System(c), reduce=False, timeout=120)
+    full = check_explicit(System(c), reduce=False, timeout=NO_DEADLINE)
     assert full.status == "VIOLATED"
     splits = [e for e in full.trace.events if e.op == "param split"]
     assert 1 <= len(splits) <= 3, [e.what for e in splits]
@@ -321,7 +322,7 @@ def test_a_bug_of_one_small_value_is_found() -> None:
     assert ref == {1: "PROVEN", 2: "VIOLATED", 3: "PROVEN", 4: "PROVEN", 5: "PROVEN"}
     for engine in ("explicit", "bmc", "auto"):
         r = check_source(ONLY_TWO_FAILS, {"k_tiles": values}, engine=engine, jobs=1,
-                         timeout=120)
+                         timeout=NO_DEADLINE)
         assert r.status == "VIOLATED" and r.prop == "deadlock", engine
         assert _symbolic_statuses(r, "k_tiles", values) == ref, engine
         groups = r.verdict.stats.extra["parameter_groups"]
@@ -348,7 +349,7 @@ def test_starvation_lassos_are_replayed_per_value() -> None:
                       + warm.format("consumer_wait(state)", "read", "consumer_release(state)"))
     assert src.count("range(warm)") == 2
     for engine in ("explicit", "bmc"):
-        r = check_source(src, {"warm": range(1, 4)}, engine=engine, jobs=1, timeout=120)
+        r = check_source(src, {"warm": range(1, 4)}, engine=engine, jobs=1, timeout=NO_DEADLINE)
         assert r.status == "VIOLATED" and r.prop == "starvation", engine
         assert _symbolic_statuses(r, "warm", range(1, 4)) == {1: "VIOLATED", 2: "VIOLATED",
                                                                3: "VIOLATED"}

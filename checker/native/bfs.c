@@ -129,7 +129,7 @@ static int take(int tid, int32_t *y) {
   return 0;
 }
 
-static int visit(int tid, int r, int rank, int32_t *y) {
+PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y) {
   G.any = 1;
   G.ntrans++;
   if (r == 3) { G.ovf_state = G.cur; G.ovf_tid = tid; return 1; }

@@ -20,6 +20,7 @@ same states as the explicit engine's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -27,11 +28,14 @@ import z3
 
 from ..properties import PRIORITY
 from ..symbolic import Encoding
+from .build import UNIT
 
 #: result codes of a generated transition function
 DISABLED, OK, VIOLATES, OVERFLOWS = 0, 1, 2, 3
 
 _K = z3  # short alias for the Z3_OP_* constants
+#: a child's placeholder in a node's code (``_Fn._emit``)
+_HOLE = re.compile("\x00(\\d+)\x00")
 
 
 class Unsupported(Exception):
@@ -59,6 +63,26 @@ def storage_bytes(lo: int, hi: int) -> int:
     raise Unsupported(f"a state key with range [{lo}, {hi}] does not fit 32 bits")
 
 
+class Dag:
+    """The z3 nodes met while printing one program, by id: the node, its children and
+    their ids, read from z3 once.  z3 shares equal terms, so the templates of a kernel
+    share most of their nodes, and each call through z3's Python API costs microseconds:
+    asking once per program instead of once per transition is most of the printing time.
+    ``tmpl`` holds ``_Fn``'s code of each node with its children as placeholders."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, tuple[Any, list[Any], tuple[int, ...]]] = {}
+        self.tmpl: dict[int, tuple[Optional[str], str]] = {}
+
+    def node(self, nid: int, t: Any) -> tuple[Any, list[Any], tuple[int, ...]]:
+        r = self.nodes.get(nid)
+        if r is None:
+            kids = [t.arg(i) for i in range(t.num_args())] if z3.is_app(t) else []
+            r = (t, kids, tuple(k.get_id() for k in kids))
+            self.nodes[nid] = r
+        return r
+
+
 class TermPrinter:
     """Prints a z3 term DAG node by node, each shared node once, children first (no
     recursion: the templates of a large kernel nest deeply).  The Boolean operators are
@@ -68,27 +92,33 @@ class TermPrinter:
     #: the conditional expression of the target language
     ITE = "({} ? {} : {})"
 
-    def __init__(self) -> None:
+    def __init__(self, dag: Optional["Dag"] = None) -> None:
         self.memo: dict[int, str] = {}
         self.lines: list[str] = []
         self.n = 0
+        self.dag = dag if dag is not None else Dag()
 
     def expr(self, t: Any) -> str:
         """An expression for ``t`` (emitting the temporaries it needs)."""
-        root = t
-        todo: list[tuple[Any, bool]] = [(root, False)]
+        memo, dag = self.memo, self.dag
+        rid = t.get_id()
+        todo: list[tuple[int, Any, bool]] = [(rid, t, False)]
         while todo:
-            node, ready = todo.pop()
-            nid = node.get_id()
-            if nid in self.memo:
+            nid, node, ready = todo.pop()
+            if nid in memo:
                 continue
-            kids = [node.arg(i) for i in range(node.num_args())] if z3.is_app(node) else []
-            if not ready and any(k.get_id() not in self.memo for k in kids):
-                todo.append((node, True))
-                todo.extend((k, False) for k in kids if k.get_id() not in self.memo)
+            node, kids, kid_ids = dag.node(nid, node)
+            if not ready and any(k not in memo for k in kid_ids):
+                todo.append((nid, node, True))
+                todo.extend((kid_ids[i], kids[i], False) for i in range(len(kids))
+                            if kid_ids[i] not in memo)
                 continue
-            self.memo[nid] = self._node(node, [self.memo[k.get_id()] for k in kids])
-        return self.memo[root.get_id()]
+            memo[nid] = self._emit(nid, node, [memo[k] for k in kid_ids])
+        return memo[rid]
+
+    def _emit(self, nid: int, t: Any, a: list[str]) -> str:
+        """The name or literal of node ``t`` (id ``nid``) whose children are ``a``."""
+        return self._node(t, a)
 
     def _node(self, t: Any, a: list[str]) -> str:
         raise NotImplementedError
@@ -134,8 +164,8 @@ class _Fn(TermPrinter):
 
     _sx = staticmethod(_sx)
 
-    def __init__(self, key_of_var: dict[int, int]):
-        super().__init__()
+    def __init__(self, key_of_var: dict[int, int], dag: Optional[Dag] = None):
+        super().__init__(dag)
         self.key_of_var = key_of_var
 
     def _tmp(self, ctype: str, code: str) -> str:
@@ -144,26 +174,42 @@ class _Fn(TermPrinter):
         self.lines.append(f"  {ctype} {name} = {code};")
         return name
 
+    def _emit(self, nid: int, t: Any, a: list[str]) -> str:
+        # the node's code with its children as placeholders, made once per program
+        c = self.dag.tmpl.get(nid)
+        if c is None:
+            c = self._code(t, [f"\x00{i}\x00" for i in range(len(a))])
+            self.dag.tmpl[nid] = c
+        ctype, code = c
+        if a:
+            code = _HOLE.sub(lambda m: a[int(m.group(1))], code)
+        return code if ctype is None else self._tmp(ctype, code)
+
     def _node(self, t: Any, a: list[str]) -> str:
+        ctype, code = self._code(t, a)
+        return code if ctype is None else self._tmp(ctype, code)
+
+    def _code(self, t: Any, a: list[str]) -> tuple[Optional[str], str]:
+        """(C type of the temporary, its initialiser), or (None, a literal)."""
         if not z3.is_app(t):
             raise Unsupported(f"a z3 term that is not an application: {t}")
         k = t.decl().kind()
         if z3.is_bool(t):
             code = self._bool(t, k, a)
-            return code if code in ("0", "1") else self._tmp("int", code)
+            return (None, code) if code in ("0", "1") else ("int", code)
         if not z3.is_bv(t):
             raise Unsupported(f"a z3 term of sort {t.sort()}")
         w = t.size()
         if w > 64:
             raise Unsupported(f"a {w}-bit term (at most 64 are transcribed)")
         if k == _K.Z3_OP_BNUM:
-            return f"0x{t.as_long():X}ULL"
+            return None, f"0x{t.as_long():X}ULL"
         if k == _K.Z3_OP_UNINTERPRETED and not a:
             key = self.key_of_var.get(t.get_id())
             if key is None:
                 raise Unsupported(f"a free constant that is no state key: {t}")
-            return self._tmp("uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})")
-        return self._tmp("uint64_t", self._bv(t, k, a, w))
+            return "uint64_t", f"((uint64_t)(int64_t)x[{key}] & {_mask(w)})"
+        return "uint64_t", self._bv(t, k, a, w)
 
     def _bv(self, t: Any, k: int, a: list[str], w: int) -> str:
         m = _mask(w)
@@ -245,12 +291,12 @@ class Program:
     pc_keys: tuple
 
 
-def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int]) -> list[str]:
+def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int], dag: Dag) -> list[str]:
     """``static int T<i>(x, y, rank)``: DISABLED; OVERFLOWS; VIOLATES with the rank of
     the first failing check (``properties.PRIORITY``, as the explicit engine ranks it);
     or OK with the successor's keys in ``y``."""
     tr = enc.transitions[i]
-    f = _Fn(key_of_var)
+    f = _Fn(key_of_var, dag)
     out = [f"static int T{i}(const int32_t *x, int32_t *y, int *rank) {{"]
     g = f.expr(tr.guard)
     out += f.lines
@@ -277,44 +323,63 @@ def _transition_fn(enc: Encoding, i: int, key_of_var: dict[int, int]) -> list[st
     return out
 
 
-def _expand_fn(enc: Encoding, pc_keys: Sequence[int]) -> list[str]:
-    """``static int expand(x, y)``: every successor of ``x`` handed to ``visit`` in the
-    explicit engine's order (module docstring); 1 when ``visit`` asks to stop."""
-    sysm = enc.sys
-    out = ["static int expand(const int32_t *x, int32_t *y) {", "  int rank = 0, r;"]
+def _call(i: int, stop_on_disabled: bool) -> str:
+    """Transition ``i`` evaluated and its outcome handed to ``visit``; a warp's outcome
+    choices stop at the first disabled one (``break`` out of its ``case``)."""
+    if stop_on_disabled:
+        return (f"      r = T{i}(x, y, &rank); if (r == {DISABLED}) break; "
+                f"if (visit({i}, r, rank, y)) return 1;")
+    return (f"  r = T{i}(x, y, &rank); if (r != {DISABLED} && visit({i}, r, rank, y)) "
+            "return 1;")
 
-    def call(i: int, stop_on_disabled: bool) -> str:
-        if stop_on_disabled:
-            return (f"      r = T{i}(x, y, &rank); if (r == {DISABLED}) break; "
-                    f"if (visit({i}, r, rank, y)) return 1;")
-        return (f"  r = T{i}(x, y, &rank); if (r != {DISABLED} && visit({i}, r, rank, y)) "
-                "return 1;")
 
-    for ag in sysm.agents:
-        lo, hi = enc.agent_range[ag.index]
-        by_pc: dict[int, list[int]] = {}
-        for i in range(lo, hi):
-            tr = enc.transitions[i]
-            by_pc.setdefault(tr.pc, []).append(i)
-        out.append(f"  switch (x[{pc_keys[ag.index]}]) {{")
-        for pc, idxs in sorted(by_pc.items()):
-            idxs.sort(key=lambda i: enc.transitions[i].step[2])
-            out.append(f"    case {pc}:")
-            out += [call(i, True) for i in idxs]
-            out.append("      break;")
-        out.append("    default: break;")
-        out.append("  }")
-    env = [i for i, tr in enumerate(enc.transitions) if tr.agent is None]
-    tma = sorted((i for i in env if enc.transitions[i].step[1][0] == "tma"),
-                 key=lambda i: enc.transitions[i].step[1][1:])
-    out += [call(i, False) for i in tma]
-    for ag in sysm.agents:
-        for kind in ("tcgen05", "cp.async", "bulk"):
-            out += [call(i, False) for i in env
-                    if enc.transitions[i].step[1][:2] == (kind, ag.index)]
-    out.append("  return 0;")
-    out.append("}")
+_HEAD = "(const int32_t *x, int32_t *y)"
+
+
+def _agent_expand_fn(enc: Encoding, a: int, pc_key: int) -> list[str]:
+    """``expand_a<a>(x, y)``: the successors of ``x`` by warp ``a``'s own steps, in
+    order; 1 when ``visit`` asks to stop."""
+    lo, hi = enc.agent_range[a]
+    by_pc: dict[int, list[int]] = {}
+    for i in range(lo, hi):
+        by_pc.setdefault(enc.transitions[i].pc, []).append(i)
+    out = [f"PP_HIDDEN int expand_a{a}{_HEAD} {{", "  int rank = 0, r;",
+           f"  switch (x[{pc_key}]) {{"]
+    for pc, idxs in sorted(by_pc.items()):
+        idxs.sort(key=lambda i: enc.transitions[i].step[2])
+        out.append(f"    case {pc}:")
+        out += [_call(i, True) for i in idxs]
+        out.append("      break;")
+    out += ["    default: break;", "  }", "  (void)rank; (void)r;", "  return 0;", "}"]
     return out
+
+
+def _env_order(enc: Encoding) -> list[int]:
+    """The asynchronous deliveries in the explicit engine's order: TMA/CLC items (the
+    pool is a sorted multiset), then per warp its tcgen05, cp.async and bulk queues."""
+    env = [i for i, tr in enumerate(enc.transitions) if tr.agent is None]
+    order = sorted((i for i in env if enc.transitions[i].step[1][0] == "tma"),
+                   key=lambda i: enc.transitions[i].step[1][1:])
+    for ag in enc.sys.agents:
+        for kind in ("tcgen05", "cp.async", "bulk"):
+            order += [i for i in env if enc.transitions[i].step[1][:2] == (kind, ag.index)]
+    return order
+
+
+def _env_expand_fn(order: Sequence[int]) -> list[str]:
+    """``expand_env(x, y)``: the successors of ``x`` by asynchronous deliveries."""
+    return ([f"PP_HIDDEN int expand_env{_HEAD} {{", "  int rank = 0, r;"]
+            + [_call(i, False) for i in order]
+            + ["  (void)rank; (void)r;", "  return 0;", "}"])
+
+
+def _expand_fn(nagents: int) -> list[str]:
+    """``static int expand(x, y)``: every successor of ``x`` handed to ``visit`` in the
+    explicit engine's order (module docstring): the warps' steps in warp order, then the
+    asynchronous deliveries; 1 when ``visit`` asks to stop."""
+    return ([f"static int expand{_HEAD} {{"]
+            + [f"  if (expand_a{a}(x, y)) return 1;" for a in range(nagents)]
+            + ["  return expand_env(x, y);", "}"])
 
 
 def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
@@ -363,9 +428,15 @@ def generate(enc: Encoding, core: str,
     state's keys into bytes, the initial state, the canonical form under the warp
     symmetry ``blocks`` (``_canon_fn``; none: the identity), the safe points ``safe``
     (``_safe_fn``; none: no point is safe), and ``core`` (the search, ``bfs.c``) after
-    them."""
+    them.
+
+    The source is one C file, cut by ``UNIT`` lines into a prelude (what every unit
+    needs), one unit per warp (its transition functions and ``expand_a<i>``), one for
+    the asynchronous deliveries, and the search last: ``build.load`` may compile the
+    units as separate files in parallel, prelude first in each."""
     key_of_var = {x.get_id(): k for k, x in enumerate(enc.X)}
     pc_keys = tuple(enc.key_of_slot[ag.pc] for ag in enc.sys.agents)
+    nag = len(pc_keys)
     sizes = [storage_bytes(*r) for r in enc.key_range]
     # widest keys first: every key lands on an offset aligned to its size
     order = sorted(range(enc.nkeys), key=lambda k: -sizes[k])
@@ -377,14 +448,31 @@ def generate(enc: Encoding, core: str,
     ctype = {1: "int8_t", 2: "int16_t", 4: "int32_t"}
     lines = ["#include <stdint.h>", "#include <string.h>", "#include <stdlib.h>",
              "#include <time.h>", "",
-             f"#define NK {enc.nkeys}", f"#define SB {sb}", f"#define NAGENTS {len(pc_keys)}",
+             f"#define NK {enc.nkeys}", f"#define SB {sb}", f"#define NAGENTS {nag}",
              f"#define DONE_PC {-1}",
+             # one shared object: calls between its files need no symbol lookup
+             "#define PP_HIDDEN __attribute__((visibility(\"hidden\")))",
              "static inline int64_t pp_smod(int64_t a, int64_t b) {",
              "  int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }",
-             "static int visit(int tid, int r, int rank, int32_t *y);",
-             f"static const int32_t INIT[NK] = {{{', '.join(map(str, enc.init_values))}}};",
-             f"static const int PC_KEYS[NAGENTS] = {{{', '.join(map(str, pc_keys))}}};",
-             "static void pack(const int32_t *x, uint8_t *p) {", "  memset(p, 0, SB);"]
+             "PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y);",
+             *(f"PP_HIDDEN int expand_a{a}{_HEAD};" for a in range(nag)),
+             f"PP_HIDDEN int expand_env{_HEAD};"]
+    dag = Dag()
+    for ag in enc.sys.agents:
+        lo, hi = enc.agent_range[ag.index]
+        lines.append(UNIT)
+        for i in range(lo, hi):
+            lines += _transition_fn(enc, i, key_of_var, dag)
+        lines += _agent_expand_fn(enc, ag.index, pc_keys[ag.index])
+    env = _env_order(enc)
+    lines.append(UNIT)
+    for i in sorted(env):
+        lines += _transition_fn(enc, i, key_of_var, dag)
+    lines += _env_expand_fn(env)
+    lines += [UNIT,
+              f"static const int32_t INIT[NK] = {{{', '.join(map(str, enc.init_values))}}};",
+              f"static const int PC_KEYS[NAGENTS] = {{{', '.join(map(str, pc_keys))}}};",
+              "static void pack(const int32_t *x, uint8_t *p) {", "  memset(p, 0, SB);"]
     for k in order:
         lines.append(f"  {{ {ctype[sizes[k]]} v = ({ctype[sizes[k]]})x[{k}]; "
                      f"memcpy(p + {offsets[k]}, &v, {sizes[k]}); }}")
@@ -393,9 +481,7 @@ def generate(enc: Encoding, core: str,
         lines.append(f"  {{ {ctype[sizes[k]]} v; memcpy(&v, p + {offsets[k]}, {sizes[k]}); "
                      f"x[{k}] = v; }}")
     lines.append("}")
-    for i in range(len(enc.transitions)):
-        lines += _transition_fn(enc, i, key_of_var)
-    lines += _expand_fn(enc, pc_keys)
+    lines += _expand_fn(nag)
     lines += _canon_fn(blocks)
     lines += _safe_fn(enc, safe or {})
     lines.append(core)

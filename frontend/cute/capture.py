@@ -48,6 +48,22 @@ class Capture:
     #: scalar such as ``cutlass.Int32(k)``, else None); empty where the count of IR
     #: arguments does not add up (then no run-time scalar is known)
     scalars: tuple = ()
+    #: the dynamic extents of the fake tensors the ``@cute.jit`` function received:
+    #: (host IR argument index, (``ShapeLeaf`` per ``?`` of its layout text, shape
+    #: before stride)); a tensor whose ``?`` count does not add up is left out
+    shapes: tuple = ()
+
+
+@dataclass(frozen=True)
+class ShapeLeaf:
+    """One ``?`` of a fake tensor's layout: the ``cute.sym_int32/64`` it stands for,
+    with its ``symbol`` (the name ``--param`` gives it a value by; None when it has
+    none) and the ``divisibility`` the kernel was compiled to assume; ``where`` says
+    which tensor and mode, for messages."""
+
+    symbol: Optional[str]
+    divisibility: int
+    where: str
 
 
 def dsl_version() -> str:
@@ -135,7 +151,7 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
     got: list[Capture] = []
 
     def record(module: Any, function_name: str, dsl: Any, call: tuple = (),
-               scalars: tuple = ()) -> None:
+               scalars: tuple = (), shapes: tuple = ()) -> None:
         if instrument is not None:
             with module.context:
                 instrument(module, *call, text=None)
@@ -148,7 +164,7 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
         cap = Capture(clone.operation.get_asm(enable_debug_info=True,
                                               print_generic_op_form=True),
                       version, arch, str(function_name), tuple(rec.calls),
-                      rec.method_args(), scalars)
+                      rec.method_args(), scalars, shapes)
         got.append(cap)
         if instrument is not None:  # second call: the captured text, before lowering
             with module.context:
@@ -169,7 +185,8 @@ def capture(compile_fn: Callable[[], Any], arch: str, finish_compile: bool = Fal
             call = (a[2], a[4]) if len(a) > 4 else ((), None)
             with out[0].context:
                 scalars = runtime_scalars(a[2], a[4], len(a[0])) if len(a) > 4 else ()
-            record(out[0], function_name, self, call, scalars)
+                shapes = runtime_shapes(a[2], a[4], a[0], scalars) if len(a) > 4 else ()
+            record(out[0], function_name, self, call, scalars, shapes)
             if instrument is not None and isinstance(out, tuple) and len(out) > 1 \
                     and isinstance(out[1], str):
                 out = (out[0], out[1] + "-pipeproof-trace") + tuple(out[2:])
@@ -236,6 +253,47 @@ def runtime_scalars(args: Any, sig: Any, n_types: int) -> tuple:
         return tuple(out)
     except Exception:  # another DSL release: no run-time scalar is known
         return ()
+
+
+def runtime_shapes(args: Any, sig: Any, types: Any, scalars: tuple) -> tuple:
+    """``Capture.shapes``: for each fake tensor argument (one host IR argument) whose
+    layout has dynamic leaves, a ``ShapeLeaf`` per ``?`` of its type's layout text in
+    the order the text prints them (the shape's leaves, then the stride's).  The
+    DSL's ``SymInt`` leaves of ``shape`` and ``stride`` are listed in the same order;
+    where their count differs from the ``?`` count nothing is recorded for the tensor
+    (its extents then have no value, rather than a wrong one)."""
+    if not scalars:
+        return ()
+    try:
+        from cutlass.cute.typing import SymInt
+
+        out = []
+        j = 0
+        for (name, count, _), arg in zip(scalars, args):
+            shape, stride = getattr(arg, "shape", None), getattr(arg, "stride", None)
+            if count == 1 and isinstance(shape, tuple) and isinstance(stride, tuple):
+                leaves = []
+                for part, what in ((shape, "extent"), (stride, "stride")):
+                    for k, x in enumerate(_flat(part)):
+                        if isinstance(x, SymInt):
+                            leaves.append(ShapeLeaf(
+                                x.symbol if what == "extent" else None,
+                                int(x.divisibility), f"{what} of mode {k} of {name}"))
+                text = str(types[j])
+                lay = [q for q in re.findall(r'"([^"]*)"', text) if ":" in q]
+                marks = lay[-1].count("?") if lay else -1
+                if leaves and marks == len(leaves):
+                    out.append((j, tuple(leaves)))
+            j += count
+        return tuple(out)
+    except Exception:  # another DSL release: no dynamic extent is known
+        return ()
+
+
+def _flat(t: Any) -> list:
+    if isinstance(t, (tuple, list)):
+        return [y for x in t for y in _flat(x)]
+    return [t]
 
 
 def _caused_by_capture(e: BaseException) -> bool:

@@ -31,7 +31,8 @@ from ...model.program import (NO_SITE, BarRef, Branch, BufRef, DynExpr, Exit, Fa
                               Jump, Nop, ParamSplit, SetLocal)
 from .mlir_text import Frame, Module, Op
 from .sites import SITE_ATTR, is_trace_record, op_site, record_for
-from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Sym
+from .shapes import at_point, has_sym, merge
+from .values import OPAQUE, WARP, Dyn, Lanes, Ptr, Shaped, Sym
 
 #: ops a warp may evaluate before the lift gives up on it (a loop of a huge trip count)
 MAX_OPS_PER_WARP = 2_000_000
@@ -174,14 +175,18 @@ class Lifter:
                  dsl_series: str = "4.8", launch: Optional[Launch] = None,
                  max_ops: int = MAX_OPS_PER_WARP, data_races: bool = True,
                  cluster_index: int = 0, scalars: tuple = (),
-                 params: Optional["ScalarParams"] = None) -> None:
+                 params: Optional["ScalarParams"] = None, shapes: tuple = (),
+                 shape_values: Optional[dict] = None) -> None:
         """``cluster_index``: which cluster of the grid to interpret (x fastest); its CTAs
         see their own ``%ctaid`` and ``%clusterid`` (a conformance judge lifts each
         cluster whose trace it replays).  ``scalars``: the ``@cute.jit`` function's
         parameters (``Capture.scalars``): a run-time integer argument the host passes
         to the kernel as it is has the value the entry compiled with.  ``params``:
         symbolic parameters, and each run-time argument's value at each of their
-        points (``ScalarParams``); such an argument is a ``Sym``."""
+        points (``ScalarParams``); such an argument is a ``Sym``.  ``shapes``: the
+        dynamic extents of fake tensor arguments (``Capture.shapes``); one named by a
+        parameter (``ScalarParams.shapes``) has its value (a ``Sym`` over a range);
+        ``shape_values``: named extents given one value each."""
         from . import data_ops, ops, sync_ops, tmem_ops  # noqa: F401  (registers handlers)
         from .optable import op_table
 
@@ -203,13 +208,15 @@ class Lifter:
                             "pipeproof checks one kernel at a time")
         self.kernel = kernels[0]
         self.kernel_name = self.kernel.attrs.get("sym_name", '"kernel"').strip('"')
+        self.notes: list[str] = []  # before _launch, which may add one
+        self._grid_from_host = ""  # the note _launch adds where the grid is not constant
         self.launch = launch or self._launch()
+        self._cluster_index = cluster_index
         self.cluster_coord = self._cluster_coord(cluster_index)
         self.bars: dict[tuple[int, int], BarrierInfo] = {}
         self.allocs: dict[Any, tuple[int, str, list]] = {}  # ssa name -> (id, var, fields)
         self.alloc_fields: dict[int, tuple[str, list]] = {}
         self.named_ids: set[int] = set()
-        self.notes: list[str] = []
         #: trace sites (sites.py): op site -> the lane masks (bit i: lane i) that ran it
         self.site_lanes: dict[int, set[int]] = {}
         self.atom_split: dict[str, int] = {}
@@ -233,6 +240,7 @@ class Lifter:
         self.param_names: tuple[str, ...] = params.names if params else ()
         self.param_points: tuple[tuple[int, ...], ...] = params.points if params else ()
         self.kernel_args = self._kernel_args(scalars, params)
+        self._shaped_args(shapes, params, shape_values or {})
 
     # ------------------------------------------------------------------ launch
     def _kernel_args(self, scalars: tuple, params: Optional["ScalarParams"]) -> dict:
@@ -282,6 +290,90 @@ class Lifter:
                                     "the value the entry passed to cute.compile")
         return out
 
+    def _shaped_args(self, shapes: tuple, params: Optional["ScalarParams"],
+                     shape_values: dict) -> None:
+        """Fake tensor arguments with dynamic extents: a ``Shaped`` whose leaves are
+        the extents' values (a named extent's value at each parameter point; else a
+        ``Dyn`` saying why not).  The host function's pure shape arithmetic is
+        followed from them (``shapes.host_values``: TMA tensors built from them, tile
+        counts computed in the host), and each kernel argument that it leads to
+        gets its value."""
+        self.unvalued: list[str] = []
+        #: the kernel has fake tensor arguments with dynamic extents: a few handlers
+        #: (``cute.make_tile``) then give values they leave opaque elsewhere
+        self.dynamic_extents = bool(shapes)
+        if not shapes:
+            return
+        named = {k: (v,) for k, v in shape_values.items()}
+        named.update(params.shapes if params is not None else {})
+        host_leaves = dict(shapes)
+        from .shapes import host_values
+
+        for h in self.m.host_functions():
+            if not h.regions or not h.regions[0]:
+                continue
+            hargs = h.regions[0][0].args
+            start: dict[str, Any] = {}
+            for j, leaves in host_leaves.items():
+                if j < len(hargs):
+                    start[hargs[j]] = Shaped(tuple(self._extent_value(lf, named)
+                                                   for lf in leaves))
+            got, grid = host_values(self, h, start, self.kernel_name)
+            self.kernel_args.update(got)
+            if grid is not None and self._grid_from_host:
+                self._dynamic_grid(grid)
+        for sym in dict.fromkeys(lf.symbol for leaves in host_leaves.values()
+                                 for lf in leaves if lf.symbol in named):
+            vals = tuple(named[sym])
+            if len(set(vals)) == 1:
+                self.notes.append(f"dynamic extent {sym} = {vals[0]}")
+            else:
+                self.sym_names.setdefault(Sym(vals), sym)
+
+    def _dynamic_grid(self, grid: tuple) -> None:
+        """The grid the host computes from the dynamic extents (a persistent kernel's
+        ``min(tiles, max_active_clusters)``): one grid for every parameter point, or
+        the lift stops (a range is then checked value by value)."""
+        if all(isinstance(g, int) and g > 0 for g in grid):
+            self.notes.remove(self._grid_from_host)
+            self._grid_from_host = ""
+            self.launch = replace(self.launch, grid=grid)
+            self.cluster_coord = self._cluster_coord(self._cluster_index)
+        elif any(has_sym(g) for g in grid):
+            raise LiftError("the launch's grid depends on the dynamic extents' values "
+                            f"({', '.join(self.param_names)}): one lift per value")
+
+    def _extent_value(self, lf: Any, named: dict) -> Any:
+        """The value of one ``?`` of a fake tensor (``capture.ShapeLeaf``)."""
+        vals = named.get(lf.symbol) if lf.symbol else None
+        if vals is not None:
+            return vals[0] if len(set(vals)) == 1 else Sym(tuple(vals))
+        self.unvalued.append(lf.symbol or lf.where)
+        if lf.symbol:
+            why = (f"the dynamic {lf.where} (cute.sym_int with symbol {lf.symbol!r}; give "
+                   f"it a value: --param {lf.symbol}=VALUE or LO..HI)")
+        elif lf.where.startswith("extent"):
+            why = (f"the dynamic {lf.where} (a cute.sym_int without a symbol: name it, "
+                   "cute.sym_int32(symbol='K'), and give it a value with --param K=...)")
+        else:
+            why = f"the dynamic {lf.where}"
+        return Dyn(None, why)
+
+    def unvalued_extents_hint(self) -> str:
+        """For a message on a value the lifter could not compute: the kernel's dynamic
+        extents that have no value (``_shaped_args``)."""
+        syms = [s for s in dict.fromkeys(self.unvalued) if " " not in s]
+        anon = [s for s in dict.fromkeys(self.unvalued) if " " in s and
+                s.startswith("extent")]
+        if syms:
+            return (f"; the kernel has dynamic extents without a value ({', '.join(syms)}):"
+                    f" give them one, --param {syms[0]}=VALUE or LO..HI")
+        if anon:
+            return (f"; the kernel has dynamic extents without a name ({anon[0]}): name "
+                    "them, cute.sym_int32(symbol='K'), and give them a value with "
+                    "--param K=...")
+        return ""
+
     @staticmethod
     def m_walk(root: Op) -> list[Op]:
         ops, stack = [], [root]
@@ -309,8 +401,9 @@ class Lifter:
         grd = re.search(r"exact_grid_dim = array<i64: (\d+), (\d+), (\d+)>", facts)
         grid = tuple(int(grd.group(i)) for i in (1, 2, 3)) if grd else self._host_grid()
         if grid is None:
-            self.notes.append("the grid is not constant in the host code: checked as one "
-                              "cluster")
+            self._grid_from_host = ("the grid is not constant in the host code: checked "
+                                    "as one cluster")
+            self.notes.append(self._grid_from_host)
             grid = cluster
         return Launch(block, cluster, grid)  # type: ignore[arg-type]
 
@@ -557,7 +650,11 @@ class Lifter:
     def concrete(self, v: Any, op: Op) -> Any:
         """A ``Sym`` where a single value is needed: the path splits on its value
         (``K == 4``, then ``K == 5``, ...), as the ``.pipe`` compiler does where a warp
-        needs a parameter's value."""
+        needs a parameter's value.  In a tuple, leaf by leaf; a ``Shaped`` (a tensor
+        with dynamic extents) is left to the op, which treats it as a run-time value
+        unless it knows it (``shapes.py``)."""
+        if isinstance(v, tuple) and not isinstance(v, Lanes) and has_sym(v):
+            return tuple(self.concrete(x, op) for x in v)
         if not isinstance(v, Sym):
             return v
         w = self.w
@@ -571,16 +668,21 @@ class Lifter:
         return values[-1]
 
     def restrict(self, v: Any) -> Any:
-        """A ``Sym`` that this path's points give one value is that value."""
+        """A ``Sym`` that this path's points give one value is that value (also inside
+        a tuple or a ``Shaped``'s leaves)."""
         if isinstance(v, Sym) and self.w.points is not None:
             vals = {v.vals[i] for i in self.w.points}
             if len(vals) == 1:
                 return vals.pop()
+        elif isinstance(v, Shaped) and has_sym(v):
+            return Shaped(tuple(self.restrict(x) for x in v.leaves))
+        elif isinstance(v, tuple) and not isinstance(v, Lanes) and has_sym(v):
+            return tuple(self.restrict(x) for x in v)
         return v
 
     @staticmethod
     def _has_sym(op: Op, env: dict) -> bool:
-        return any(isinstance(env.get(h), Sym) for h in op.operands)
+        return any(has_sym(env.get(h)) for h in op.operands)
 
     @staticmethod
     def pointwise_handler(fn: Any) -> Any:
@@ -590,24 +692,29 @@ class Lifter:
         """A pure integer op (``arith.*``) with ``Sym`` operands, point by point: a
         ``Sym`` of its results where they are integers, else (a per-lane or run-time
         result that differs between points) the operands' values split first."""
-        syms = [h for h in dict.fromkeys(op.operands) if isinstance(env.get(h), Sym)]
+        syms = [h for h in dict.fromkeys(op.operands) if has_sym(env.get(h))]
         saved = {h: env[h] for h in syms}
-        pts = sorted(self.w.points if self.w.points is not None
-                     else range(len(saved[syms[0]].vals)))
-        n = len(saved[syms[0]].vals)
+        n = len(self.param_points)
+        pts = sorted(self.w.points if self.w.points is not None else range(n))
         results: dict[int, Any] = {}
         try:
             for i in pts:
                 for h in syms:
-                    env[h] = saved[h].vals[i]
+                    env[h] = at_point(saved[h], i)
                 results[i] = fn(self, op, env, mask)
         finally:
             env.update(saved)
         outs = list(results.values())
         if all(r == outs[0] for r in outs):
             return outs[0]
-        if all(isinstance(r, int) for r in outs) and len(op.results) == 1:
-            return Sym(tuple(results.get(i, outs[0]) for i in range(n)))
+        if len(op.results) == 1 and not any(isinstance(r, list) for r in outs):
+            got = merge(results, n)  # ints, int tuples, Shaped: leaf by leaf
+            if isinstance(got, Sym) and got not in self.sym_names:
+                var = self.assigned_name(op)  # a counterexample's splits read
+                if var:                       # "k_tiles > 3", not "a value of K > 3"
+                    self.sym_names[got] = var
+            if got is not None:
+                return got
         for h in syms:
             env[h] = self.concrete(saved[h], op)
         return fn(self, op, env, mask)
@@ -651,8 +758,8 @@ class Lifter:
             for h in op.operands:
                 if h in env:
                     env[h] = self.restrict(env[h])
-            if fn is not None and name.startswith("arith.") and not op.regions and \
-                    self._has_sym(op, env):
+            if fn is not None and (name.startswith("arith.") or name in SHAPE_POINTWISE) \
+                    and not op.regions and self._has_sym(op, env):
                 fn = self.pointwise_handler(fn)
             else:
                 for h in op.operands:  # any other use needs one value: split on it
@@ -844,6 +951,14 @@ class Lifter:
                 b.array, b.stage = name, i
 
 
+#: pure ops on integer tuples and layouts, evaluated point by point where an operand
+#: holds a ``Sym`` (``Lifter.pointwise``; a dynamic extent on its way to a loop bound)
+SHAPE_POINTWISE = frozenset({
+    "cute.size", "cute.get", "cute.get_shape", "cute.get_stride", "cute.get_layout",
+    "cute.get_leaves", "cute.get_scalars", "cute.to_int_tuple", "cute.make_int_tuple",
+    "cute.make_shape", "cute.make_stride", "cute.tuple_add", "cute.tuple_mul",
+    "cute.tuple_sub", "cute.tuple_div", "cute.ceil_div", "cute.local_tile",
+    "cute.fast_divmod.create_divisor", "cute.fast_divmod.compute"})
 #: ops that take a ``Sym`` operand as it is (the loop and branch handlers split on it)
 SYM_AWARE = frozenset({"scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition"})
 
@@ -857,6 +972,9 @@ class ScalarParams:
     names: tuple[str, ...]
     points: tuple[tuple[int, ...], ...]
     args: dict
+    #: per named dynamic extent of a fake tensor (``cute.sym_int32(symbol=...)``), its
+    #: value at each point
+    shapes: dict = field(default_factory=dict)
 
 
 def is_side_effecting(name: str) -> bool:

@@ -12,9 +12,9 @@ from typing import Any, Callable, Optional
 
 from ...model.program import Branch, DynExpr, Jump, SetLocal
 from .mlir_text import Op
-from . import coords
+from . import coords, shapes
 from .optable import TABLE, Handler, op
-from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Sym, TupleSyntax, View, bit_width,
+from .values import (OPAQUE, WARP, Atom, Dyn, Lanes, Ptr, Shaped, Sym, TupleSyntax, View, bit_width,
                      crd2idx, element_bytes, fill, flat_coord, flatten, lane, layout_of,
                      norm, parse_tuple, quoted, size, slice_extent, unsigned, wrap)
 
@@ -440,7 +440,7 @@ def _for(lf: Any, o: Op, env: dict, mask: Any) -> Any:
             why = x.why if isinstance(x, Dyn) else "not a constant"
             raise lf.error(o, f"a loop whose trip count is known only at run time ({why}; "
                               f"{lf.where(o)}): compile the entry with static shapes or "
-                              "constexpr trip counts")
+                              "constexpr trip counts" + lf.unvalued_extents_hint())
     if st <= 0:
         raise lf.error(o, f"a loop with step {st} ({lf.where(o)})")
     vals = list(inits)
@@ -671,6 +671,8 @@ def _make_view(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 @op("cute.slice")
 def _slice(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     v, c = lf.operands(o, env)[:2]
+    if isinstance(v, Shaped):
+        return shapes.slice_(o, [v, c])
     if coords.is_coord(v):
         return coords.slice_(lf, o, env)
     t = o.result_types[0]
@@ -744,6 +746,8 @@ def _size(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     modes = [int(x) for x in re.findall(r"-?\d+", o.attrs.get("mode", "").partition(":")[2])]
     v = vals[0] if vals else OPAQUE
+    if isinstance(v, Shaped):
+        return shapes.size_of(o, v, modes)
     if isinstance(v, View) or not isinstance(v, (tuple, int)):
         lay = layout_of(o.operand_types[0]) if o.operand_types else None
         if lay is None:
@@ -756,6 +760,35 @@ def _size(lf: Any, o: Op, env: dict, mask: Any) -> Any:
         return OPAQUE
     s = size(v)
     return s if isinstance(s, int) and "?" not in str(v) else OPAQUE
+
+
+@op("cute.make_layout")
+def _make_layout(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A layout with dynamic leaves in its shape (``shapes.make_layout``); otherwise
+    opaque, as before this handler existed (a static layout is read from types)."""
+    vals = lf.operands(o, env)
+    q = quoted(o.result_types[0]) if o.result_types else []
+    if q and "?" in q[-1] and vals and isinstance(vals[0], (tuple, int)):
+        return shapes.make_layout(o, vals)
+    return OPAQUE
+
+
+@op("cute.make_tile")
+def _make_tile(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """In a kernel with dynamic extents, a static tile as the tuple of its modes'
+    sizes (a divisor of ``cute.ceil_div``: a tile scheduler's tile count);
+    elsewhere opaque, as before this handler existed."""
+    return shapes.tile_sizes(o) if lf.dynamic_extents else OPAQUE
+
+
+@op("cute.get_shape", "cute.get_stride", "cute.get_layout")
+def _layout_part(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """A tensor's shape, stride or layout where it has dynamic extents (``Shaped``,
+    ``shapes.py``); otherwise opaque, as before this handler existed."""
+    vals = lf.operands(o, env)
+    if vals and isinstance(vals[0], Shaped):
+        return shapes.part(o, vals[0])
+    return OPAQUE
 
 
 @op("cute.get")
@@ -779,9 +812,14 @@ def _tuple_arith(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 
     def go(a: Any, b: Any) -> Any:
         if isinstance(a, tuple) and isinstance(b, tuple):
-            return tuple(go(x, y) for x, y in zip(a, b))
+            if len(b) > len(a):
+                raise TypeError
+            # a tile of fewer modes (ceil_div by a tile): the others are left whole
+            return tuple(go(x, y) for x, y in zip(a, b)) + a[len(b):]
         if isinstance(a, tuple):
             return tuple(go(x, b) for x in a)
+        if isinstance(b, tuple) and len(b) == 1:
+            return go(a, b[0])  # an integer by a tile of one mode
         if isinstance(a, int) and isinstance(b, int):
             return f(a, b)
         raise TypeError
@@ -853,6 +891,10 @@ def _view_keep(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     vals = lf.operands(o, env)
     if o.name == "cute.local_tile" and vals and coords.is_coord(vals[0]):
         return coords.local_tile(lf, o, env)
+    if o.name == "cute.local_tile" and vals and isinstance(vals[0], Shaped):
+        return shapes.local_tile(o, vals)
+    if o.name == "cute.zipped_divide" and vals and isinstance(vals[0], Shaped):
+        return shapes.zipped_divide(o, vals)
     src = next((v for v in vals if isinstance(v, View)), None)
     n = len(o.results)
     if src is None:

@@ -147,3 +147,159 @@ def plan(fn: Callable[..., Any], params: dict, names: list[str], scalars: tuple,
                               "first one's")
     args = {scalars[i][0]: tuple(p[j] for p in per_point) for j, i in enumerate(runtime)}
     return Plan(ScalarParams(tuple(names), points, args))
+
+
+# ---------------------------------------------------------------- dynamic extents
+# ``--param K=...`` where ``K`` is no parameter of the entry but the symbol of a fake
+# tensor's dynamic extent (``cute.sym_int32(symbol="K")``): the module is the same for
+# every value (the DSL traced the extent as a run-time value), so it is captured once
+# and the extent gets its value in the lifter (``Lifter._shaped_args``, ``shapes.py``).
+
+def split_params(fn: Callable[..., Any], params: dict, path: str = "<entry>"
+                 ) -> tuple[dict, dict]:
+    """``params`` as (the entry's keyword arguments, the rest): the rest must name
+    dynamic extents of the fake tensors the entry passes to ``cute.compile``
+    (recorded without tracing, before the compile); another name is a ConfigError
+    (exit 2), as for an entry without such a parameter."""
+    import inspect
+
+    sig = inspect.signature(fn)
+    names = {n for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    entry = {k: v for k, v in params.items() if k in names}
+    rest = {k: v for k, v in params.items() if k not in names}
+    if rest:
+        got = recorded_args(fn, {k: (v.start if isinstance(v, range) else v)
+                                 for k, v in entry.items()})
+        syms = _symbols(got[0]) if got is not None else set()
+        for k in rest:
+            if k not in syms:
+                _no_such_name(fn, k, syms, path)
+    return entry, rest
+
+
+def _symbols(args: tuple) -> set:
+    """The symbols of the ``SymInt`` extents of the fake tensors among ``args``."""
+    from cutlass.cute.typing import SymInt
+
+    out = set()
+    for a in args:
+        shape = getattr(a, "shape", None)
+        if isinstance(shape, tuple):
+            from .capture import _flat
+
+            out |= {x.symbol for x in _flat(shape) if isinstance(x, SymInt) and x.symbol}
+    return out
+
+
+def _no_such_name(fn: Callable[..., Any], k: str, syms: Any, path: str) -> None:
+    from ...model.errors import ConfigError, did_you_mean
+    from ...model.ir import Loc
+    from .entry import bind_params
+
+    try:  # the entry's own message for a name it does not take
+        bind_params(fn, {k: 0}, path)
+    except ConfigError as e:
+        listed = f" (dynamic extents: {', '.join(sorted(syms))})" if syms else \
+            " (no fake tensor has a dynamic extent with a symbol)"
+        raise ConfigError(loc=e.loc or Loc(path),
+                          message=f"{e.message}, and no fake tensor has a dynamic "
+                                  f"extent named {k!r}{listed}",
+                          hint=did_you_mean(k, sorted(syms)) or e.hint) from None
+
+
+def extent_symbols(cap: Any) -> dict[str, list]:
+    """symbol -> the ``ShapeLeaf``s of the captured module's fake tensors it names."""
+    out: dict[str, list] = {}
+    for _, leaves in cap.shapes:
+        for lf in leaves:
+            if lf.symbol:
+                out.setdefault(lf.symbol, []).append(lf)
+    return out
+
+
+def check_extent_names(cap: Any, extents: dict, fn: Callable[..., Any], path: str) -> None:
+    """A ConfigError (exit 2) for a name that is neither a parameter of the entry nor
+    the symbol of a dynamic extent of the captured module."""
+    syms = extent_symbols(cap)
+    for k in extents:
+        if k not in syms:
+            _no_such_name(fn, k, syms, path)
+
+
+def extent_rule(cap: Any, name: str) -> tuple[int, str]:
+    """(d, text): a value of extent ``name`` must be a positive multiple of ``d``, the
+    ``divisibility`` its ``cute.sym_int`` declares (the DSL's code generation assumes
+    it: another value is undefined behaviour, not a launch to check)."""
+    div = 1
+    for lf in extent_symbols(cap).get(name, []):
+        div = div * lf.divisibility // _gcd(div, lf.divisibility)
+    return div, (f"a positive multiple of {div} (cute.sym_int32(divisibility={div}) "
+                 "declares it)" if div > 1 else "positive")
+
+
+def valid_extent_values(cap: Any, name: str, values: Any) -> tuple[list[int], str]:
+    """The values of extent ``name`` the kernel may be launched with
+    (``extent_rule``), and a note on those left out ("" when none)."""
+    div, rule = extent_rule(cap, name)
+    vals = list(values) if isinstance(values, range) else [values]
+    ok = [v for v in vals if isinstance(v, int) and v > 0 and v % div == 0]
+    bad = len(vals) - len(ok)
+    if not bad:
+        return ok, ""
+    return ok, (f"{name}: {len(ok)} of {len(vals)} values checked; the other {bad} are "
+                f"not launches of this kernel: an extent is {rule}")
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def shape_values(cap: Any, extents: dict, fn: Callable[..., Any], path: str) -> dict:
+    """One value per named dynamic extent (``--param K=64``); a ConfigError (exit 2)
+    for a name that is neither a parameter of the entry nor an extent's symbol, or a
+    value the extent's declaration excludes."""
+    from ...model.errors import ConfigError
+    from ...model.ir import Loc
+
+    check_extent_names(cap, extents, fn, path)
+    out = {}
+    for k, v in extents.items():
+        if isinstance(v, range):
+            raise ConfigError(loc=Loc(path), message=f"{k}: a range of a dynamic extent is "
+                              "checked by check_cute, not lifted as one kernel")
+        if not valid_extent_values(cap, k, v)[0]:
+            raise ConfigError(loc=Loc(path), message=f"--param {k}={v}: not a launch of "
+                              f"this kernel: the extent {k} is {extent_rule(cap, k)[1]}")
+        out[k] = v
+    return out
+
+
+def extent_points(cap: Any, sp: ScalarParams, ranges: dict) -> tuple[Optional[ScalarParams], list]:
+    """``sp`` (the symbolic run-time arguments' points, or one empty point) times the
+    valid values of each dynamic extent given as a range (``valid_extent_values``):
+    the points of the one symbolic lift, and notes on values left out.  (None, [why])
+    where there are too many points or none."""
+    from ...model.compile import MAX_PARAM_POINTS
+
+    if not ranges:
+        return sp, []
+    notes, lists = [], []
+    for k, r in ranges.items():
+        ok, note = valid_extent_values(cap, k, r)
+        if note:
+            notes.append(note)
+        if not ok:
+            return None, [f"no value of {k} is a valid extent ({note})"]
+        lists.append(ok)
+    combos = list(itertools.product(*lists))
+    n = len(sp.points) * len(combos)
+    if n > MAX_PARAM_POINTS:
+        return None, [f"{n} values (symbolic: at most {MAX_PARAM_POINTS})"]
+    points = tuple(p + c for p in sp.points for c in combos)
+    args = {a: tuple(v for v in vals for _ in combos) for a, vals in sp.args.items()}
+    shapes = {k: tuple(c[j] for _ in sp.points for c in combos)
+              for j, k in enumerate(ranges)}
+    return ScalarParams(sp.names + tuple(ranges), points, args, shapes), notes

@@ -58,6 +58,17 @@ class Sym:
 
 
 @dataclass(frozen=True)
+class Shaped:
+    """A tensor or layout whose type text has dynamic leaves (``"(32,?):(1,32)"``, a
+    fake tensor with a ``cute.sym_int32`` extent): ``leaves[i]`` is the value of the
+    ``i``-th ``?`` of the type's layout text (shape before stride): an int, a ``Sym``
+    (an extent named by a symbolic parameter) or a ``Dyn`` saying why it has no value.
+    Handlers that do not know it treat it as they treat any run-time value."""
+
+    leaves: tuple
+
+
+@dataclass(frozen=True)
 class Ptr:
     space: str           # smem | gmem | rmem | tmem
     alloc: int           # allocation id (shared memory)

@@ -5,6 +5,7 @@ Parse errors name the file, line and column and list what was expected there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -94,8 +95,55 @@ def _parser() -> Lark:
     p = getattr(_LOCAL, "parser", None)
     if p is None:
         with PY_AST_LOCK:
-            p = _LOCAL.parser = Lark(_grammar(), parser="lalr", postlex=_PipeIndenter(),
-                                     propagate_positions=True, maybe_placeholders=True)
+            p = _LOCAL.parser = _build_parser()
+    return p
+
+
+def parser_cache_dir() -> Optional[Path]:
+    """Where the built LALR tables are kept (``PIPEPROOF_PARSER_CACHE``; ``off``: none),
+    by default beside the native engine's builds in ``~/.cache/pipeproof``."""
+    base = os.environ.get("PIPEPROOF_PARSER_CACHE")
+    if base == "off":
+        return None
+    if base:
+        return Path(base)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pipeproof" / "parser"
+
+
+def _build_parser(cache: bool = True) -> Lark:
+    """The .pipe parser.  Building lark's LALR tables for the grammar takes 0.3-0.5 s of
+    CPU, the largest share of a small check's start-up (bench/results/spin.md), so the
+    tables are pickled once in ``parser_cache_dir()`` and loaded (20 ms) afterwards.  The
+    file's name hashes the grammar, lark's version and Python's; lark checks its own hash
+    of the grammar and options inside and rebuilds on any mismatch.  A new file is written
+    under a name of this process's and then renamed, so a concurrent reader sees a whole
+    file or none; without a writable cache the tables are built every time."""
+    grammar = _grammar()
+    opts: dict[str, Any] = dict(parser="lalr", postlex=_PipeIndenter(),
+                                propagate_positions=True, maybe_placeholders=True)
+    d = parser_cache_dir() if cache else None
+    if d is None:
+        return Lark(grammar, **opts)
+    import hashlib
+    import sys
+
+    import lark
+
+    key = hashlib.sha256("\0".join([grammar, lark.__version__, sys.version]).encode())
+    final = d / f"pipe-{key.hexdigest()[:24]}.lark"
+    if final.is_file():
+        return Lark(grammar, cache=str(final), **opts)
+    tmp = d / f"{final.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return Lark(grammar, **opts)
+    p = Lark(grammar, cache=str(tmp), **opts)  # lark goes on if it cannot write the file
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return p
 
 

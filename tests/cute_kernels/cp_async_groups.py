@@ -75,6 +75,10 @@ def cp_async_groups_kernel(
             nxt = (k + stages - 1) % stages
             cute.copy(tiled_copy, tAgA[None, None, k + stages - 1], tAsA[None, None, nxt])
         cute.arch.cp_async_commit_group()
+    # drain: commit whatever is pending, then wait for every group (the twin's
+    # cp_async_wait_all(), PTX cp.async.wait_all; CUTLASS's sm80 multistage mainloop
+    # ends the same way, cp_async_fence + cp_async_wait<0>)
+    cute.arch.cp_async_commit_group()
     cute.arch.cp_async_wait_group(0)
     sout[tidx] = acc
 
