@@ -639,6 +639,27 @@ def dyn_args(e: Any) -> set[str]:
     return set().union(*[dyn_args(x) for x in e.args]) if e.args else set()
 
 
+def dyn_upper_bound(e: Any) -> Optional[int]:
+    """A compile-time upper bound of a run-time value (kernel arguments, constants), or
+    ``None``: ``min(c, k_tiles)`` is at most ``c`` whatever ``k_tiles`` is at launch."""
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    if not isinstance(e, DynExpr):
+        return None
+    if e.op == "const":
+        return dyn_upper_bound(e.args[0])
+    bounds = [dyn_upper_bound(x) for x in e.args] if e.op in ("min", "max", "add") else []
+    if e.op == "min":
+        known = [b for b in bounds if b is not None]
+        return min(known) if known else None
+    if e.op in ("max", "add") and None not in bounds:
+        return max(bounds) if e.op == "max" else bounds[0] + bounds[1]
+    if e.op == "sub" and isinstance(e.args[1], DynExpr) and e.args[1].op == "const":
+        hi = dyn_upper_bound(e.args[0])
+        return None if hi is None else hi - e.args[1].args[0]
+    return None
+
+
 #: ``get`` key of parameter point ``i``'s bit (``eval_dyn`` of ``within``)
 def param_bit(i: int) -> tuple[str, int]:
     return ("$param", i)
