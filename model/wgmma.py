@@ -73,6 +73,14 @@ def _effects(code: Iterable[Any]) -> Iterable[GhostEffect]:
         yield from ins.post
 
 
+def uses_wgmma(code: Iterable[Any]) -> bool:
+    """Is a warp with this program a *member* of its warpgroup's wgmma (a wgmma read or
+    commit, or a ``WgmmaWait``)?  The waits of a warpgroup wait for its members only."""
+    code = tuple(code)
+    return any(isinstance(i, WgmmaWait) for i in code) or any(
+        e.kind in ("wgmma_read", "wgmma_commit") for e in _effects(code))
+
+
 class WgmmaState:
     """Slot allocation of the rule and its transitions (concrete or symbolic values)."""
 
@@ -84,11 +92,9 @@ class WgmmaState:
         self.due: dict[tuple[int, BufRef], int] = {}
         for ag in agents:
             code = ag.program.code
-            reads = sorted({e.buf for e in _effects(code) if e.kind == "wgmma_read"})
-            uses = reads or any(isinstance(i, WgmmaWait) for i in code) or any(
-                e.kind == "wgmma_commit" for e in _effects(code))
-            if not uses:
+            if not uses_wgmma(code):
                 continue
+            reads = sorted({e.buf for e in _effects(code) if e.kind == "wgmma_read"})
             key = (ag.cta, warpgroup(ag.warp))
             self.group_of[ag.index] = key
             self.members.setdefault(key, []).append(ag.index)
