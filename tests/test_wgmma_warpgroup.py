@@ -139,3 +139,20 @@ def test_lifted_warpgroup_wgmma(engine, bug, expect):
         assert r.status == "PROVEN", r.verdict.headline()
     else:
         assert r.status == "VIOLATED" and r.prop == expect, r.verdict.headline()
+
+
+def test_wgmma_warps_are_interchangeable_within_their_warpgroup_only():
+    """p10-fixed's eight consumer warps run one program, but a ``wait_group`` waits for
+    the warps of its own warpgroup: swapping warp 4 with warp 8 changes whose commits
+    it waits for, so the symmetry groups are the two warpgroups (BMC's certificate
+    checks the symmetry it is given with z3: with one group of eight it ended UNKNOWN)."""
+    from pathlib import Path
+
+    from pipeproof.api import compile_file
+    from pipeproof.checker.statespace import symmetric_groups
+    from pipeproof.model.system import System
+
+    ex = Path(__file__).resolve().parent.parent / "examples" / "bugs" / "p10-fixed.pipe"
+    sysm = System(compile_file(ex))
+    groups = [[sysm.agents[a].warp for a in g] for g in symmetric_groups(sysm)]
+    assert sorted(groups) == [[1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
