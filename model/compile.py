@@ -1628,6 +1628,8 @@ class _Compiler:
     def _last_iteration(a: _Agent, f: ir.For, env: dict) -> bool:
         """Is the current iteration of compile-time loop ``f`` its last?"""
         cur = env.get(f.var)
+        if any(isinstance(e, ir.Call) for e in ir.walk_exprs((f.stop, f.step))):
+            return False  # a call may emit or fail: not evaluated twice
         try:
             stop, step = a.ev.eval(f.stop, env), a.ev.eval(f.step, env)
         except Exception:  # noqa: BLE001 - not known here: the loop may go round
@@ -1658,6 +1660,8 @@ class _Compiler:
                 or dyn_params(stop):
             return None
         hi = dyn_upper_bound(stop)
+        if hi is None or any(isinstance(e, ir.Call) for e in ir.walk_exprs((f.start, f.step))):
+            return None  # (a call may emit: not evaluated twice)
         start, step = a.ev.eval(f.start, env), a.ev.eval(f.step, env)
         ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (start, step))
         if hi is None or not ints or step <= 0 or len(range(start, hi, step)) > MAX_TRIP_COUNT:
