@@ -44,8 +44,8 @@ answers and that the compiled terms give z3's values.
 ``R`` is written as a multi-valued decision diagram over the keys (``state_set``), built
 only when asked for (``--smt2``, or as the invariant of the levels when it has problems).
 
-**Warp symmetry.**  Warps of one CTA running one program (``statespace.symmetric_groups``)
-are interchangeable, and the enumeration keeps one state per class of states equal up to
+**Warp symmetry.**  Warps of one CTA running one program (``statespace.symmetric_groups``;
+warps that issue wgmma only within their warpgroup) are interchangeable, and the enumeration keeps one state per class of states equal up to
 permuting them (p10-fixed: 41,079 classes, more than 354,273 states).  Then ``R`` holds
 the *sorted* form of each class -- every group's warps in increasing order of their key
 vectors (``WarpSymmetry.canonical``) -- and the set certified is "``sort(x)`` is in

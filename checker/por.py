@@ -58,7 +58,8 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              NamedBarrierOp, NamedWait, Nop, ParamSplit, SetLocal, TmaLoad,
                              TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait,
                              GmemAtomic, GmemFence, GmemWait, GMEM_CTA,
-                             TryWait, UmmaCommit, Wait, control_successors, is_acyclic)
+                             TryWait, UmmaCommit, Wait, WgmmaWait, control_successors,
+                             is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 from ..model.values import CONCRETE
@@ -144,7 +145,9 @@ _FREE_MODES = BAR_OPS | {"O", "NA"}
 
 _GHOST_MODE = {"read": "RD", "hold": "H", "unhold": "H", "write_begin": "WB",
                "write_end": "WE", "dirty": "D", "clean": "D", "async_read": "AR",
-               "async_write_begin": "AB", "async_write_end": "AE", "tmem_ptr": "RD"}
+               "async_write_begin": "AB", "async_write_end": "AE", "tmem_ptr": "RD",
+               # a wgmma's read checks like an async read and may take an owner count
+               "wgmma_read": "AR"}
 
 Footprint = frozenset  # of (object, mode)
 #: a parameter split's footprint: reads and narrows the parameter values still possible
@@ -215,7 +218,8 @@ class Footprints:
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
             self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead,
-                                                 CpAsyncWaitGroup, TmemWait, GmemWait))
+                                                 CpAsyncWaitGroup, TmemWait, GmemWait,
+                                                 WgmmaWait))
                                   for i in code])
         for a in range(n):
             self._due()
@@ -310,9 +314,23 @@ class Footprints:
 
     # ------------------------------------------------------------------ per instruction
 
-    def _ghost(self, effects: Iterable[GhostEffect]) -> set:
+    @staticmethod
+    def _wg(a: int) -> tuple:
+        """Warp ``a``'s share of its warpgroup's wgmma state (model/wgmma.py: its commit
+        count and the groups its reads end with).  The warp's own wgmma reads and
+        commits write it, and so does every wait of the warpgroup (which reads all the
+        members' counts and retires their groups); reads and commits of two sibling
+        warps touch different shares, and commute."""
+        return (("wg", a), "W")
+
+    def _ghost(self, effects: Iterable[GhostEffect], a: int = -1) -> set:
         out = set()
         for e in effects:
+            if e.kind == "wgmma_commit":
+                out.add(self._wg(a))
+                continue
+            if e.kind == "wgmma_read":
+                out.add(self._wg(a))
             if e.kind == "tmem_use":  # reads the CTA's (and pair's) tensor-memory state
                 out |= {(("tmem", c), "R") for c in self.sys.tmem_pair_of(e.buf.cta)}
                 continue
@@ -345,7 +363,7 @@ class Footprints:
         sysm = self.sys
         ag = sysm.agents[a]
         ins = sysm.code(a)[pc]
-        fp: set = self._ghost(ins.pre) | self._ghost(ins.post)
+        fp: set = self._ghost(ins.pre, a) | self._ghost(ins.post, a)
         # strict memory scopes: a passing wait reads the fills it acquires; a cluster-scope
         # release may rewrite the visibility of those (``System._acquire``/``_publish``)
         fp |= {(("buf", b), "RD") for b in sysm.acquired_by(a, ins)}
@@ -381,6 +399,12 @@ class Footprints:
             fp.add((("q", a, "bulk"), "Q"))
         elif t is BulkWaitRead:
             fp.add((("q", a, "bulk"), "R"))
+        elif t is WgmmaWait:
+            # the warpgroup's group counts, and the owner counts of every buffer its
+            # warps' wgmma may still read (model/wgmma.py)
+            fp |= {self._wg(b) for b in sysm.wgmma.siblings(a)}
+            key = sysm.wgmma.group_of.get(a)
+            fp |= {(("buf", b), "H") for _w, b in sysm.wgmma.bufs_of(key)} if key else set()
         elif t is NamedBarrierOp:
             fp.add((("nb", cta, ins.id), "NA"))
             if ins.id == 0 or ins.count is None:
@@ -1234,6 +1258,18 @@ class _Ctx:
             return ("any", options)
         if isinstance(ins, ClusterWait):
             return "cluster"
+        if isinstance(ins, WgmmaWait):
+            # blocked while a sibling that has not committed the groups it retires is
+            # frozen.  For a wait further down the program the groups only grow (commits
+            # add, and a retirement lowers every member's count alike), so a sibling
+            # behind now is behind then too
+            wg = self.sys.wgmma
+            if a not in wg.group_of:
+                return None
+            k = self.get(wg.cm[a]) - ins.n
+            need = [{("a", b)} for b in wg.siblings(a)
+                    if b != a and self.pcs[b] != DONE and self.get(wg.cm[b]) < k]
+            return ("any", need) if need else None
         if isinstance(ins, NamedWait):
             cta = self.sys.agents[a].cta
             if (cta, ins.id) in self.fp.nb_all_only:
@@ -1472,6 +1508,9 @@ class _Ctx:
             return {v for v in self.env_units if v[1][0] == "bulk" and v[1][1] == a}
         if isinstance(ins, CpAsyncWaitGroup):
             return {v for v in self.env_units if v[1][0] == "cp.async" and v[1][1] == a}
+        if isinstance(ins, WgmmaWait):  # the warps of its warpgroup that have not committed
+            return {("a", b) for b in self.sys.wgmma.siblings(a)
+                    if b != a and self.pcs[b] != DONE}
         if isinstance(ins, GmemWait):  # any warp that may still update the flag
             return {("a", b) for b, p in enumerate(self.pcs)
                     if p != DONE and b != a and self.sys._may_update(b, p, ins.flag)}

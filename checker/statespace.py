@@ -25,7 +25,13 @@ V = CONCRETE
 def symmetric_groups(system: System) -> list[list[int]]:
     """Warps of one CTA with the same program (and no TMA/CLC loads, whose in-flight
     work is keyed by the issuing pc): renaming them maps runs to runs, keeping every
-    property and every length.  Each group lists agent indices in increasing order."""
+    property and every length.  Each group lists agent indices in increasing order.
+
+    Warps that issue wgmma are interchangeable only within their warpgroup: a
+    ``WgmmaWait`` waits for, and retires the groups of, the warps of its own warpgroup
+    (``model/wgmma.py``), so swapping a warp with one of another warpgroup would change
+    whose commits it waits for.  Within a warpgroup the rule treats every member alike
+    (each member's wgmma state lives in its own component)."""
     if system.gbufs:
         # global regions keep per-warp bits and the completing warp's index outside the
         # warps' own components (System._gmem_layout): no renaming of warps
@@ -35,7 +41,8 @@ def symmetric_groups(system: System) -> list[list[int]]:
         code = ag.program.code
         if any(isinstance(i, TmaLoad) for i in code):
             continue
-        by_key.setdefault((ag.cta, code, ag.program.locals), []).append(ag.index)
+        wg = system.wgmma.group_of.get(ag.index)  # None: takes no part in wgmma
+        by_key.setdefault((ag.cta, code, ag.program.locals, wg), []).append(ag.index)
     return [g for g in by_key.values() if len(g) > 1]
 
 

@@ -188,6 +188,8 @@ def _instr_fields(ins: Any) -> dict[str, Any]:
         return {"op": f"cp.async.wait_group {ins.n}"}
     if t is P.BulkWaitRead:
         return {"op": f"bulk.wait_group.read {ins.n}"}
+    if t is P.WgmmaWait:
+        return {"op": f"wgmma.wait_group {ins.n}"}
     if t is P.NamedBarrierOp:
         return {"op": ("bar.sync" if ins.sync else "bar.arrive") + f" {ins.id}"}
     if t is P.NamedWait:

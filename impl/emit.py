@@ -87,11 +87,13 @@ from ..model.program import (GMEM_CTA, PARITY_TAG, AgentProgram, Arrive, BarRef,
                              CpAsyncWaitGroup, DynExpr, ExpectTx, Exit,
                              Fail, FenceMbarInit, GhostEffect, Instr, Jump, MbarInit,
                              NamedBarrierOp, NamedWait, Nop, SetLocal, TmaLoad, TmaStore,
-                             TryWait, UmmaCommit, Wait)
+                             TryWait, UmmaCommit, Wait, WgmmaWait)
 from . import events as E
 from . import fold as F
 from .emit_tmem import is_tmem, lower as lower_tmem
-from .layout import (CLC_VALID_WORD, GEN_KEY, POISON, STAMP_BASE, STAMP_BYTES, Layout,
+from ..model.wgmma import uses_wgmma, warpgroup
+from .layout import (CLC_VALID_WORD, GEN_KEY, HEADER_BYTES, POISON, STAMP_BASE, STAMP_BYTES,
+                     Layout,
                      compute_layout, delivery_key, is_split, stamp_of)
 
 ARCHES = ("sm_90a", "sm_100a")
@@ -103,6 +105,9 @@ SUSPEND_HINT_NS = 10_000_000
 EXIT_LINGER_NS = 50_000
 #: shared-memory header: word 0 counts exited warps, word 1 is the ticket counter (CTA 0)
 TICKET_OFF = 4
+#: from this header byte on, one word per warp that issues wgmma: the wgmma-groups it has
+#: committed (``wgmma_commit``/``wgmma_wait``)
+WGMMA_OFF = 8
 
 #: kernel parameters, in order (the runner builds its argument list from this)
 PARAMS: tuple[tuple[str, str], ...] = (
@@ -223,6 +228,13 @@ class _Emitter:
         self.nlabel = 0
         self.csize = self.info.cluster_size
         self.nw = self.info.num_warps
+        #: (cta, warp) of the warps that take part in their warpgroup's wgmma
+        #: (``model/wgmma.py``): their commit counters live in the header
+        self.wg_members = {(p.cta, p.warp) for p in ck.programs if uses_wgmma(p.code)}
+        if self.wg_members and WGMMA_OFF + 4 * self.nw > HEADER_BYTES:
+            raise Unsupported(f"unsupported: wgmma in a CTA of {self.nw} warps (the "
+                              f"emitted kernel keeps one commit counter per warp in a "
+                              f"{HEADER_BYTES}-byte header)")
         self.cluster = self.csize > 1
         self.sem_scope = "cluster" if self.cluster else "cta"
         #: barrier arrays whose waits acquire at cluster scope (``model/scopes.py``)
@@ -591,6 +603,8 @@ class _Emitter:
         self(f"@{p0} bra {skip};")
         z = self.imm(0)
         self(f"st.shared.v2.u32 [%smem], {{{z}, {z}}};")
+        for w in sorted({w for _, w in self.wg_members}):  # no wgmma-group committed yet
+            self(f"st.shared.u32 [%smem+{self.wg_counter(w)}], {z};")
         if self.o.checks:  # data stamps are instrumentation
             pz = self.imm(POISON)
             for bl in self.L.buffers.values():
@@ -922,6 +936,7 @@ class _Emitter:
             self.label(skip)
             self("bar.warp.sync -1;")
         self.step(pc, ins)
+        self.wgmma_commit(ins)
         if isinstance(ins, Exit):
             self("bra $EXIT;")
 
@@ -953,7 +968,9 @@ class _Emitter:
             pr = self.p()
             self(f"setp.{op}.s32 {pr}, {vals[0]}, {vals[1]};")
             self(f"selp.u32 {out}, 1, 0, {pr};")
-        elif op in ("add", "sub"):
+        elif op in ("add", "sub", "min", "max"):
+            # signed, as the model's ``eval_dyn`` compares (``min``: a run-time trip count
+            # such as ``min(k_pipe_mmas, k_tiles)`` under structured emission)
             self(f"{op}.s32 {out}, {vals[0]}, {vals[1]};")
         else:
             raise Unsupported(f"unsupported: run-time operator {op} in emitted code")
@@ -1060,7 +1077,7 @@ class _Emitter:
             return
         self.lane0_begin(st)
         generic = t not in (TmaLoad, CpAsync)
-        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait):
+        if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait, WgmmaWait):
             self.ghost(ins.pre, st, generic)
             self.wait_like(pc, ins, st)
             if t is not TryWait:
@@ -1103,6 +1120,71 @@ class _Emitter:
 
     # ---- waits
 
+    def wg_counter(self, warp: int) -> int:
+        """Header byte of warp ``warp``'s count of committed wgmma-groups."""
+        return WGMMA_OFF + 4 * warp
+
+    def wg_siblings(self) -> list[int]:
+        """The other warps of this warp's warpgroup that take part in its wgmma."""
+        prog = self.prog
+        assert prog is not None
+        return sorted(w for c, w in self.wg_members if c == prog.cta and w != prog.warp
+                      and warpgroup(w) == warpgroup(prog.warp))
+
+    def wgmma_commit(self, ins: Instr) -> None:
+        """``wgmma.commit_group`` (a ``wgmma_commit`` effect of the step): the warp's count
+        of committed wgmma-groups goes up, published with ``st.release.cta`` for its
+        warpgroup's waits (``wgmma_wait``).  After the step's ticket, so a wait that sees
+        the count is recorded after the commit, as the model orders them.  The emitted
+        kernel issues no MMA: the counters are the emulated wgmma-groups."""
+        n = sum(1 for e in ins.pre + ins.post if e.kind == "wgmma_commit")
+        if not n:
+            return
+        prog = self.prog
+        assert prog is not None
+        v = self.r()
+        own = f"[%smem+{self.wg_counter(prog.warp)}]"
+        self(f"@%pl0 ld.shared.u32 {v}, {own};")  # only lane 0 ever writes it
+        self(f"@%pl0 add.u32 {v}, {v}, {n};")
+        self(f"@%pl0 st.release.cta.shared.u32 {own}, {v};")
+        self("bar.warp.sync -1;")
+
+    def wgmma_wait(self, pc: int, ins: WgmmaWait, st: "_Step") -> None:
+        """``wgmma.wait_group.sync.aligned n`` as the model means it (``model/wgmma.py``,
+        PTX ISA 9.7.15.7.3): the wait is over once every wgmma-group of the warpgroup but
+        the ``n`` most recent this warp committed is complete, which needs every member
+        of the warpgroup to have committed it.  The emitted kernel issues no MMA (a group
+        completes as soon as all its shares are committed), so lane 0 spins with
+        ``ld.acquire.cta.shared`` until each sibling's commit count is at least its own
+        less ``n`` -- the model's ``WgmmaState.wait_enabled`` in absolute counts (a
+        retirement lowers every member's count alike).  No real ``wgmma.wait_group``:
+        it is ``.aligned`` over the warpgroup, whose warps run different programs here."""
+        sibs = self.wg_siblings()
+        prog = self.prog
+        assert prog is not None
+        if (prog.cta, prog.warp) not in self.wg_members or not sibs:
+            return  # alone in its warpgroup: its own groups are complete at once
+        own, target = self.r(), self.r()
+        self(f"ld.shared.u32 {own}, [%smem+{self.wg_counter(prog.warp)}];")
+        self(f"sub.s32 {target}, {own}, {ins.n};")
+        v = self.r()
+
+        def attempt(pd: str) -> None:
+            for i, w in enumerate(sibs):
+                q = pd if i == 0 else self.p()
+                self(f"ld.acquire.cta.shared.u32 {v}, [%smem+{self.wg_counter(w)}];")
+                self(f"setp.ge.s32 {q}, {v}, {target};")
+                if i:
+                    self(f"and.pred {pd}, {pd}, {q};")
+
+        if not self.o.checks:  # the bare spin (no watchdog)
+            top, pd = self.fresh("wg"), self.p()
+            self.label(top)
+            attempt(pd)
+            self(f"@!{pd} bra {top};")
+            return
+        self.watched(pc, st, attempt)
+
     def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
         if isinstance(ins, GmemWait):
             self.gmem_spin(pc, ins, st)
@@ -1113,6 +1195,9 @@ class _Emitter:
         if isinstance(ins, CpAsyncWaitGroup):
             # lane 0 issued the warp's copies (``signal``), so its groups are the warp's
             self(f"cp.async.wait_group {ins.n};")
+            return
+        if isinstance(ins, WgmmaWait):
+            self.wgmma_wait(pc, ins, st)
             return
         bar = ins.bar
         if bar.cta != self.prog.cta or not self.bar_exists(bar):  # type: ignore[union-attr]

@@ -27,8 +27,10 @@ from .pipelines.smem_buffer import SmemBuffer
 from .pipelines.pipeline_async import BarrierPtr
 from .program import (Arrive, Arrival, GmemFence, BarRef, BufRef, ClusterArrive, ClusterWait,
                       CompleteTx, CpAsync, CpAsyncCommit, CpAsyncWaitGroup, Delivery, ExpectTx, FenceMbarInit, GhostEffect,
+                      WgmmaWait,
                       Nop, TmaLoad, TmaStore, Wait, DynExpr, dyn_locals)
 from .properties import Prop
+from . import wgmma as wgmma_rule
 
 #: the fill tag of reads/writes named by a bare stage index (which fill is unknown)
 ANY_FILL = -2
@@ -806,22 +808,26 @@ def b_tcgen05_mma(cx: Any, args: tuple, kw: dict) -> None:
 
 
 def b_wgmma(cx: Any, args: tuple, kw: dict) -> None:
-    """An asynchronous wgmma reading a stage: its reads last until ``wgmma_wait_group``."""
+    """An asynchronous wgmma reading a stage, committed as one wgmma-group of the warp's
+    warpgroup: its reads last until a ``wgmma_wait_group`` of any warp of the warpgroup
+    retires the group (``model/wgmma.py``)."""
     pipe, state = _args(cx, args, kw, ("pipeline", "state"), "wgmma", 2)
     pipe = _pipe_arg(cx, pipe, "wgmma")
     st = _state_arg(cx, pipe, state, "wgmma")
     tag = fill_tag_for_wait(st)
     bufs = pipe.read_bufs(cx, st.index)
-    pre = tuple(GhostEffect("read", b, tag) for b in bufs)
-    pre += tuple(GhostEffect("async_read", b) for b in bufs)  # async proxy, like tcgen05
-    cx.open_wgmma(bufs)
-    cx.attach(pre, f"wgmma reads {pipe.decl.var} stage {st.index}")
+    # async proxy reads, like tcgen05; then wgmma.commit_group (one group per call)
+    pre = tuple(e for b in bufs for e in wgmma_rule.read_effects(b, tag))
+    cx.attach(pre + (wgmma_rule.commit_effect(cx.cta),),
+              f"wgmma reads {pipe.decl.var} stage {st.index}")
 
 
 def b_wgmma_wait_group(cx: Any, args: tuple, kw: dict) -> None:
+    """``warpgroup.wait_group(n)``: ``wgmma.wait_group.sync.aligned n``, a step that waits
+    for the warpgroup's groups (``model/wgmma.py``)."""
     (n,) = _args(cx, args, kw, ("group",), "wgmma_wait_group", 1)
-    effects = cx.close_wgmma(cx.as_int(n, "group"))
-    cx.attach(effects, f"warpgroup.wait_group({n})")
+    k = cx.as_int(n, "group")
+    cx.emit(WgmmaWait(n=k, loc=cx.loc, label=f"warpgroup.wait_group({k})"))
 
 
 def b_clc_query(cx: Any, args: tuple, kw: dict) -> None:

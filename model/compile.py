@@ -28,6 +28,7 @@ from .cluster import Layout, MAX_CLUSTER_SIZE
 from .errors import (CompileTimeout, ConfigError, Unsupported, did_you_mean,
                      misspelt_keyword, param_named, param_setting)
 from .groups import WARP_SIZE
+from .liveness import Liveness, mentions_arg
 from .pipeline_state import PipelineStateVal
 from .pipelines.base import Ghost, PipelineBase, PipelineDecl, release_point_effects
 from .pipelines.named_barrier import NamedBarrier
@@ -35,7 +36,8 @@ from .pipelines.tma_store_fence import TmaStoreFence
 from .pipelines.tmem_allocator import TmemAllocator
 from . import program as _program
 from .program import (AgentProgram, Branch, DynExpr, Exit, Fail, GhostEffect, Instr, Jump,
-                      ParamSplit, dyn_args, dyn_locals, dyn_params, eval_dyn,
+                      ParamSplit, dyn_args, dyn_locals, dyn_params, dyn_upper_bound,
+                      eval_dyn,
                       NamedBarrierOp, NamedWait, Nop, SetLocal, dyn_local)
 from .describe import describe  # noqa: F401  (re-exported: messages)
 from .properties import Prop
@@ -744,6 +746,9 @@ _LANES = "__lanes__"
 _ROLE = "__role__"
 _GHOST = "__ghost__"
 _PARAMS = "__params__"  # symbolic parameter points this warp's branches leave possible
+#: the run-time tests of kernel arguments alone this path has taken, with their outcome
+#: (structured compilation): the arguments do not change while the kernel runs
+_ARG_FACTS = "__arg_facts__"
 
 
 def _freeze(env: dict) -> tuple:
@@ -998,18 +1003,6 @@ class _Agent:
     def add_cp_async_effect(self, effect: GhostEffect) -> None:
         self.ghost = replace(self.ghost, cp_async=self.ghost.cp_async | {effect})
 
-    def open_wgmma(self, bufs: tuple) -> None:
-        self.ghost = replace(self.ghost, wgmma=self.ghost.wgmma + (frozenset(bufs),))
-
-    def close_wgmma(self, keep: int) -> tuple[GhostEffect, ...]:
-        groups = self.ghost.wgmma
-        done = groups[:max(len(groups) - keep, 0)]
-        self.ghost = replace(self.ghost, wgmma=groups[len(done):])
-        out: list[GhostEffect] = []
-        for g in done:
-            out.extend(GhostEffect("unhold", b) for b in sorted(g))
-        return tuple(out)
-
     def clc_query_index(self, pipe: Any) -> Optional[int]:
         """The number of CLC queries this warp issued on ``pipe`` before this one, along
         the path being specialised (capped at the grid's cluster count); ``None`` when
@@ -1205,6 +1198,8 @@ class _Compiler:
         #: parameters passed as kernel arguments (structured compilation): ``for`` loops
         #: bounded by them stay run-time loops over a counter local
         self.runtime: frozenset = frozenset()
+        #: live variables of the flow graph (structured compilation, ``_drop_dead``)
+        self.liveness: Optional[Liveness] = None
         #: visits of one join node before giving up (a loop whose state never repeats)
         self.max_visits = MAX_SPECIALISATIONS // 10
         self._check_roles()
@@ -1426,6 +1421,11 @@ class _Compiler:
                     and time.monotonic() > self.deadline:
                 raise CompileTimeout(self.timeout, n.loc)
             if self.join[node]:
+                if self.runtime and n.kind == "branch" and isinstance(n.cond, tuple):
+                    # at a loop's head only: the code after a run-time loop stays one copy
+                    # per exit down to the next loop (``impl/fold.py`` folds such exits;
+                    # it cannot fold across a loop that follows)
+                    env = self._drop_dead(a, node, env)
                 key = (node, _freeze(env))
                 if key in a.memo:
                     tgt = a.memo[key]
@@ -1550,11 +1550,17 @@ class _Compiler:
                 if isinstance(v, bool) or not isinstance(v, (int, DynExpr)):
                     raise ConfigError(f"range() {what} must be an int, not {describe(v)}",
                                       f.loc)
+            hi = dyn_upper_bound(stop) if dyn_args(stop) and step > 0 else None
             if dyn_args(stop) and not isinstance(cur, DynExpr):
-                # structured compilation: a loop that must be unrolled (range_constexpr)
-                # cannot be bounded by a kernel argument
-                raise Unsupported("unsupported: a loop unrolled at compile time whose bound "
-                                  "is a run-time kernel argument", f.loc)
+                if f.constexpr or hi is None:
+                    # structured compilation: a loop that must be unrolled (range_constexpr)
+                    # cannot be bounded by a kernel argument
+                    raise Unsupported("unsupported: a loop unrolled at compile time whose "
+                                      "bound is a run-time kernel argument", f.loc)
+                if cur >= hi:  # past the bound: no value of the argument runs it again
+                    return False, (env, env)
+                # within it: a run-time test (``_bounded_loop``)
+                return self._arg_test(a.ev.compare("<", cur, stop, f.loc), env)
             # the loop is unrolled: refuse trip counts beyond what the engines handle
             # before unrolling them (spec/language.md "Limits")
             if not isinstance(cur, DynExpr):
@@ -1576,15 +1582,91 @@ class _Compiler:
                 cond = a.ev.eval(n.cond, env)
         if isinstance(cond, DynExpr) and dyn_params(cond):
             return self._split_on_params(a, cond, n.loc, env)
-        return cond, (env, env)
+        return self._arg_test(cond, env)
+
+    @staticmethod
+    def _arg_test(cond: Any, env: dict) -> tuple[Any, tuple[dict, dict]]:
+        """A run-time test of kernel arguments alone (structured compilation) is decided
+        once per path: the arguments are constant while the kernel runs, so a path that
+        took ``0 < min(k_pipe_mmas, k_tiles)`` in the prologue loop takes it again in the
+        loop that drains the same count (the other outcome is a path no launch runs).
+        Returns the condition (or its outcome on this path) and the two sides' envs."""
+        if not isinstance(cond, DynExpr) or not dyn_args(cond) or dyn_locals(cond) \
+                or dyn_params(cond):
+            return cond, (env, env)
+        facts = env.get(_ARG_FACTS, frozenset())
+        for c, v in facts:
+            if c == cond:
+                return v, (env, env)
+        sides = (dict(env), dict(env))
+        sides[0][_ARG_FACTS] = facts | {(cond, True)}
+        sides[1][_ARG_FACTS] = facts | {(cond, False)}
+        return cond, sides
+
+    def _drop_dead(self, a: _Agent, node: int, env: dict) -> dict:
+        """``env`` without the variables no path from join ``node`` reads
+        (``model/liveness.py``), so that the copies a run-time loop's exits leave (one
+        per pipeline state) share what follows once the states are dead; and without
+        the kernel-argument tests taken (``_arg_test``) once no live value holds a
+        kernel argument (dropping them only costs a run-time test).  Structured
+        compilation only: the checker's unrolled programs keep their shape."""
+        if self.liveness is None:
+            self.liveness = Liveness(self.nodes, _names_in)
+        lv = self.liveness
+        last = frozenset(h for h in lv.around[node]
+                         if h not in lv.unsteady and self._last_iteration(a, lv.loops[h][0], env))
+        live = lv.live(node, last)
+        from .pipelines.pipeline_order import PipelineOrder  # read by ``order`` nodes
+        out = {k: v for k, v in env.items()
+               if k.startswith("__") or k in live or isinstance(v, PipelineOrder)}
+        if _ARG_FACTS in out and not any(mentions_arg(v) for k, v in out.items()
+                                         if k != _ARG_FACTS):
+            del out[_ARG_FACTS]
+        return out
+
+    @staticmethod
+    def _last_iteration(a: _Agent, f: ir.For, env: dict) -> bool:
+        """Is the current iteration of compile-time loop ``f`` its last?"""
+        cur = env.get(f.var)
+        if any(isinstance(e, ir.Call) for e in ir.walk_exprs((f.stop, f.step))):
+            return False  # a call may emit or fail: not evaluated twice
+        try:
+            stop, step = a.ev.eval(f.stop, env), a.ev.eval(f.step, env)
+        except Exception:  # noqa: BLE001 - not known here: the loop may go round
+            return False
+        vals = (cur, stop, step)
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in vals) or not step:
+            return False
+        return not (cur + step < stop if step > 0 else cur + step > stop)
 
     def _runtime_loop(self, a: _Agent, f: ir.For, env: dict) -> bool:
         """Is ``f`` a run-time loop: not ``range_constexpr``, its bound a kernel argument
-        (an expression over ``runtime`` parameters and compile-time values)?"""
+        (an expression over ``runtime`` parameters and compile-time values)?  Not one whose
+        trip count has a compile-time bound (``_bounded_loop``)."""
         if f.constexpr:
             return False
         stop = a.ev.eval(f.stop, env)
-        return isinstance(stop, DynExpr) and bool(dyn_args(stop)) and not dyn_locals(stop)
+        return isinstance(stop, DynExpr) and bool(dyn_args(stop)) and not dyn_locals(stop) \
+            and self._bounded_loop(a, f, env, stop) is None
+
+    def _bounded_loop(self, a: _Agent, f: ir.For, env: dict, stop: Any) -> Optional[int]:
+        """The compile-time bound of a run-time trip count, or ``None``: an upward loop
+        from a compile-time start to a kernel-argument bound with a compile-time upper
+        bound (``range(min(k_pipe_mmas, k_tiles))``) runs at most that many times, so it
+        is unrolled up to the bound with a run-time test before each iteration instead of
+        closing into a cycle of ``4 * stages`` copies: the copies of such a loop
+        multiply those of the loops after it."""
+        if not isinstance(stop, DynExpr) or not dyn_args(stop) or dyn_locals(stop) \
+                or dyn_params(stop):
+            return None
+        hi = dyn_upper_bound(stop)
+        if hi is None or any(isinstance(e, ir.Call) for e in ir.walk_exprs((f.start, f.step))):
+            return None  # (a call may emit: not evaluated twice)
+        start, step = a.ev.eval(f.start, env), a.ev.eval(f.step, env)
+        ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (start, step))
+        if hi is None or not ints or step <= 0 or len(range(start, hi, step)) > MAX_TRIP_COUNT:
+            return None
+        return hi
 
     def _counter_local(self, a: _Agent, f: ir.For, env: dict) -> None:
         """Keep the counter of run-time loop ``f`` in a local: ``SetLocal`` of the value the

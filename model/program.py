@@ -106,6 +106,13 @@ class GhostEffect:
         writes with the thread's);
       * ``dirty``/``clean``: generic-proxy writes not yet followed by ``fence.proxy.async``;
       * ``async_read``: an async-proxy reader (TMA store, MMA) reads it: it must not be dirty;
+      * ``wgmma_read``: the warp's share of a warpgroup's ``wgmma.mma_async`` reads ``buf``
+        through the async proxy (the ``async_read`` checks); the read lasts until the
+        wgmma-group the warp's next ``wgmma_commit`` closes is complete
+        (``WgmmaWait``, ``model/wgmma.py``);
+      * ``wgmma_commit``: ``wgmma.commit_group`` -- the warp closes its wgmma reads into
+        its warpgroup's next wgmma-group (``buf`` names only the CTA:
+        ``wgmma.WGMMA_GROUP``);
       * ``tmem_ptr``: a warp loads the tensor-memory address ``tcgen05.alloc`` wrote into
         ``buf`` (``TmemAllocator.retrieve_ptr``): the store must have happened and been
         released by the allocating warp (else ``tmem-misuse``);
@@ -308,6 +315,17 @@ class UmmaCommit(Instr):
     #: UMMA pipelines commit with ``cta_group::2`` in a 2-CTA pair); the model's
     #: semantics do not depend on it, the PTX emitter does
     cta_group: int = 1
+
+
+@dataclass(frozen=True)
+class WgmmaWait(Instr):
+    """``wgmma.wait_group.sync.aligned n`` by one warp of a warpgroup: blocks until every
+    wgmma-group of the warpgroup but the ``n`` most recent this warp committed is
+    complete, which needs every warp of the warpgroup to have committed it; then the
+    shared-memory reads of those groups are over, for every warp's share
+    (``model/wgmma.py``; PTX ISA 9.7.15.7.2-3)."""
+
+    n: int = 0
 
 
 @dataclass(frozen=True)
@@ -621,6 +639,27 @@ def dyn_args(e: Any) -> set[str]:
     return set().union(*[dyn_args(x) for x in e.args]) if e.args else set()
 
 
+def dyn_upper_bound(e: Any) -> Optional[int]:
+    """A compile-time upper bound of a run-time value (kernel arguments, constants), or
+    ``None``: ``min(c, k_tiles)`` is at most ``c`` whatever ``k_tiles`` is at launch."""
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    if not isinstance(e, DynExpr):
+        return None
+    if e.op == "const":
+        return dyn_upper_bound(e.args[0])
+    bounds = [dyn_upper_bound(x) for x in e.args] if e.op in ("min", "max", "add") else []
+    if e.op == "min":
+        known = [b for b in bounds if b is not None]
+        return min(known) if known else None
+    if e.op in ("max", "add") and None not in bounds:
+        return max(bounds) if e.op == "max" else bounds[0] + bounds[1]
+    if e.op == "sub" and isinstance(e.args[1], DynExpr) and e.args[1].op == "const":
+        hi = dyn_upper_bound(e.args[0])
+        return None if hi is None else hi - e.args[1].args[0]
+    return None
+
+
 #: ``get`` key of parameter point ``i``'s bit (``eval_dyn`` of ``within``)
 def param_bit(i: int) -> tuple[str, int]:
     return ("$param", i)
@@ -669,8 +708,8 @@ def eval_dyn(V: Any, e: DynExpr, get: Any) -> Any:
 
 
 SyncInstr = Union[Nop, Wait, TryWait, Arrive, ExpectTx, CompleteTx, TmaLoad, CpAsync,
-                  CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, TmaStore, BulkCommit, BulkWaitRead,
-                  NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
+                  CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, UmmaCommit, WgmmaWait, TmaStore,
+                  BulkCommit, BulkWaitRead, NamedBarrierOp, NamedWait, ClusterArrive, ClusterWait, MbarInit,
                   FenceMbarInit, Fail, Exit, ParamSplit, TmemAlloc, TmemDealloc,
                   TmemRelinquish, TmemWait, GmemAtomic, GmemWait, GmemFence]
 
@@ -721,4 +760,4 @@ class AgentProgram:
 #: a cp.async group wait, the wait half of a 2-CTA tensor-memory alloc/dealloc): a trace
 #: records them after the wait, every other step before it
 WAIT_STEPS = (Wait, TryWait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait,
-              GmemWait)
+              GmemWait, WgmmaWait)

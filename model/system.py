@@ -29,6 +29,7 @@ from .mbarrier import MBarrier
 from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch, BufRef,
                       BulkCommit, BulkWaitRead, ClusterArrive, ClusterWait, CompleteTx,
                       CpAsync, CpAsyncArrive, CpAsyncCommit, CpAsyncWaitGroup, ExpectTx, Exit, Fail, FenceMbarInit,
+                      WgmmaWait,
                       GhostEffect, Instr, Jump, MbarInit, NamedBarrierOp, NamedWait, Nop,
                       ParamSplit,
                       SetLocal, TmaLoad, TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish,
@@ -37,6 +38,8 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
 from .pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from .errors import ConfigError
 from .properties import Check, Prop, add_check
+from .values import CONCRETE
+from .wgmma import WgmmaState
 
 #: ``System(memory_model=...)``: see ``System.__init__``
 MEMORY_MODELS = ("cutlass", "strict")
@@ -180,7 +183,8 @@ class Outcome:
 _BLOCKED = Outcome(False, [], "blocked")
 
 
-_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait, GmemWait)
+_BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait, GmemWait,
+             WgmmaWait)
 
 
 class System:
@@ -276,6 +280,8 @@ class System:
                                               for c in range(self.info.num_ctas)]
         self._gmem_layout(L)
         self._tmem_layout(L)
+        #: warpgroup-collective wgmma completion (model/wgmma.py)
+        self.wgmma = WgmmaState(self.agents, L.alloc)
         self.array_decl = {f"{d.var}.{a.name}": a for d in compiled.pipelines for a in d.arrays}
         self.pub_bufs: dict[BarRef, tuple[BufRef, ...]] = {}
         self.acq_slots: dict[BufRef, list[int]] = {}  # every warp's acquisition of a buffer
@@ -605,6 +611,9 @@ class System:
         where a remote .release.cluster arrive publishes through its barrier
         (``model/scopes.py``), .cta scope (CUTLASS's) everywhere else."""
         name = (lambda: who() if callable(who) else who)
+        if e.kind == "wgmma_commit":  # wgmma.commit_group (model/wgmma.py)
+            self.wgmma.commit(V, S, agent)
+            return
         if e.kind == "tmem_use":  # a tensor-memory access of the CTA (R2, at its issue)
             if self.tmem:
                 self._tmem_use(V, S, e, checks, name)
@@ -711,12 +720,15 @@ class System:
             S.set(dirty, S.get(dirty) + 1)
         elif k == "clean":
             S.set(dirty, S.get(dirty) - 1)
-        elif k == "async_read":
+        elif k in ("async_read", "wgmma_read"):
             add_check(checks, V.lt(0, S.get(wip)), Prop.READ_BEFORE_FULL,
                       lambda: f"{name()} reads {e.buf} (async proxy) while a write to it is "
                               "still in progress")
             self._proxy_fence_check(V, S, dirty, checks, lambda: f"{name()} reads {e.buf}")
-            S.set(rd, S.get(rd) + 1)
+            if k == "async_read":
+                S.set(rd, S.get(rd) + 1)
+            else:  # held until a wait of its warpgroup retires its group (model/wgmma.py)
+                self.wgmma.read(V, S, agent, e.buf, rd)
             self._scope_check(V, S, e, checks, name, cta)
         else:  # pragma: no cover
             raise ValueError(k)
@@ -1051,6 +1063,10 @@ class System:
                 enabled = V.le(S.get(ag.cpg), ins.n)
         elif t is UmmaCommit:
             S.q_push(ag.qtc, pc)
+        elif t is WgmmaWait:
+            if a in self.wgmma.group_of:  # a warp that never issues a wgmma waits for none
+                enabled = self.wgmma.wait_enabled(V, S, a, ins)
+                self.wgmma.wait(V, S, a, ins, lambda b: self.buf[b] + 2)
         elif t is TmaStore:
             S.q_push(ag.qbs, pc)
         elif t is BulkCommit:
@@ -1167,6 +1183,9 @@ class System:
             return S.q_count(ag.qbs, BULK_MARK) <= ins.n
         if t is CpAsyncWaitGroup:
             return ag.cpg < 0 or S.get(ag.cpg) <= ins.n
+        if t is WgmmaWait:
+            return a not in self.wgmma.group_of or \
+                bool(self.wgmma.wait_enabled(CONCRETE, S, a, ins))
         if t is TmemWait:
             return S.get(self.tmem[ag.cta] + TM_PAIR) == PAIR_NONE
         if t is GmemWait:
@@ -1207,7 +1226,7 @@ class System:
                     buf = ins.value.args[0]
                     val = S.get(self.buf[buf] + 4)
                     for e in ins.pre:
-                        self.ghost(V, S, e, checks, f"{ag.name} ({ag.role})", ag.cta, "cta")
+                        self.ghost(V, S, e, checks, f"{ag.name} ({ag.role})", ag.cta, "cta", a)
                     S.set(self.clc_failed[ag.cta],
                           V.ite(V.eq(val, 0), 1, S.get(self.clc_failed[ag.cta])))
                     S.set(ag.locals[ins.dest], val)
@@ -1612,6 +1631,8 @@ class System:
         if isinstance(ins, CpAsyncWaitGroup):
             return (f"waits for cp.async groups (cp.async.wait_group {ins.n}; "
                     f"{state[ag.cpg]} groups outstanding)")
+        if isinstance(ins, WgmmaWait):
+            return self.wgmma.blocked_reason(state, a, ins, [g.name for g in self.agents])
         if isinstance(ins, TmemWait):
             return (f"waits in {ins.label or 'a cta_group::2 tcgen05.alloc/dealloc'} for the "
                     f"allocator warp of its peer CTA {ag.cta ^ 1} to issue it too")

@@ -44,6 +44,11 @@ CASES = [
     (BUGS / "x4-bug.pipe", {}),
     (ROOT / "bench" / "bench_gpu_async.pipe", {"stages": 2, "k_tiles": 11}),
     (ROOT / "bench" / "bench_gpu_tma.pipe", {"stages": 2, "k_tiles": 5}),
+    # warpgroup wgmma (WgmmaWait), a prologue and a drain bounded by min(1, k_tiles)
+    # (bounded run-time loops), two tiles (the mainloop state live, then dead)
+    *[(ROOT / "examples" / "kernels" / "k1_hopper_persistent_gemm.pipe",
+       {"cluster_m": 1, "cluster_n": 1, "k_tiles": k, "tiles": t})
+      for k, t in ((0, 1), (1, 1), (3, 2))],
 ]
 
 

@@ -117,6 +117,15 @@ def _gemm(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return None
 
 
+@op("nvvm.wgmma.commit.group.sync.aligned")
+def _wgmma_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``wgmma.commit_group.sync.aligned`` (PTX ISA 9.7.15.7.2): the warp's wgmma reads so
+    far join its warpgroup's next wgmma-group (a ghost effect: data races on only)."""
+    if lf.active(mask) and lf.phase == 2 and lf.ghosts.enabled:
+        lf.ghosts.wgmma_commit(o)
+    return None
+
+
 @op("llvm.store", "nvvm.stmatrix")
 def _raw_store(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """Stores through a raw pointer: no extent the lifter can trust, so no race checks

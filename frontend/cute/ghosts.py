@@ -25,7 +25,9 @@ When each effect happens, in the model's terms (``model/program.py`` ``GhostEffe
 * a TMA load writes its destination from issue to its delivery; a TMA store reads its
   source until ``cp.async.bulk.wait_group.read``; cp.async writes until the arrive
   that tracks it fires; a tcgen05 MMA reads its operands until its ``tcgen05.commit``
-  fires, a wgmma until the warp's next release.
+  fires; a wgmma's share of the warp reads them until a ``wgmma.wait_group`` of *any*
+  warp of its warpgroup retires the group the warp's ``wgmma.commit_group`` closed
+  (``model/wgmma.py``: the warpgroup's MMA is one collective operation).
 
 Tags are ``ANY_FILL``: the model cannot tell which fill a lifted read expects (that
 needs the pipeline state, which the IR has folded into parities), so a read of the
@@ -41,6 +43,7 @@ from typing import Any, Iterable, Optional
 
 from ...model.program import BufRef, GhostEffect, Instr, Nop
 from ...model.system import ANY_FILL
+from ...model.wgmma import commit_effect, read_effects
 from .values import Lanes, Ptr, View, crd2idx, flatten, lane, layout_of
 
 RELEASES = ("Arrive", "NamedBarrierOp", "ClusterArrive")
@@ -226,10 +229,9 @@ class Ghosts:
         """``pre`` of a release: the window's writes end, its reads stop holding."""
         w = self.lf.w
         out = tuple(GhostEffect("write_end", b, ANY_FILL) for b in sorted(w.written))
-        out += tuple(GhostEffect("unhold", b) for b in sorted(w.held | w.wgmma_held))
+        out += tuple(GhostEffect("unhold", b) for b in sorted(w.held))
         w.written.clear()
         w.held.clear()
-        w.wgmma_held.clear()
         return out
 
     def fence_proxy(self, op: Any) -> None:
@@ -246,13 +248,27 @@ class Ghosts:
     def mma_read(self, iv: Any, op: Any, tcgen05: bool) -> None:
         """An MMA reads its smem operands through the async proxy."""
         w = self.lf.w
-        effects = []
+        effects: list[GhostEffect] = []
         for b, _ in self.bufs(iv, w.cta):
-            if b in w.mma_held or b in w.wgmma_held:
+            if not tcgen05:  # held until its wgmma-group completes (wgmma_wait)
+                if b not in w.wgmma_open:
+                    w.wgmma_open.add(b)
+                    effects += read_effects(b, ANY_FILL)
                 continue
-            (w.mma_held if tcgen05 else w.wgmma_held).add(b)
+            if b in w.mma_held:
+                continue
+            w.mma_held.add(b)
             effects += [GhostEffect("read", b, ANY_FILL), GhostEffect("async_read", b)]
         self._attach_post(effects, op)
+
+    def wgmma_commit(self, op: Any) -> None:
+        """``wgmma.commit_group``: the warp's wgmma reads since its last commit form its
+        share of the warpgroup's next wgmma-group (at the window's start, with the reads
+        it closes: nothing else of the warp's happens between them that another warp
+        could observe)."""
+        w = self.lf.w
+        w.wgmma_open.clear()
+        self._attach_post([commit_effect(w.cta)], op)
 
     def umma_commit_effects(self) -> tuple[GhostEffect, ...]:
         w = self.lf.w

@@ -146,7 +146,7 @@ class WarpRun:
     written: set = field(default_factory=set)
     dirty: set = field(default_factory=set)
     mma_held: set = field(default_factory=set)
-    wgmma_held: set = field(default_factory=set)
+    wgmma_open: set = field(default_factory=set)
     cp_pending: set = field(default_factory=set)
     # paths through run-time branches (Lifter.decide): decisions to replay, taken so far,
     # and the other sides still to run

@@ -415,7 +415,7 @@ def _set_locals(lf: Any, o: Op, names: list[str], vals: Optional[list]) -> None:
                         value=_as_dyn_expr(lf, o, v)))
 
 
-_GHOST_SETS = ("held", "written", "dirty", "mma_held", "wgmma_held", "cp_pending")
+_GHOST_SETS = ("held", "written", "dirty", "mma_held", "wgmma_open", "cp_pending")
 
 
 def _ghost_state(w: Any) -> tuple:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from ...model.program import (Arrival, Arrive, BulkCommit, BulkWaitRead, ClusterArrive,
+                              WgmmaWait,
                               ClusterWait, CpAsync, CpAsyncArrive, CpAsyncCommit,
                               CpAsyncWaitGroup, Delivery, DynExpr, ExpectTx, FenceMbarInit,
                               BufRef, Fail, MbarInit, NamedBarrierOp, NamedWait, TmaLoad,
@@ -408,6 +409,18 @@ def _bulk_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     return None
 
 
+@op("nvvm.wgmma.wait.group.sync.aligned")
+def _wgmma_wait(lf: Any, o: Op, env: dict, mask: Any) -> Any:
+    """``wgmma.wait_group.sync.aligned N`` (PTX ISA 9.7.15.7.3): a step that waits for the
+    warpgroup's wgmma-groups, which ends their shared-memory reads (``model/wgmma.py``).
+    With data races off nothing reads them: no step."""
+    if lf.active(mask) and lf.ghosts.enabled:
+        g = re.match(r"(\d+)", o.attrs.get("group", "0"))
+        n = int(g.group(1)) if g else 0
+        lf.emit(lf.make(WgmmaWait, o, f"wgmma.wait_group {n}", n=n))
+    return None
+
+
 @op("nvvm.tcgen05.commit")
 def _umma_commit(lf: Any, o: Op, env: dict, mask: Any) -> Any:
     """``tcgen05.commit...mbarrier::arrive::one{.multicast::cluster}`` (PTX ISA 9.7.16.11):
@@ -695,8 +708,7 @@ def _fence_proxy(lf: Any, o: Op, env: dict, mask: Any) -> Any:
 # prefetches, printing; TMEM allocation is tmem_ops.py); each is named, so anything
 # else with side effects is refused (``interp.is_side_effecting``)
 @op("nvvm.fence.proxy.acquire", "nvvm.fence.proxy.release",
-    "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
-    "nvvm.wgmma.wait.group.sync.aligned", "nvvm.wgmma.mma_async", "nvvm.setmaxregister",
+    "nvvm.wgmma.fence.aligned", "nvvm.wgmma.mma_async", "nvvm.setmaxregister",
     "nvvm.tcgen05.wait", "nvvm.tcgen05.ld",
     "nvvm.tcgen05.st", "nvvm.tcgen05.mma", "nvvm.tcgen05.fence",
     "nvvm.prefetch.tensormap", "nvvm.cp.async.bulk.tensor.prefetch",

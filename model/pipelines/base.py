@@ -72,7 +72,6 @@ class Ghost:
     writes: frozenset = frozenset()         # (BufRef, tag) generic writes not yet released
     dirty: frozenset = frozenset()          # BufRef written by the generic proxy, not fenced
     umma: frozenset = frozenset()           # GhostEffects to run at the next tcgen05.commit
-    wgmma: tuple = ()                       # frozensets of BufRef per outstanding wgmma group
     cp_async: frozenset = frozenset()       # GhostEffects to run at the next cp.async arrive
                                             # or group commit
     reads: frozenset = frozenset()          # BufRef of plain smem regions read since the
