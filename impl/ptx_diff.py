@@ -157,7 +157,8 @@ def _collapse_text(ops: list[str]) -> list[str]:
 _LANE0_ONLY = ("mbarrier.try_wait", "mbarrier.test_wait", "fence.", "cp.async.ca",
                "cp.async.cg", "cp.async.commit_group", "cp.async.wait_group",
                "cp.async.wait_all", "cp.async.arrive", "cp.async.bulk.bulk_group",
-               "cp.async.bulk.commit_group", "cp.async.bulk.read", "cp.async.bulk.wait")
+               "cp.async.bulk.commit_group", "cp.async.bulk.read", "cp.async.bulk.wait",
+               "ld.acquire", "st.release")
 
 
 def _arrivals(ops: tuple[str, ...]) -> tuple[str, ...]:

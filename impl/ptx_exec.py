@@ -17,7 +17,10 @@ kernel's scalar parameters by index (``ld.param``), how many
 dynamic scheduler gets), and how often each ``mbarrier.try_wait`` fails before it
 succeeds.  Everything else a load, a float or an unknown instruction produces is
 *unknown*; a branch or a compared synchronisation operand that depends on an unknown
-value stops the run (``NotEvaluable``): this reading never guesses.
+value stops the run (``NotEvaluable``): this reading never guesses.  Only where a run asks
+for it (``Run.spin_exits``) is a spin -- a branch back on a loaded value -- taken to end,
+as every wait is taken to succeed.  Acquire loads and release stores (flags in global
+memory, counters in shared memory) are listed with the synchronisation.
 
 Lanes run one at a time.  ``elect.sync`` with a full mask elects lane 0 (the lowest
 lane, the whole warp executing it); ``shfl.sync.idx`` from lane 0 with a full mask (what
@@ -67,6 +70,10 @@ class Run:
     #: how many times each ``mbarrier.try_wait``/``test_wait`` fails before it succeeds
     wait_failures: int = 0
     max_steps: int = 1_000_000
+    #: a branch back to an earlier instruction on a value the run does not know (a spin
+    #: on a loaded flag or counter) is not taken: the awaited value has arrived, as every
+    #: wait succeeds (off: such a branch is ``NotEvaluable``)
+    spin_exits: bool = False
     #: labels where the run ends (pipeproof's ``$EXIT``: its exit bookkeeping is not the
     #: kernel's synchronisation)
     stop_at: tuple[str, ...] = ()
@@ -110,6 +117,9 @@ _GUARD = re.compile(r"^@(!?)(%?[\w@]+)\s+(.*)$")
 _INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
 _FLOAT = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 _ADDR = re.compile(r"^\[\s*([^\]+]+?)\s*(?:\+\s*(-?\w+))?\s*\]$")
+#: loads and stores with acquire/release semantics: synchronisation through memory (a
+#: flag in global memory, a counter in shared memory), listed with their addresses
+_ORDERED = ("ld.acquire", "st.release")
 _DEST = re.compile(r"^%?[\w@]+$")
 _SPECIAL = ("%tid", "%ntid", "%laneid", "%warpid", "%ctaid", "%nctaid",
             "%cluster_ctarank", "%cluster_ctaid", "%clusterid", "%nclusterid",
@@ -197,7 +207,7 @@ def parse(ptx: str) -> tuple[list[str], list[_Insn], dict[str, int]]:
         op, _, rest = s.partition(" ")
         m = _OP.match(s)
         sync = canonical(m.group(1)) if m and not op.startswith(("bar.warp", "elect")) \
-            else None
+            else op if op.startswith(_ORDERED) else None
         code.append(_Insn(guard, op, tuple(_operands(rest.strip())), s, sync))
     return params, code, labels
 
@@ -442,8 +452,9 @@ class _Warp:
             self.set(ops[0], int(ok), 1)
             if not ok:
                 return None  # a wait that has not completed has no effect (9.7.13.15)
-        elif ops and re.match(r"^%\w+$", ops[0]) and op.startswith("mbarrier.arrive"):
-            self.set(ops[0], None)  # the arrival's state token
+        elif ops and re.match(r"^%\w+$", ops[0]) and op.startswith(("mbarrier.arrive",
+                                                                       "ld.")):
+            self.set(ops[0], None)  # the arrival's state token; a loaded value
         # the barrier operand: the one address of an ``mbarrier.*`` op, the last of a
         # copy or commit that signals an mbarrier; data addresses are not compared
         brackets = [x for x in ops if x.startswith("[")]
@@ -466,6 +477,10 @@ class _Warp:
             self.pc += 1
             if ins.guard is not None:
                 neg = ins.guard.startswith("!")
+                if self.run.spin_exits and ins.op.startswith("bra") and \
+                        self.value(ins.guard.lstrip("!")) is None and \
+                        self.labels.get(ins.args[0], len(self.code)) < self.pc:
+                    continue  # the spin's awaited value has arrived (Run.spin_exits)
                 p = self.known(ins.guard.lstrip("!"), f"the guard of {ins.text}")
                 if bool(p) == neg:
                     continue

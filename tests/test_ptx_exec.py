@@ -191,16 +191,13 @@ def _runs(em, args: dict) -> list:
     return [[[(str(i.op), i.addr, i.operands) for i in seq]
              for seq in run_warp(em.ptx, Run(g.warp, g.cta % n, cluster=g.cta // n,
                                              clusters=m.grid_clusters, cluster_size=n,
-                                             params=p, stop_at=("$EXIT", "$STUCK_EXIT")))]
+                                             params=p, stop_at=("$EXIT", "$STUCK_EXIT"),
+                                             spin_exits=True))]
             for g in pipeproof_programs(em.ptx)[1]]
 
 
 #: examples the run cannot follow, and why (a strict list: one that starts to run leaves it)
 NOT_RUN = {
-    **{f"bugs/g{i}-{k}.pipe": "spins on a flag in global memory (a loaded value)"
-       for i in (1, 2, 3, 4) for k in ("bug", "fixed")},
-    "textbook/split_k_serial.pipe": "spins on a flag in global memory",
-    "textbook/stream_k_fixup.pipe": "spins on a flag in global memory",
     **{f"liveness/{n}.pipe": "a persistent loop that never ends" for n in (
         "interchangeable_consumers_release", "interchangeable_consumers_stop_releasing",
         "persistent_consumer_releases", "persistent_consumer_stops_releasing")},
@@ -218,7 +215,9 @@ EXAMPLES = sorted(str(p.relative_to(ROOT / "examples")) for p in
 def test_every_example_runs_alike_structured_and_unrolled(rel):
     """Every bundled example (that emits), every lane: the structured kernel, with its
     loop bodies copied and folded, issues what the unrolled one does, address for
-    address; the examples the run cannot follow are exactly ``NOT_RUN``."""
+    address (acquire loads and release stores included: flags in global memory, the
+    warpgroup's wgmma counters, their spins taken to end: ``Run.spin_exits``); the
+    examples the run cannot follow are exactly ``NOT_RUN``."""
     arch = "sm_100a" if rel.startswith(SM100) else "sm_90a"
     opts = dict(trace=False, jitter=False, checks=False)
     path = str(ROOT / "examples" / rel)
@@ -235,3 +234,25 @@ def test_every_example_runs_alike_structured_and_unrolled(rel):
     for fold in (False, True):
         loop = emit_file(path, {}, EmitOptions(arch, structured=True, fold=fold, **opts))
         assert _runs(loop, loop.manifest.args) == want, (rel, fold)
+
+
+def test_a_spin_on_a_loaded_flag_ends_only_where_asked():
+    """A spin on an acquire load: the load is listed with its address; the spin is not
+    evaluable unless the run takes awaited values to have arrived (``spin_exits``), and
+    a forward branch on the loaded value stays not evaluable either way."""
+    spin = _kernel("""
+	mov.b32 %r2, smem;
+$S:
+	ld.acquire.cta.shared.u32 %r1, [%r2+8];
+	setp.lt.u32 %p1, %r1, 3;
+	@%p1 bra $S;
+	st.release.cta.shared.u32 [%r2+12], 1;
+	ret;""")
+    with pytest.raises(NotEvaluable, match="guard"):
+        run_lane(spin, Run(0))
+    got = run_lane(spin, Run(0, spin_exits=True))[0]
+    assert [i.op.op for i in got] == ["ld.acquire.cta.shared.u32", "st.release.cta.shared.u32"]
+    assert got[1].operands[0] - got[0].operands[0] == 4
+    forward = spin.replace("@%p1 bra $S;", "@%p1 bra $T;\n$T:")
+    with pytest.raises(NotEvaluable, match="guard"):
+        run_lane(forward, Run(0, spin_exits=True))
