@@ -1177,13 +1177,7 @@ class _Emitter:
                 if i:
                     self(f"and.pred {pd}, {pd}, {q};")
 
-        if not self.o.checks:  # the bare spin (no watchdog)
-            top, pd = self.fresh("wg"), self.p()
-            self.label(top)
-            attempt(pd)
-            self(f"@!{pd} bra {top};")
-            return
-        self.watched(pc, st, attempt)
+        self.spin(pc, st, attempt, "wg")
 
     def wait_like(self, pc: int, ins: Instr, st: "_Step") -> None:
         if isinstance(ins, GmemWait):
@@ -1231,6 +1225,18 @@ class _Emitter:
         st.obs0 = self.watched(
             pc, st, lambda pd: self(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {pd}, "
                                     f"[{a}], {ins.parity};"))
+
+    def spin(self, pc: int, st: "_Step", attempt: Any, tag: str) -> bool:
+        """Repeat ``attempt`` until its predicate holds: a bare loop without checks
+        (False), else under the watchdog (``watched``, True)."""
+        if not self.o.checks:
+            top, pd = self.fresh(tag), self.p()
+            self.label(top)
+            attempt(pd)
+            self(f"@!{pd} bra {top};")
+            return False
+        self.watched(pc, st, attempt)
+        return True
 
     def watched(self, pc: int, st: "_Step", attempt: Any) -> str:
         """A wait loop under the watchdog: ``attempt(pd)`` emits one try that sets
@@ -1298,13 +1304,8 @@ class _Emitter:
             self(f"ld.{ins.sem}.gpu.global.u32 {v}, [{a}];")
             self(f"setp.{cmp}.s32 {pd}, {v}, {val};")
 
-        if not self.o.checks:  # the bare spin (no watchdog)
-            top, pd = self.fresh("g"), self.p()
-            self.label(top)
-            attempt(pd)
-            self(f"@!{pd} bra {top};")
+        if not self.spin(pc, st, attempt, "g"):
             return
-        self.watched(pc, st, attempt)
         st.obs0 = v
         self(f"or.b32 {st.flags}, {st.flags}, {E.F_FLAG};")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .ptx_sync import RoleDiff, compare_roles, pipeproof_programs
+from .ptx_sync import RoleDiff, _collapse, compare_roles, pipeproof_programs
 
 
 def compare(cute_ptx: str, pipeproof_ptx: str,
@@ -119,7 +119,7 @@ def compare_executed(cute_ptx: str, pipeproof_ptx: str,
                 s += f" @cta{rank}." + (f"bar{own.index(local)}" if local in own
                                         else f"{local & 0xFFFFF:#x}")
             out.append(s)
-        return tuple(_collapse_text(out))
+        return tuple(_collapse(out))
 
     ci, pi = names(0), names(1)
     parts = []
@@ -136,15 +136,6 @@ def compare_executed(cute_ptx: str, pipeproof_ptx: str,
             parts.append((f"cta {c} warp {w} ({role}): cp.async.mbarrier.arrive per "
                           "barrier, all lanes", ca, cb))
     return RoleDiff(tuple(parts))
-
-
-def _collapse_text(ops: list[str]) -> list[str]:
-    out: list[str] = []
-    for o in ops:
-        if out and o.startswith("cp.async.arrive") and out[-1] == o:
-            continue
-        out.append(o)
-    return out
 
 
 #: what a lane other than 0 is not compared on: pipeproof runs a warp's waits, fences,

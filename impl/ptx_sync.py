@@ -214,14 +214,15 @@ def _head(ops: list[SyncOp]) -> int:
     return n
 
 
-def _collapse(ops: list[SyncOp]) -> list[SyncOp]:
+def _collapse(ops: list) -> list:
     """Runs of the same ``cp.async.mbarrier.arrive`` are one: the DSL's threads each
     arrive once (one instruction in the text, executed by every lane), pipeproof's lane
     0 arrives ``count`` times after issuing the warp's copies (``count`` instructions);
-    the same arrivals, each gated by the copies of the thread that issued them."""
-    out: list[SyncOp] = []
+    the same arrivals, each gated by the copies of the thread that issued them.  ``ops``
+    are ``SyncOp``s or their texts (the executed reading's, with barrier names)."""
+    out: list = []
     for o in ops:
-        if out and o.op.startswith("cp.async.arrive") and out[-1] == o:
+        if out and str(o).startswith("cp.async.arrive") and out[-1] == o:
             continue
         out.append(o)
     return out
