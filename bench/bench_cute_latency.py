@@ -13,7 +13,7 @@ set-up cancel.  One runner command runs every job in one process on one GPU.
 
     python bench/bench_cute_latency.py prepare DIR       # here (adds to DIR/index.json)
     python3 impl/gpu_runner.py DIR OUT                   # on the GPU machine
-    python bench/bench_cute_latency.py report DIR OUT    # bench/results/cute_latency.{md,json}
+    python bench/bench_cute_latency.py report DIR OUT [OUT ...]   # bench/results/cute_latency.*
 
 Acceptance (issue 25): pipeproof's per-k-tile time within 1.1x of the CuTe DSL kernel's.
 """
@@ -146,13 +146,18 @@ def pipeproof_jobs(jobs_dir: str, kinds: tuple[str, ...] = KINDS) -> list[dict]:
             continue
         extra = dict(extra)
         checks, structured = extra.pop("checks", True), extra.pop("structured", True)
+        stream = extra.pop("stream", True)
         extra["reps"] = REPS
-        spec = JobSpec(name, str(ROOT / f), params, kind="bench", runs=1, trace=trace,
-                       jitter=False, clusters=1, extra=extra, structured=structured,
-                       checks=checks)
-        job = prepare_job(jobs_dir, spec)
-        job["process_s"] = 120
-        jobs.append(job)
+        # the same kernel folded (``--fold``: the PipelineState in registers), side by side
+        for suffix, fold in (("", False), ("fold", True)):
+            spec = JobSpec(name.replace("_bare", "_bare" + suffix, 1) if fold else name,
+                           str(ROOT / f), params, kind="bench", runs=1, trace=trace,
+                           jitter=False, clusters=1, extra=dict(extra),
+                           structured=structured, checks=checks, fold=fold,
+                           stream=stream)
+            job = prepare_job(jobs_dir, spec)
+            job["process_s"] = 120
+            jobs.append(job)
     return jobs
 
 
@@ -211,6 +216,10 @@ def report(jobs_dir: str, out_dir: str, kinds: tuple[str, ...] = KINDS) -> dict:
             if bad:
                 res["errors"][f"{kind}_s{s}"] = bad
                 continue
+            fs = _load(out_dir, f"bench__lat_{kind}_s{s}_barefold")
+            fl = _load(out_dir, f"bench__lat_{kind}_s{s}_barefold64k")
+            folded = (marginal_ns(fs, fl) if fs and fl and fs.get("status") == "ok"
+                      and fl.get("status") == "ok" else None)
             pp = marginal_ns(got["pp_s"], got["pp_l"])
             cu = marginal_ns(got["cu_s"], got["cu_l"])
             gt = (_kernel_ns(got["pp_l"]["timing"]) - _kernel_ns(got["pp_s"]["timing"])) \
@@ -219,10 +228,39 @@ def report(jobs_dir: str, out_dir: str, kinds: tuple[str, ...] = KINDS) -> dict:
                 "kernel": kind, "stages": s, "pipeproof_ns": pp, "cute_ns": cu,
                 "ratio": pp / cu if cu > 0 else None,
                 "within_bound": cu > 0 and pp / cu <= BOUND,
-                "pipeproof_globaltimer_ns": gt,
+                "pipeproof_globaltimer_ns": gt, "pipeproof_folded_ns": folded,
                 "ms_median": {k: statistics.median(v["ms"]) for k, v in got.items()}})
     res["device"] = ", ".join(sorted(devices)) or "?"
     res["same_device_call"] = len(devices) <= 1
+    return res
+
+
+def report_runs(jobs_dir: str, out_dirs: list[str], kinds: tuple[str, ...] = KINDS) -> dict:
+    """Several runner commands of the same jobs (back to back, one device call): each
+    figure is the median over the runs, and the spread of the per-run ratios is kept."""
+    runs = [report(jobs_dir, o, kinds) for o in out_dirs]
+    if len(runs) == 1:
+        return runs[0]
+    res = dict(runs[0])
+    res["runs"] = len(runs)
+    res["device"] = ", ".join(sorted({r["device"] for r in runs}))
+    res["same_device_call"] = all(r["same_device_call"] for r in runs) and \
+        len({r["device"] for r in runs}) == 1
+    rows = []
+    for first in runs[0]["rows"]:
+        same = [r for run in runs for r in run["rows"]
+                if (r["kernel"], r["stages"]) == (first["kernel"], first["stages"])]
+        med = {k: statistics.median(r[k] for r in same)
+               for k in ("pipeproof_ns", "cute_ns", "pipeproof_globaltimer_ns")}
+        folded = [r["pipeproof_folded_ns"] for r in same
+                  if r.get("pipeproof_folded_ns") is not None]
+        ratios = [r["ratio"] for r in same if r["ratio"] is not None]
+        ratio = med["pipeproof_ns"] / med["cute_ns"] if med["cute_ns"] > 0 else None
+        rows.append({"kernel": first["kernel"], "stages": first["stages"], **med,
+                     "pipeproof_folded_ns": statistics.median(folded) if folded else None,
+                     "ratio": ratio, "within_bound": ratio is not None and ratio <= BOUND,
+                     "ratio_per_run": ratios, "runs": len(same)})
+    res["rows"] = rows
     return res
 
 
@@ -237,21 +275,29 @@ def markdown(res: dict) -> str:
              "PipelineTmaAsync, producer and consumer groups of one thread, 1 KB per stage "
              "by `cp.async.bulk` from one global region.  pipeproof: "
              "`bench/bench_gpu_async.pipe`, `bench/bench_gpu_tma.pipe`, structured "
-             "emission without instrumentation (`bare`, `bare64k`).  CuTe DSL: "
+             "emission without instrumentation (`bare`, `bare64k`; the last column the "
+             "same kernels emitted with `--fold`, the PipelineState in registers).  CuTe DSL: "
              "`bench/cute_latency_kernels.py`, `cute.compile` for sm_90a, PTX assembled "
              "by ptxas, launched through cuda-python.  Per k-tile: "
              f"(t({K_LONG}) - t({K_SHORT})) / {K_LONG - K_SHORT}, t the median of "
-             f"{res['reps']} launches timed with CUDA events (launch overhead cancels).  "
+             f"{res['reps']} launches timed with CUDA events (launch overhead cancels)"
+             + (f"; every figure the median of {res['runs']} runner commands back to back, "
+                "the last column the ratio of each" if res.get("runs") else "") + ".  "
              "With 1 stage a k-tile is a round trip (two hand-offs).  Bound (issue 25): "
              f"ratio <= {res['bound']}.", "",
              "| kernel | stages | pipeproof ns/k-tile | CuTe DSL ns/k-tile | ratio | "
-             f"<= {res['bound']} | pipeproof %globaltimer ns/k-tile |",
-             "|---|---|---|---|---|---|---|"]
+             f"<= {res['bound']} | pipeproof %globaltimer ns/k-tile | pipeproof --fold "
+             "ns/k-tile |" + (" ratio per run |" if res.get("runs") else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if res.get("runs") else "")]
     for r in res["rows"]:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
         lines.append(f"| {r['kernel']} | {r['stages']} | {r['pipeproof_ns']:.1f} | "
                      f"{r['cute_ns']:.1f} | {ratio} | {'yes' if r['within_bound'] else 'NO'} "
-                     f"| {r['pipeproof_globaltimer_ns']:.1f} |")
+                     f"| {r['pipeproof_globaltimer_ns']:.1f} | "
+                     + (f"{r['pipeproof_folded_ns']:.1f} |"
+                        if r.get("pipeproof_folded_ns") is not None else "- |")
+                     + (" " + ", ".join(f"{x:.3f}" for x in r["ratio_per_run"]) + " |"
+                        if res.get("runs") else ""))
     if res["errors"]:
         lines += ["", "Not measured:", ""] + [f"* {k}: {v}" for k, v in res["errors"].items()]
     if not res["same_device_call"]:
@@ -265,7 +311,7 @@ def main(argv: list[str]) -> int:
             print(n)
         return 0
     if len(argv) >= 3 and argv[0] == "report":
-        res = report(argv[1], argv[2])
+        res = report_runs(argv[1], argv[2:])
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "cute_latency.json").write_text(json.dumps(res, indent=1) + "\n")
         md = markdown(res)

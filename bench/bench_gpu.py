@@ -16,7 +16,10 @@
 
     python bench/bench_gpu.py prepare DIR        # here: emit, assemble, write jobs
     python3 impl/gpu_runner.py DIR OUT           # on the GPU machine
-    python bench/bench_gpu.py report DIR OUT     # here: bench/results/gpu_bench.{json,md}
+    python bench/bench_gpu.py report DIR OUT [OUT ...]   # here: bench/results/gpu_bench.*
+
+Several OUT folders (runner commands back to back in one device call): every figure is the
+median over them.
 """
 
 from __future__ import annotations
@@ -79,6 +82,13 @@ def report(jobs_dir: str, out_dir: str) -> dict:
                                        "ratio": bw / copy_bw,
                                        "kernel_us": _kernel_ns(d["timing"]) / 1000,
                                        "stamp_errors": d.get("ctrl_errors")}
+            if d.get("copy_match_ms"):
+                # the copy of the same size: same launch and ramp-up costs
+                cm = statistics.median(d["copy_match_ms"])
+                same = 2 * d["copy_match_bytes"] / (cm * 1e-3) / 1e12
+                res["bandwidth"][short].update(copy_same_ms_median=cm, copy_same_tb_s=same,
+                                               ratio_same=bw / same)
+    _marginal(res)
     for kind in ("async", "tma"):
         for s in (1, 4):
             off = res["latency"].get(f"lat_{kind}_s{s}_off")
@@ -89,8 +99,49 @@ def report(jobs_dir: str, out_dir: str) -> dict:
     return res
 
 
+def report_runs(jobs_dir: str, out_dirs: list[str]) -> dict:
+    """The median of every figure over several runs of the same jobs."""
+    runs = [report(jobs_dir, o) for o in out_dirs]
+    if len(runs) == 1:
+        return runs[0]
+    res: dict = {"runs": len(runs), "device": ", ".join(sorted({r["device"] for r in runs})),
+                 "latency": {}, "bandwidth": {}}
+    for part in ("latency", "bandwidth"):
+        for name, first in runs[0][part].items():
+            same = [r[part][name] for r in runs if name in r[part]]
+            row = dict(first)
+            for k, v in first.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                        all(isinstance(s.get(k), (int, float)) for s in same):
+                    row[k] = statistics.median(s[k] for s in same)
+            if part == "bandwidth":
+                row["ratio_per_run"] = [s["ratio"] for s in same]
+            res[part][name] = row
+    _marginal(res)
+    per_run = [r["streaming_marginal"]["ratio"] for r in runs if "streaming_marginal" in r]
+    if "streaming_marginal" in res:
+        res["streaming_marginal"]["ratio_per_run"] = per_run
+    return res
+
+
+def _marginal(res: dict) -> None:
+    """Sustained streaming of the 4-stage 16 KB pipeline: the extra bytes of 512 over 128
+    k-tiles by the extra time (launch, ramp-up and tail cancel, as in the latency figures),
+    against the 1 GiB copy's bandwidth."""
+    bw = res["bandwidth"]
+    a, b = bw.get("bw_tma_s4_t16k"), bw.get("bw_tma_s4_t16k_k512")
+    if not (a and b) or a["clusters"] != b["clusters"] or b["ms_median"] <= a["ms_median"]:
+        return
+    tb = (b["bytes"] - a["bytes"]) / ((b["ms_median"] - a["ms_median"]) * 1e-3) / 1e12
+    copy = (a["copy_tb_s"] + b["copy_tb_s"]) / 2
+    res["streaming_marginal"] = {"of": ["bw_tma_s4_t16k", "bw_tma_s4_t16k_k512"],
+                                 "tb_s": tb, "copy_tb_s": copy, "ratio": tb / copy}
+
+
 def markdown(res: dict) -> str:
-    lines = [f"GPU: {res.get('device', '?')}", "",
+    lines = [f"GPU: {res.get('device', '?')}" + (f"; every figure the median of {res['runs']} "
+                                                 "runner commands back to back"
+                                                 if res.get("runs") else ""), "",
              "variant: off/on = structured, watchdog and stamps, tracing off/on; bare = "
              "structured, no instrumentation; bareu = bare unrolled; bare64k = bare, 65536 "
              "k-tiles", "",
@@ -99,11 +150,23 @@ def markdown(res: dict) -> str:
         kind, s, t = k.split("_")[1:]
         lines.append(f"| {kind} | {s[1:]} | {t} | {v['ns_per_ktile']:.0f} | "
                      f"{v.get('tracing_overhead', 1.0):.2f} |")
-    lines += ["", "| TMA pipeline | clusters | GB loaded | ms | TB/s | copy TB/s (r+w) | ratio |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "copy TB/s: `cuMemcpyDtoD` of 1 GiB (bytes read + written); same-size copy: "
+              "as many bytes read + written as the pipeline loads, so it pays the same launch "
+              "and ramp-up", "",
+              "| TMA pipeline | clusters | GB loaded | ms | TB/s | copy TB/s (r+w) | ratio | "
+              "same-size copy TB/s | ratio to it |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for k, v in sorted(res["bandwidth"].items()):
-        lines.append(f"| {k} | {v['clusters']} | {v['bytes'] / 1e9:.2f} | {v['ms_median']:.3f} | "
-                     f"{v['tb_s']:.2f} | {v['copy_tb_s']:.2f} | {100 * v['ratio']:.1f}% |")
+        same = (f"{v['copy_same_tb_s']:.2f} | {100 * v['ratio_same']:.1f}%"
+                if "ratio_same" in v else "- | -")
+        lines.append(f"| {k} | {int(v['clusters'])} | {v['bytes'] / 1e9:.2f} | {v['ms_median']:.3f} | "
+                     f"{v['tb_s']:.2f} | {v['copy_tb_s']:.2f} | {100 * v['ratio']:.1f}% | "
+                     f"{same} |")
+    m = res.get("streaming_marginal")
+    if m:
+        lines += ["", f"Sustained streaming, 4 stages of 16 KB ({m['of'][1]} minus {m['of'][0]}: "
+                  f"extra bytes / extra time): {m['tb_s']:.2f} TB/s, {100 * m['ratio']:.1f}% "
+                  f"of the 1 GiB copy's {m['copy_tb_s']:.2f} TB/s."]
     return "\n".join(lines)
 
 
@@ -112,7 +175,7 @@ def main(argv: list[str]) -> int:
         prepare(argv[1])
         return 0
     if len(argv) >= 3 and argv[0] == "report":
-        res = report(argv[1], argv[2])
+        res = report_runs(argv[1], argv[2:])
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "gpu_bench.json").write_text(json.dumps(res, indent=1))
         md = markdown(res)

@@ -60,6 +60,8 @@ class JobSpec:
     arrivals: str = "thread"
     #: ``EmitOptions.fold``: the PipelineState in registers (``impl/fold.py``)
     fold: bool = False
+    #: ``EmitOptions.stream``: without checks, loops read fresh source memory every turn
+    stream: bool = True
 
 
 def compiled_for(file: str, params: dict[str, Any], mutant: str = "",
@@ -96,7 +98,8 @@ def assemble(ptx_path: str, arch: str, out: str, opt: Optional[int] = None) -> t
 def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
     ck = compiled_for(spec.file, spec.params, spec.mutant, spec.structured)
     em = emit(ck, EmitOptions("sm_90a", trace=spec.trace, jitter=spec.jitter,
-                              checks=spec.checks, arrivals=spec.arrivals, fold=spec.fold))
+                              checks=spec.checks, arrivals=spec.arrivals, fold=spec.fold,
+                              stream=spec.stream))
     ptx = os.path.join(jobs_dir, spec.name + ".ptx")
     Path(ptx).write_text(em.ptx)
     Path(jobs_dir, spec.name + ".manifest.json").write_text(em.manifest.to_json())

@@ -139,6 +139,11 @@ class EmitOptions:
     #: measured on an H100 the folded hand-off is slower (TMA, 4 stages: 111 against 65
     #: ns per k-tile with the copies; bench/results/conformance_gpu_i25.md)
     fold: bool = False
+    #: without checks, structured loops advance their TMA sources through fresh global
+    #: memory every turn (``streams``: a bandwidth figure that does not read L2); off:
+    #: every turn reads the first period's regions again, as a kernel that re-reads one
+    #: L2-resident tile does (the hand-off latency benchmark and its CuTe DSL twin)
+    stream: bool = True
 
 
 @dataclass
@@ -524,20 +529,25 @@ class _Emitter:
         saved, self.body = self.body, []
         for n, t in self.params:
             self.body.append(f"\t.reg .{'b64' if t == 'u64' else 'b32'} %{n};")
-        for n in ("k_tid", "k_warp", "k_lane", "k_rank", "k_clus", "smem", "rng", "stuck", "key",
-                  "tka", "tmax"):
+        for n in ("k_tid", "k_warp", "k_lane", "k_lead", "k_rank", "k_clus", "smem", "rng",
+                  "stuck", "key", "tka", "tmax"):
             self.body.append(f"\t.reg .b32 %{n};")
         for n in ("k_inst", "k_cin"):
             self.body.append(f"\t.reg .b32 %{n};")
         for n in ("ev", "t0", "srcoff") + (("gm",) if self.gmem else ()):
             self.body.append(f"\t.reg .b64 %{n};")
         self.body.append("\t.reg .pred %pl0;")
+        self.body.append("\t.reg .pred %pel;")
         for n, t in self.params:
             self(f"ld.param.{t} %{n}, [p_{n}];")
         self("mov.u32 %k_tid, %tid.x;")
         self("shr.u32 %k_warp, %k_tid, 5;")
         self("and.b32 %k_lane, %k_tid, 31;")
-        self("setp.eq.u32 %pl0, %k_lane, 0;")
+        # the warp's leader, the lane that issues every single-lane step: the lane
+        # ``elect.sync`` elects from the full warp (the PTX ISA's elect.sync: the same
+        # leader for the same membermask every time), so the per-step guards
+        # (``lead_guard``) select this same lane
+        self("elect.sync %k_lead|%pl0, -1;")
         self("mov.u32 %k_rank, %cluster_ctarank;")
         cx, cy, cz, nx, ny = self.r(), self.r(), self.r(), self.r(), self.r()
         self(f"mov.u32 {cx}, %clusterid.x;")
@@ -930,7 +940,7 @@ class _Emitter:
         if pc in self.fire_before:
             # commits still pending from a predecessor fire before this step can wait
             skip = self.fresh("fb")
-            self(f"@!%pl0 bra {skip};")
+            self.lead_guard(skip)
             for cpc, cins, flag in self.fire_before.pop(pc):
                 self.fire_pending(cpc, cins, flag)
             self.label(skip)
@@ -999,7 +1009,7 @@ class _Emitter:
         # the ghost read of the response (tag ANY_FILL): count a data error, no event
         st = _Step(self, pc)
         skip = self.fresh("rsp")
-        self(f"@!%pl0 bra {skip};")
+        self.lead_guard(skip)
         self.ghost(ins.pre, st, False)
         self.label(skip)
         self("bar.warp.sync -1;")
@@ -1075,7 +1085,7 @@ class _Emitter:
             self.lane0_end(st)
             self.arrive_threads(ins)
             return
-        self.lane0_begin(st)
+        self.lane0_begin(st, elect=t in _ELECTED)
         generic = t not in (TmaLoad, CpAsync)
         if t in (Wait, TryWait, BulkWaitRead, CpAsyncWaitGroup, GmemWait, WgmmaWait):
             self.ghost(ins.pre, st, generic)
@@ -1102,11 +1112,24 @@ class _Emitter:
         self.lane0_end(st)
         if t is TryWait:
             dest = self.locals[ins.dest]
-            self(f"shfl.sync.idx.b32 {dest}, {dest}, 0, 31, -1;")
+            self(f"shfl.sync.idx.b32 {dest}, {dest}, %k_lead, 31, -1;")
 
-    def lane0_begin(self, st: "_Step") -> None:
+    def lead_guard(self, skip: str, elect: bool = False) -> None:
+        """Only the warp's leader runs on to ``skip``.  ``elect``: by ``elect.sync`` (the
+        warp is converged here: every step ends in ``bar.warp.sync``), as CUTLASS's
+        ``elect_one`` issues bulk-async operations: ptxas then knows one thread runs the
+        block and issues a bulk copy from uniform registers once, where after a lane test
+        it wraps the copy in a loop over the active lanes (measured on an H100: the TMA
+        hand-off 69 -> 49 ns a k-tile, bench/results/cute_latency.md)."""
+        if elect:
+            self("elect.sync _|%pel, -1;")
+            self(f"@!%pel bra {skip};")
+        else:
+            self(f"@!%pl0 bra {skip};")
+
+    def lane0_begin(self, st: "_Step", elect: bool = False) -> None:
         st.skip = self.fresh("s")
-        self(f"@!%pl0 bra {st.skip};")
+        self.lead_guard(st.skip, elect)
         self.jitter()
 
     def lane0_end(self, st: "_Step") -> None:
@@ -1114,7 +1137,7 @@ class _Emitter:
         self("bar.warp.sync -1;")
         if st.can_stick:
             s, pr = self.r(), self.p()
-            self(f"shfl.sync.idx.b32 {s}, %stuck, 0, 31, -1;")
+            self(f"shfl.sync.idx.b32 {s}, %stuck, %k_lead, 31, -1;")
             self(f"setp.ne.u32 {pr}, {s}, 0;")
             self(f"@{pr} bra $STUCK_EXIT;")
 
@@ -1598,7 +1621,7 @@ class _Emitter:
         its loads' pcs every period, so without an advance it would read the same
         regions again (L2 hits, a benchmark measuring the cache).  Only without checks:
         the runner writes data stamps into the first period's regions alone."""
-        return bool(self.args) and not self.o.checks and any(
+        return bool(self.args) and self.o.stream and not self.o.checks and any(
             isinstance(i, Jump) and i.target <= pc for pc, i in enumerate(prog.code)) and \
             any(isinstance(i, TmaLoad) and i.kind != "clc" for i in prog.code)
 
@@ -1942,6 +1965,11 @@ class _PtxValues:
         r = self.em.r()
         self.em(f"and.b32 {r}, {a}, {m - 1};")
         return _PtxVal(r, self.em)
+
+
+#: steps CUTLASS issues from an ``elect_one`` thread: the bulk-async (TMA) operations and
+#: ``tcgen05.commit`` (uniform-datapath instructions; ``lead_guard``)
+_ELECTED = (TmaLoad, TmaStore, BulkCommit, BulkWaitRead, UmmaCommit)
 
 
 class _Step:

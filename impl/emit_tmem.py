@@ -128,7 +128,7 @@ def lower(em: Any, pc: int, ins: Instr, st: Any) -> None:
         em(f"tcgen05.dealloc.{grp}.sync.aligned.b32 {taddr}, {cols};")
     if ins.post:  # the address word's ghost store (after the instruction wrote it)
         skip = em.fresh("tm")
-        em(f"@!%pl0 bra {skip};")
+        em.lead_guard(skip)
         em.ghost(ins.post, st, True)
         em.label(skip)
         em("bar.warp.sync -1;")

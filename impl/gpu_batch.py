@@ -225,7 +225,10 @@ def bench_specs() -> list[tuple[str, str, dict, bool, dict]]:
     out = []
     for stages in (1, 4):
         for t, trace, checks, structured, k in LATENCY_VARIANTS:
-            opts = {"clusters": 1, "reps": 20, "checks": checks, "structured": structured}
+            # a hand-off figure: every turn re-reads the first period's L2-resident tiles,
+            # as the CuTe DSL twin re-reads its one tile (bench/cute_latency_kernels.py)
+            opts = {"clusters": 1, "reps": 20, "checks": checks, "structured": structured,
+                    "stream": False}
             out.append((f"bench__lat_async_s{stages}_{t}", BENCH_ASYNC,
                         {"stages": stages, "k_tiles": k}, trace, dict(opts)))
             out.append((f"bench__lat_tma_s{stages}_{t}", BENCH_TMA,
@@ -239,12 +242,12 @@ def bench_specs() -> list[tuple[str, str, dict, bool, dict]]:
         out.append((f"bench__bw_tma_s{stages}_t{tile // 1024}k", BENCH_TMA,
                     {"stages": stages, "k_tiles": 128, "tile_bytes": tile}, False,
                     {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": True,
-                     "checks": False}))
+                     "checks": False, "copy_match_per_cluster": 128 * tile // 2}))
     # the same, 4x the trip count (the launch amortised over 4x the bytes)
     out.append(("bench__bw_tma_s4_t16k_k512", BENCH_TMA,
                 {"stages": 4, "k_tiles": 512, "tile_bytes": 16384}, False,
                 {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": True,
-                 "checks": False}))
+                 "checks": False, "copy_match_per_cluster": 512 * 16384 // 2}))
     out.append(("bench__bw_tma_s4_t16k_u", BENCH_TMA,
                 {"stages": 4, "k_tiles": 128, "tile_bytes": 16384}, False,
                 {"clusters": 0, "reps": 10, "copy_bytes": 1 << 30, "structured": False}))
@@ -258,7 +261,8 @@ def bench_jobs(jobs_dir: str) -> list[dict]:
         checks, structured = extra.pop("checks", True), extra.pop("structured", True)
         spec = JobSpec(name, str(ROOT / f), params, kind="bench", runs=1, trace=trace,
                        jitter=False, clusters=extra.get("clusters", 1), extra=extra,
-                       structured=structured, checks=checks)
+                       structured=structured, checks=checks,
+                       stream=extra.pop("stream", True))
         job = prepare_job(jobs_dir, spec)
         job["process_s"] = 120
         jobs.append(job)

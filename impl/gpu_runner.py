@@ -339,21 +339,31 @@ def run_bench(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:
            "ctrl_stuck": int(ctrl[:, 5].sum()), "timing": tim.tolist()[:4096],
            "events": int(sum(a.size // 4 for a in evs))}
     if job.get("copy_bytes"):
-        n = int(job["copy_bytes"])
-        a, b = gpu.alloc(n), gpu.alloc(n)
-        gpu.zero(a, n)
-        gpu.wait(10)
-        d = gpu.d
-
-        def cp() -> None:
-            ck(d.cuMemcpyDtoDAsync(b, a, n, gpu.stream))
-
-        for _ in range(2):
-            cp()
-        gpu.wait(10)
-        res["copy_ms"] = gpu.event_ms(cp, job.get("reps", 10))
-        res["copy_bytes"] = n
+        res["copy_ms"] = _copy_ms(gpu, int(job["copy_bytes"]), job.get("reps", 10))
+        res["copy_bytes"] = int(job["copy_bytes"])
+    if job.get("copy_match_per_cluster"):
+        # a copy that reads and writes as many bytes as the G clusters load: the same
+        # launch and ramp-up overheads as the pipeline kernel
+        n = int(job["copy_match_per_cluster"]) * G
+        res["copy_match_ms"] = _copy_ms(gpu, n, job.get("reps", 10))
+        res["copy_match_bytes"] = n
     return res
+
+
+def _copy_ms(gpu: Gpu, n: int, reps: int) -> list:
+    """CUDA-event times of ``cuMemcpyDtoDAsync`` of ``n`` bytes (after two warm-ups)."""
+    a, b = gpu.alloc(n), gpu.alloc(n)
+    gpu.zero(a, n)
+    gpu.wait(10)
+    d = gpu.d
+
+    def cp() -> None:
+        ck(d.cuMemcpyDtoDAsync(b, a, n, gpu.stream))
+
+    for _ in range(2):
+        cp()
+    gpu.wait(10)
+    return gpu.event_ms(cp, reps)
 
 
 def run_litmus(gpu: Gpu, jobs_dir: str, job: dict, out: str) -> dict:

@@ -212,6 +212,9 @@ def _run_warp(ptx: str, k: int, args: dict[str, int], limit: int = 400_000,
         elif op == "st.global.v4.u32" and events:  # a trace record: header, pc, obs
             vals = [val(x) for x in ops[1].strip("{}").split(",")]
             out.append("event " + " ".join(map(str, vals)))
+        elif op.startswith("elect.sync"):  # a full warp elects lane 0 (ptx_exec's rule)
+            r, _, p = ops[0].partition("|")
+            regs[r], regs[p] = 0, 1
         elif op.startswith(_SYNC):
             shown = [re.sub(r"%[\w]+", lambda m: str(regs.get(m.group(0), 0)), o)
                      for o in ops if not re.fullmatch(r"%(p|rd)\d+|_", o)]
