@@ -154,19 +154,24 @@ def markdown(res: dict) -> str:
               "as many bytes read + written as the pipeline loads, so it pays the same launch "
               "and ramp-up", "",
               "| TMA pipeline | clusters | GB loaded | ms | TB/s | copy TB/s (r+w) | ratio | "
-              "same-size copy TB/s | ratio to it |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "same-size copy TB/s | ratio to it |" + (" ratio per run |" if res.get("runs")
+                                                      else ""),
+              "|---|---|---|---|---|---|---|---|---|" + ("---|" if res.get("runs") else "")]
     for k, v in sorted(res["bandwidth"].items()):
         same = (f"{v['copy_same_tb_s']:.2f} | {100 * v['ratio_same']:.1f}%"
                 if "ratio_same" in v else "- | -")
         lines.append(f"| {k} | {int(v['clusters'])} | {v['bytes'] / 1e9:.2f} | {v['ms_median']:.3f} | "
                      f"{v['tb_s']:.2f} | {v['copy_tb_s']:.2f} | {100 * v['ratio']:.1f}% | "
-                     f"{same} |")
+                     f"{same} |" + (" " + ", ".join(f"{100 * x:.1f}%" for x in
+                                                   v.get("ratio_per_run", [])) + " |"
+                                    if res.get("runs") else ""))
     m = res.get("streaming_marginal")
     if m:
         lines += ["", f"Sustained streaming, 4 stages of 16 KB ({m['of'][1]} minus {m['of'][0]}: "
                   f"extra bytes / extra time): {m['tb_s']:.2f} TB/s, {100 * m['ratio']:.1f}% "
-                  f"of the 1 GiB copy's {m['copy_tb_s']:.2f} TB/s."]
+                  f"of the 1 GiB copy's {m['copy_tb_s']:.2f} TB/s"
+                  + (" (per run: " + ", ".join(f"{100 * x:.1f}%" for x in m["ratio_per_run"])
+                     + ")" if m.get("ratio_per_run") else "") + "."]
     return "\n".join(lines)
 
 

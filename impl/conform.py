@@ -59,7 +59,7 @@ class JobSpec:
     #: count-n arrive whose pending count the trace records and the replay checks)
     arrivals: str = "thread"
     #: ``EmitOptions.fold``: the PipelineState in registers (``impl/fold.py``)
-    fold: bool = False
+    fold: bool = True
     #: ``EmitOptions.stream``: without checks, loops read fresh source memory every turn
     stream: bool = True
 
@@ -115,7 +115,7 @@ def prepare_job(jobs_dir: str, spec: JobSpec) -> dict:
            "clusters": spec.clusters, "seed": zlib.crc32(spec.name.encode()) % (1 << 30) + 1,
            "meta": {"file": spec.file, "params": spec.params, "mutant": spec.mutant,
                     "structured": spec.structured, "compiled": em.manifest.compiled,
-                    "arrivals": spec.arrivals}}
+                    "arrivals": spec.arrivals, "fold": spec.fold}}
     if em.manifest.cyclic:
         job["process_s"] = 300
     if em.manifest.grid_clusters > 1:

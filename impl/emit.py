@@ -134,11 +134,11 @@ class EmitOptions:
     #: observed; ``warp`` -- lane 0 arrives once with count ``n`` and the trace records
     #: the pending count ``mbarrier.arrive`` returned
     arrivals: str = "thread"
-    #: structured loops keep PipelineState in registers: the copies of a body that differ
-    #: only in stage index and phase are emitted once (``impl/fold.py``).  Off by default:
-    #: measured on an H100 the folded hand-off is slower (TMA, 4 stages: 111 against 65
-    #: ns per k-tile with the copies; bench/results/conformance_gpu_i25.md)
-    fold: bool = False
+    #: structured loops keep PipelineState in registers, computed at run time as CUTLASS
+    #: does: the copies of a body that differ only in stage index and phase are emitted
+    #: once (``impl/fold.py``).  Off: the body copied once per pipeline state (faster by
+    #: a few ns a k-tile on an H100, 6x the PTX; bench/results/cute_latency.md)
+    fold: bool = True
     #: without checks, structured loops advance their TMA sources through fresh global
     #: memory every turn (``streams``: a bandwidth figure that does not read L2); off:
     #: every turn reads the first period's regions again, as a kernel that re-reads one

@@ -97,10 +97,10 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             with_coverage: bool = True, with_litmus: bool = True, with_bench: bool = True,
             only: str = "", log: Any = None, coverage_variants: Optional[list[dict]] = None,
             mutate_coverage: bool = False, model_timeout: float = 20.0,
-            structured: bool = True, arrivals: str = "thread") -> dict:
+            structured: bool = True, arrivals: str = "thread", fold: bool = True) -> dict:
     """``structured``: conformance and mutant jobs run the structured programs where the
     kernel allows (``impl/structured.py``; the table says which), the model's verdicts
-    are on the programs that run."""
+    are on the programs that run; ``fold``: with the PipelineState in registers."""
     os.makedirs(jobs_dir, exist_ok=True)
     if log is None:
         def log(*a: Any) -> None:
@@ -137,7 +137,8 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
         # bug variants get the mutant budget; fixed twins the full one
         is_bug = f.endswith("-bug.pipe") or mv["status"] == "VIOLATED"
         spec = JobSpec(_safe_name(f), str(ROOT / f), runs=mutant_runs if is_bug else runs,
-                       clusters=clusters, structured=structured, arrivals=arrivals)
+                       clusters=clusters, structured=structured, arrivals=arrivals,
+                       fold=fold)
         try:
             jobs.append(prepare_job(jobs_dir, spec))
         except Exception as e:  # noqa: BLE001
@@ -161,7 +162,7 @@ def prepare(jobs_dir: str, runs: int = 200, mutant_runs: int = 40, clusters: int
             mspec = JobSpec(_safe_name(f, mname), str(ROOT / f), mutant=mname,
                             runs=mutant_runs, clusters=clusters,
                             extra={"process_s": 240}, structured=structured,
-                            arrivals=arrivals)
+                            arrivals=arrivals, fold=fold)
             try:
                 jobs.append(prepare_job(jobs_dir, mspec))
                 table["mutants"][key]["job"] = mspec.name
@@ -269,10 +270,12 @@ def bench_jobs(jobs_dir: str) -> list[dict]:
     return jobs
 
 
-def reemit(jobs_dir: str, log: Any = print) -> None:
+def reemit(jobs_dir: str, log: Any = print, fold: Optional[bool] = None) -> None:
     """Regenerate every job's binary with the current emitter, keeping the model verdicts
-    (table.json) and the job list; litmus and benchmark jobs are rebuilt too."""
+    (table.json) and the job list; litmus and benchmark jobs are rebuilt where the folder
+    had them.  ``fold``: emit folded (True) or with copies (False); None keeps each job's."""
     index = json.load(open(os.path.join(jobs_dir, "index.json")))
+    kinds = {j["kind"] for j in index["jobs"]}
     jobs = []
     for j in index["jobs"]:
         if j["kind"] != "conform":
@@ -281,15 +284,18 @@ def reemit(jobs_dir: str, log: Any = print) -> None:
         spec = JobSpec(j["name"], m["file"], m.get("params", {}), m.get("mutant", ""),
                        runs=j["runs"], clusters=j["clusters"],
                        structured=m.get("structured", False),
-                       arrivals=m.get("arrivals", "warp"))
+                       arrivals=m.get("arrivals", "warp"),
+                       fold=m.get("fold", False) if fold is None else fold)
         if j["name"].startswith("bugs__"):
             spec.extra["hang_s"] = 3.0
         if m.get("mutant"):
             spec.extra["process_s"] = 240
         jobs.append(prepare_job(jobs_dir, spec))
         log(f"re-emitted {j['name']}")
-    jobs += litmus_jobs(jobs_dir)
-    jobs += bench_jobs(jobs_dir)
+    if "litmus" in kinds:
+        jobs += litmus_jobs(jobs_dir)
+    if "bench" in kinds:
+        jobs += bench_jobs(jobs_dir)
     write_index(jobs_dir, jobs, budget_s=480)
 
 
@@ -373,8 +379,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--unrolled", action="store_true",
                    help="run the fully unrolled programs (default: structured where the "
                         "kernel allows, impl/structured.py)")
+    p.add_argument("--copies", dest="fold", action="store_false",
+                   help="emit the loop bodies copied per pipeline state (default: folded, "
+                        "the PipelineState in registers, impl/fold.py)")
     r = sub.add_parser("reemit")
     r.add_argument("jobs_dir")
+    r.add_argument("--fold", choices=("keep", "on", "off"), default="keep")
     a = sub.add_parser("analyze")
     a.add_argument("jobs_dir")
     a.add_argument("results_dir")
@@ -385,14 +395,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     a.add_argument("--only", default="")
     args = ap.parse_args(argv)
     if args.cmd == "reemit":
-        reemit(args.jobs_dir)
+        reemit(args.jobs_dir, fold={"keep": None, "on": True, "off": False}[args.fold])
         return 0
     if args.cmd == "prepare":
         variants = [{}] if args.variants == "default" else None
         prepare(args.jobs_dir, args.runs, args.mutant_runs, args.clusters,
                 not args.no_coverage, not args.no_litmus, not args.no_bench, args.only,
                 coverage_variants=variants, mutate_coverage=args.mutate_coverage,
-                structured=not args.unrolled, arrivals=args.arrivals)
+                structured=not args.unrolled, arrivals=args.arrivals, fold=args.fold)
         return 0
     res = analyze_batch(args.jobs_dir, args.results_dir, args.workers, args.max_traces,
                         args.only)

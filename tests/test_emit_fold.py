@@ -312,7 +312,7 @@ def test_folded_tma_loads_of_one_fill_keep_their_slots():
     path = str(TB / "pipeline_tma_async_multicast.pipe")
     folded = emit_file(path, {}, BARE).ptx
     copies = emit_file(path, {}, EmitOptions("sm_90a", trace=False, jitter=False,
-                                             checks=False)).ptx
+                                             checks=False, fold=False)).ptx
 
     def producer(ptx: str) -> str:
         return ptx.split("---- cta 3 warp 0")[1].split("---- cta 3 warp 1")[0]
