@@ -48,7 +48,7 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
      {"concrete", "statespace", "tracebuild", "shorten", "lasso"}),
     ("the symbolic encoding and the reductions",
      {"por", "por_tables", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
-      "chain", "native", "native.ccode", "native.build"}),
+      "chain", "native", "native.ccode", "native.build", "native.porwalk"}),
     ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed"}),
     ("the portfolio", {"portfolio"}),
 ]
