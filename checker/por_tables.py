@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..model.program import Wait
 from .por import Footprints, conflicts
 
 #: operation kinds of ``Footprints.bar_ops`` -> small ints
@@ -65,6 +66,8 @@ class PorTables:
     writers_from: Table
     #: bar ids the warp may arrive at from pc on
     arrivers_from: Table
+    #: the bar id an mbarrier wait (``Wait``) at pc is on, else -1
+    wait_bar: Table
 
     @property
     def n_modes(self) -> int:
@@ -98,6 +101,7 @@ class PorTables:
         for rows in self.step:
             out["pc_base"].append(out["pc_base"][-1] + len(rows))
         out["blocking"] = [int(x) for rows in self.blocking for x in rows]
+        out["wait_bar"] = [x for rows in self.wait_bar for x in rows]
         out["acyclic"] = [int(x) for x in self.acyclic]
         out["conflict"] = list(self.conflict)
         for name in ("step", "future_env", "seg_fp", "seg_fp_nc", "seg_next",
@@ -142,6 +146,8 @@ def build(fp: Footprints) -> PorTables:
     bar_set = {op[0] for ops in ops_rows for op in ops}
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.seg_arr[a][pc]}
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.arrivers_from[a][pc]}
+    bar_set |= set(sysm.bar)
+    bar_set |= {ins.bar for a in range(n) for ins in sysm.code(a) if isinstance(ins, Wait)}
     bars = tuple(sorted(bar_set, key=repr))
     oid = {o: i for i, o in enumerate(objects)}
     mid = {m: i for i, m in enumerate(modes)}
@@ -178,4 +184,6 @@ def build(fp: Footprints) -> PorTables:
         writers_from=per_pc(lambda a, pc: tuple(sorted(oid[o] for o in fp.writers_from[a][pc]))),
         arrivers_from=per_pc(lambda a, pc: tuple(sorted(bid[b]
                                                         for b in fp.arrivers_from[a][pc]))),
+        wait_bar=per_pc(lambda a, pc: bid[sysm.code(a)[pc].bar]
+                        if isinstance(sysm.code(a)[pc], Wait) else -1),
     )

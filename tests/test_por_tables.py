@@ -12,6 +12,7 @@ import pytest
 import generators as G
 from pipeproof.checker import por
 from pipeproof.checker.por_tables import KINDS, build
+from pipeproof.model.program import Wait
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
@@ -37,6 +38,9 @@ def _round_trip(name: str) -> None:
             assert t.decode_arr(t.seg_arr[a][pc]) == fp.seg_arr[a][pc]
             assert {t.objects[o] for o in t.writers_from[a][pc]} == fp.writers_from[a][pc]
             assert {t.bars[b] for b in t.arrivers_from[a][pc]} == fp.arrivers_from[a][pc]
+            ins = fp.sys.code(a)[pc]
+            assert (t.bars[t.wait_bar[a][pc]] if t.wait_bar[a][pc] >= 0 else None) == \
+                (ins.bar if isinstance(ins, Wait) else None)
     flat = t.flat()
     rows = flat["pc_base"][-1]
     assert rows == sum(len(fp.sys.code(a)) for a in range(len(fp.sys.agents)))
