@@ -142,7 +142,10 @@ def build(fp: Footprints) -> PorTables:
     objs = {o for f in fps for o, _m in f}
     objs |= {o for a in range(n) for pc in pcs[a] for o in fp.writers_from[a][pc]}
     objects = tuple(sorted(objs, key=repr))
-    modes = tuple(sorted({m for f in fps for _o, m in f}))
+    # the modes a closure round may add (promotions "M", release flags "MR") or asks
+    # about are numbered even where no footprint has them
+    modes = tuple(sorted({m for f in fps for _o, m in f} | {"A", "X", "O", "W", "R", "M", "MR",
+                                                             "NA"}))
     bar_set = {op[0] for ops in ops_rows for op in ops}
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.seg_arr[a][pc]}
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.arrivers_from[a][pc]}

@@ -179,6 +179,9 @@ typedef struct {
     int64_t *ops_off, *ops;  /* ops_off[u] = -1: unbounded */
     int64_t fp_cap, arr_cap, ops_cap;
     int32_t rounds;
+    int64_t *bar_at;         /* n_bars + 1: where each barrier's operations start */
+    int64_t *gathered;       /* the operations of the bounded futures, per barrier */
+    int64_t gathered_cap;    /* in operations */
 } pw_settled;
 
 void pw_reset(int64_t rows, int32_t *need_kind) {
@@ -287,8 +290,8 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
     uint8_t *blocked = out->blocked, *unb = out->unbounded;
     uint8_t *keep = calloc((size_t)nb + 1, 1);
     int64_t *per_bar = calloc((size_t)nb + 1, sizeof(int64_t));
-    int64_t *bar_at = calloc((size_t)nb + 2, sizeof(int64_t));
-    int64_t *gathered = NULL;
+    int64_t *bar_at = out->bar_at;
+    int64_t *gathered = out->gathered;
     int rc = 0;
     memset(blocked, 0, (size_t)nb);
     for (int32_t i = 0; i < n_others; i++) {
@@ -361,8 +364,7 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
         }
         bar_at[0] = 0;
         for (int64_t b = 0; b < nb; b++) bar_at[b + 1] = bar_at[b] + per_bar[b];
-        free(gathered);
-        gathered = malloc(sizeof(int64_t) * 4 * (size_t)(bar_at[nb] + 1));
+        if (bar_at[nb] > out->gathered_cap) { rc = -2; goto done; }
         memset(per_bar, 0, sizeof(int64_t) * (size_t)(nb + 1));
         for (int32_t i = 0; i < n_others; i++) {
             if (out->ops_off[i] < 0) continue;
@@ -387,7 +389,349 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
 done:
     free(keep);
     free(per_bar);
-    free(bar_at);
-    free(gathered);
     return rc;
+}
+
+/* ------------------------------------------------------------------ the closure
+ * _Ctx.stubborn and _Ctx._grow in native code.  What a round reads of the state beyond
+ * pw_state comes in as a pw_closure (made by checker/native/porwalk.py NativeClosure
+ * from the same _Ctx helpers, once per state); the enablers of a disabled warp
+ * (_Ctx._enablers) are asked through a callback, once per unit and state. */
+
+#define PW_MAX_UNITS (64 * PW_MAX_WORDS)
+
+typedef struct {
+    int32_t n_modes;
+    int32_t m_M, m_MR, m_W, m_R, m_O;
+    const uint8_t *free_mode;     /* per mode: A, X, O, NA (por._FREE_MODES) */
+    const uint8_t *barop_mode;    /* per mode: A, X, O (por.BAR_OPS | {"O"}) */
+    const uint8_t *conflict;      /* n_modes x n_modes: por.conflicts */
+    const int32_t *obj_kind;      /* per object: 0 bar, 1 arr, 2 exit, 3 nb, 4 other */
+    const int32_t *obj_arg;       /* bar id, array index, cta, named-barrier key index */
+    int32_t n_objects;
+    /* per unit */
+    const int8_t *enabled;
+    const int64_t *cur_fp_off, *cur_fp;   /* _current_fp before the holders' exception */
+    const int64_t *cur_ops_off, *cur_ops; /* _current_ops, 4 ints an operation */
+    const int64_t *exit_pair;   /* the unit's (exit, cta) W pair where an exit may drop it */
+    const int32_t *ucta;        /* a warp unit's CTA, else -1 */
+    const int8_t *cl_cand;      /* a cluster arrive / exit not completing now */
+    const int8_t *carr0, *carr_not1;
+    const int8_t *exit_sync;    /* 0 no, 1 always, 2 unless the bar.sync 0 cannot complete */
+    const int32_t *exit_nbkey, *sync_nbkey;
+    /* named barriers (keys) */
+    int32_t n_keys;
+    const int64_t *nb_need;     /* threads that complete a generation, -1 unknown */
+    const int64_t *nb_count;    /* threads arrived now */
+    const int64_t *na_pair;     /* the key's NA pair, -1 if none */
+    const int8_t *arrived;      /* [key * n_units + unit] */
+    /* barrier arrays */
+    const int8_t *saturated, *multi_init;
+    const int32_t *arr_cta;
+    const int8_t *sync0;        /* per CTA: 0 no bar.sync 0, 1 counted, 2 all-thread only */
+    const int32_t *sync0_key;   /* per CTA: the key index of (cta, 0) */
+    const int64_t *m_pairs_off, *m_pairs; /* per CTA: its arrays' M pairs (n_ctas + 1 offs) */
+    int32_t n_ctas;
+    /* per pair: the CTA of an (exit, cta) W pair, else -1; the CA pair of ("cl",) */
+    const int32_t *pair_exitw_cta;
+    int64_t ca_pair;
+    const int8_t *observed;     /* per bar: the completed phase is observed */
+    const int8_t *in_sys;       /* per bar: a barrier of the system */
+    int (*enablers)(int32_t u, uint64_t *out);
+    int8_t *en_done;            /* per unit: enablers asked (reset per state) */
+    uint64_t *en_sets;          /* per unit: n_words words */
+    /* the grow memo of this state: keys and values, n_words words each */
+    uint64_t *memo;
+    int32_t memo_n, memo_cap;
+} pw_closure;
+
+static int bit(const uint64_t *T, int32_t u) { return (T[u >> 6] >> (u & 63)) & 1; }
+static void setbit(uint64_t *T, int32_t u) { T[u >> 6] |= (uint64_t)1 << (u & 63); }
+
+static int cluster_frozen(const pw_state *s, const pw_closure *c, const uint64_t *T) {
+    for (int32_t u = 0; u < s->n_units; u++)
+        if (bit(T, u) && s->kind[u] == 0 && c->carr0[u]) return 1;
+    return 0;
+}
+
+typedef struct {
+    /* per other (index into others): flags from its future's footprint */
+    int8_t *has_exitw, *has_ca;
+    int8_t *has_na;             /* [key * n_others + i] */
+} fut_flags;
+
+static int nb_cannot(const pw_closure *c, const pw_state *s, const fut_flags *ff,
+                     const int32_t *others, int32_t n_others, int32_t k, int own) {
+    if (c->nb_need[k] < 0) return 0;
+    int64_t n = 0;
+    for (int32_t i = 0; i < n_others; i++)
+        if (ff->has_na[(int64_t)k * n_others + i] && !c->arrived[(int64_t)k * s->n_units + others[i]])
+            n++;
+    return c->nb_count[k] + 32 * (n + own) < c->nb_need[k];
+}
+
+/* one round of the closure: 0, or < 0 where it cannot be computed here */
+static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
+                pw_result *r, pw_settled *out) {
+    int32_t n = s->n_units, w = s->n_words, nm = c->n_modes;
+    /* enablers of the disabled warps of T */
+    uint64_t T0[PW_MAX_WORDS];
+    memcpy(T0, T, sizeof(uint64_t) * (size_t)w);
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T0, u) || s->kind[u] != 0 || c->enabled[u]) continue;
+        uint64_t *e = c->en_sets + (int64_t)u * w;
+        if (!c->en_done[u]) {
+            if (c->enablers(u, e) != 0) return -1;
+            c->en_done[u] = 1;
+        }
+        for (int32_t j = 0; j < w; j++) T[j] |= e[j];
+    }
+    int32_t others[PW_MAX_UNITS], no = 0, oi[PW_MAX_UNITS];
+    for (int32_t u = 0; u < n; u++) {
+        oi[u] = -1;
+        if (!bit(T, u)) { oi[u] = no; others[no++] = u; }
+    }
+    memcpy((void *)s->T, T, sizeof(uint64_t) * (size_t)w);
+    s->frozen_cl = cluster_frozen(s, c, T);
+    int rc = pw_settle(t, s, others, no, r, out);
+    if (rc != 0) return rc;
+    /* flags of the futures */
+    int8_t has_exitw[PW_MAX_UNITS], has_ca[PW_MAX_UNITS];
+    int8_t *has_na = calloc((size_t)(c->n_keys + 1) * (size_t)(no + 1), 1);
+    fut_flags ff = {has_exitw, has_ca, has_na};
+    for (int32_t i = 0; i < no; i++) {
+        int32_t v = others[i];
+        has_exitw[i] = 0;
+        has_ca[i] = 0;
+        for (int64_t k = out->fp_off[i]; k < out->fp_off[i + 1]; k++) {
+            int64_t p = out->fp[k];
+            if (p == c->ca_pair) has_ca[i] = 1;
+            if (s->kind[v] == 0 && c->pair_exitw_cta[p] >= 0 && c->pair_exitw_cta[p] == c->ucta[v])
+                has_exitw[i] = 1;
+            int64_t o = p / nm;
+            if (c->obj_kind[o] == 3 && p == c->na_pair[c->obj_arg[o]])
+                has_na[(int64_t)c->obj_arg[o] * no + i] = 1;
+        }
+    }
+    /* holders: per CTA, the live warps that stay live until T moves */
+    uint64_t holders[64][PW_MAX_WORDS];
+    if (c->n_ctas > 64) { free(has_na); return -2; }
+    memset(holders, 0, sizeof holders);
+    for (int32_t u = 0; u < n; u++) {
+        if (s->kind[u] != 0) continue;
+        if (bit(T, u) || !has_exitw[oi[u]]) setbit(holders[c->ucta[u]], u);
+    }
+    /* T's footprint (index), its operations per barrier, the barriers it waits on */
+    int64_t n_pairs = (int64_t)c->n_objects * nm;
+    uint8_t *tidx = calloc((size_t)n_pairs, 1);
+    uint8_t *tobj = calloc((size_t)c->n_objects, 1);
+    int64_t *tlist = malloc(sizeof(int64_t) * (size_t)(n_pairs + 1));
+    int64_t nt = 0;
+    uint8_t *t_waits = calloc((size_t)t->n_bars + 1, 1);
+    int64_t *t_cnt = calloc((size_t)t->n_bars + 1, sizeof(int64_t));
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T, u) || !c->enabled[u]) continue;
+        int release_only = c->sync_nbkey[u] >= 0 &&
+            nb_cannot(c, s, &ff, others, no, c->sync_nbkey[u], 1);
+        int drop_exit = 0;
+        if (c->exit_pair[u] >= 0) {
+            uint64_t *h = holders[c->ucta[u]];
+            for (int32_t j = 0; j < w; j++) {
+                uint64_t x = h[j];
+                if (j == (u >> 6)) x &= ~((uint64_t)1 << (u & 63));
+                if (x) drop_exit = 1;
+            }
+        }
+        int add_all_m = 0;
+        if (c->cl_cand[u]) {
+            add_all_m = 1;
+            for (int32_t b = 0; b < n && add_all_m; b++) {
+                if (b == u || s->kind[b] != 0 || !c->carr_not1[b]) continue;
+                if (bit(T, b) || !has_ca[oi[b]]) add_all_m = 0;
+            }
+        }
+        int add_cta_m = 0;
+        if (c->exit_sync[u] == 1) add_cta_m = 1;
+        if (c->exit_sync[u] == 2)
+            add_cta_m = !nb_cannot(c, s, &ff, others, no, c->exit_nbkey[u], 1);
+        /* the pairs: current footprint, then the promotions */
+        for (int pass = 0; pass < 3; pass++) {
+            const int64_t *lo, *hi;
+            if (pass == 0) {
+                lo = c->cur_fp + c->cur_fp_off[u];
+                hi = c->cur_fp + c->cur_fp_off[u + 1];
+            } else if (pass == 1) {
+                if (!add_all_m) continue;
+                lo = c->m_pairs;
+                hi = c->m_pairs + c->m_pairs_off[c->n_ctas];
+            } else {
+                if (!add_cta_m) continue;
+                lo = c->m_pairs + c->m_pairs_off[c->ucta[u]];
+                hi = c->m_pairs + c->m_pairs_off[c->ucta[u] + 1];
+            }
+            for (const int64_t *q = lo; q < hi; q++) {
+                int64_t p = *q;
+                if (pass == 0 && drop_exit && p == c->exit_pair[u]) continue;
+                int64_t o = p / nm, m = p % nm;
+                if (release_only && m == c->m_M) p = o * nm + c->m_MR, m = c->m_MR;
+                if (!tidx[p]) { tidx[p] = 1; tlist[nt++] = p; }
+                tobj[o] = 1;
+                if (c->obj_kind[o] == 0 && m == c->m_O) t_waits[c->obj_arg[o]] = 1;
+            }
+        }
+        for (int64_t k = c->cur_ops_off[u]; k < c->cur_ops_off[u + 1]; k += 4) t_cnt[c->cur_ops[k]]++;
+    }
+    /* T's operations per barrier, in unit order */
+    int64_t *t_at = calloc((size_t)t->n_bars + 2, sizeof(int64_t));
+    for (int64_t b = 0; b < t->n_bars; b++) t_at[b + 1] = t_at[b] + t_cnt[b];
+    int64_t *t_ops = malloc(sizeof(int64_t) * 4 * (size_t)(t_at[t->n_bars] + 1));
+    memset(t_cnt, 0, sizeof(int64_t) * (size_t)(t->n_bars + 1));
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T, u) || !c->enabled[u]) continue;
+        for (int64_t k = c->cur_ops_off[u]; k < c->cur_ops_off[u + 1]; k += 4) {
+            int64_t b = c->cur_ops[k];
+            memcpy(t_ops + 4 * (t_at[b] + t_cnt[b]), c->cur_ops + k, 4 * sizeof(int64_t));
+            t_cnt[b]++;
+        }
+    }
+    /* settle-free barriers and named barriers */
+    uint8_t *freeo = calloc((size_t)c->n_objects, 1);
+    for (int64_t o = 0; o < c->n_objects; o++) {
+        if (!tobj[o]) continue;
+        int kind = c->obj_kind[o];
+        if (kind == 0) {
+            int64_t b = c->obj_arg[o];
+            if (out->unbounded[b]) continue;
+            int sub = 1;
+            for (int32_t m = 0; m < nm; m++)
+                if (tidx[o * nm + m] && !c->barop_mode[m]) sub = 0;
+            if (!sub) continue;
+            if (!c->in_sys[b] || !c->observed[b]) continue;
+            const int64_t *non_t = out->gathered + 4 * out->bar_at[b];
+            int64_t n_non = out->bar_at[b + 1] - out->bar_at[b];
+            if (t_waits[b] && pw_can_complete(s->pending[b], s->tx[b], non_t, n_non, 4, -1))
+                continue;
+            int64_t n_t = t_at[b + 1] - t_at[b];
+            if (n_t > 0) {
+                int64_t *all = malloc(sizeof(int64_t) * 4 * (size_t)(n_t + n_non));
+                memcpy(all, t_ops + 4 * t_at[b], sizeof(int64_t) * 4 * (size_t)n_t);
+                memcpy(all + 4 * n_t, non_t, sizeof(int64_t) * 4 * (size_t)n_non);
+                int cc = pw_can_complete(s->pending[b], s->tx[b], all, n_t + n_non, 4, n_t + n_non);
+                free(all);
+                if (cc) continue;
+            }
+            freeo[o] = 1;
+        } else if (kind == 3) {
+            int32_t k = c->obj_arg[o];
+            int only_na = c->na_pair[k] >= 0;
+            for (int32_t m = 0; m < nm && only_na; m++)
+                if (tidx[o * nm + m] && o * nm + m != c->na_pair[k]) only_na = 0;
+            if (only_na && tidx[c->na_pair[k]] && nb_cannot(c, s, &ff, others, no, k, 0))
+                freeo[o] = 1;
+        }
+    }
+    /* the units outside T whose future conflicts with T's steps (T grows meanwhile:
+     * _init_settles reads it) */
+    for (int32_t i = 0; i < no; i++) {
+        int32_t v = others[i];
+        int hit = 0;
+        for (int64_t k = out->fp_off[i]; k < out->fp_off[i + 1] && !hit; k++) {
+            int64_t p = out->fp[k], o = p / nm, mode = p % nm;
+            if (!tobj[o]) continue;
+            int kind = c->obj_kind[o];
+            if (kind == 2 && mode == c->m_W) {
+                uint64_t *h = holders[c->obj_arg[o]];
+                int other_holder = 0;
+                for (int32_t j = 0; j < w; j++) {
+                    uint64_t x = h[j];
+                    if (s->kind[v] == 0 && j == (v >> 6)) x &= ~((uint64_t)1 << (v & 63));
+                    if (x) other_holder = 1;
+                }
+                if (other_holder) continue;
+            }
+            if (kind == 1) {
+                int32_t ai = c->obj_arg[o];
+                if (mode != c->m_W && !tidx[o * nm + c->m_W] && c->saturated[ai]) continue;
+                if (mode == c->m_M || mode == c->m_MR) {
+                    int sub = 1;
+                    for (int32_t m = 0; m < nm; m++)
+                        if (tidx[o * nm + m] && m != c->m_W && m != c->m_MR && m != c->m_R) sub = 0;
+                    if (sub && !c->multi_init[ai] && cluster_frozen(s, c, T)) {
+                        int32_t cta = c->arr_cta[ai];
+                        int ok = 1;
+                        if (c->sync0[cta] == 1) ok = 0;
+                        if (c->sync0[cta] == 2) {
+                            int32_t key = c->sync0_key[cta];
+                            ok = 0;
+                            for (int32_t u = 0; u < n; u++)
+                                if (bit(T, u) && s->kind[u] == 0 && c->ucta[u] == cta &&
+                                    !c->arrived[(int64_t)key * n + u]) ok = 1;
+                        }
+                        if (ok) continue;
+                    }
+                }
+            }
+            if (freeo[o] && c->free_mode[mode]) continue;
+            for (int32_t m = 0; m < nm; m++)
+                if (tidx[o * nm + m] && c->conflict[mode * nm + m]) { hit = 1; break; }
+        }
+        if (hit) setbit(T, v);
+    }
+    free(has_na);
+    free(tidx);
+    free(tobj);
+    free(tlist);
+    free(t_waits);
+    free(t_cnt);
+    free(t_at);
+    free(t_ops);
+    free(freeo);
+    return 0;
+}
+
+static int32_t count_enabled(const pw_state *s, const pw_closure *c, const uint64_t *T) {
+    int32_t k = 0;
+    for (int32_t u = 0; u < s->n_units; u++)
+        if (bit(T, u) && c->enabled[u]) k++;
+    return k;
+}
+
+void pw_closure_reset(pw_closure *c, int32_t n_units) {
+    memset(c->en_done, 0, (size_t)n_units);
+    c->memo_n = 0;
+}
+
+/* _Ctx.stubborn: 1 and T (n_words words) a stubborn set; 0 none (no enabled unit, or
+ * at least best_size enabled units, best_size >= 0); < 0 where it cannot be computed */
+int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
+                int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T) {
+    int32_t w = s->n_words;
+    memset(T, 0, sizeof(uint64_t) * (size_t)w);
+    setbit(T, seed);
+    for (;;) {
+        uint64_t key[PW_MAX_WORDS];
+        memcpy(key, T, sizeof(uint64_t) * (size_t)w);
+        int found = 0;
+        for (int32_t i = 0; i < c->memo_n; i++) {
+            if (!memcmp(c->memo + (int64_t)2 * i * w, key, sizeof(uint64_t) * (size_t)w)) {
+                memcpy(T, c->memo + (int64_t)(2 * i + 1) * w, sizeof(uint64_t) * (size_t)w);
+                found = 1;
+                break;
+            }
+        }
+        if (!found) {
+            int rc = grow(t, s, c, T, r, out);
+            if (rc != 0) return rc;
+            if (c->memo_n < c->memo_cap) {
+                memcpy(c->memo + (int64_t)2 * c->memo_n * w, key, sizeof(uint64_t) * (size_t)w);
+                memcpy(c->memo + (int64_t)(2 * c->memo_n + 1) * w, T, sizeof(uint64_t) * (size_t)w);
+                c->memo_n++;
+            }
+        }
+        int changed = memcmp(key, T, sizeof(uint64_t) * (size_t)w) != 0;
+        if (best_size >= 0 && count_enabled(s, c, T) >= best_size) return 0;
+        if (!changed) break;
+    }
+    if (count_enabled(s, c, T) == 0) return 0;
+    return 1;
 }

@@ -71,12 +71,57 @@ typedef struct {
     int64_t *ops_off, *ops;
     int64_t fp_cap, arr_cap, ops_cap;
     int32_t rounds;
+    int64_t *bar_at;
+    int64_t *gathered;
+    int64_t gathered_cap;
 } pw_settled;
 void pw_reset(int64_t rows, int32_t *need_kind);
 int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_ops,
                     int64_t stride, int64_t proper_of);
 int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_others,
               pw_result *r, pw_settled *out);
+typedef struct {
+    int32_t n_modes;
+    int32_t m_M, m_MR, m_W, m_R, m_O;
+    const uint8_t *free_mode;
+    const uint8_t *barop_mode;
+    const uint8_t *conflict;
+    const int32_t *obj_kind;
+    const int32_t *obj_arg;
+    int32_t n_objects;
+    const int8_t *enabled;
+    const int64_t *cur_fp_off, *cur_fp;
+    const int64_t *cur_ops_off, *cur_ops;
+    const int64_t *exit_pair;
+    const int32_t *ucta;
+    const int8_t *cl_cand;
+    const int8_t *carr0, *carr_not1;
+    const int8_t *exit_sync;
+    const int32_t *exit_nbkey, *sync_nbkey;
+    int32_t n_keys;
+    const int64_t *nb_need;
+    const int64_t *nb_count;
+    const int64_t *na_pair;
+    const int8_t *arrived;
+    const int8_t *saturated, *multi_init;
+    const int32_t *arr_cta;
+    const int8_t *sync0;
+    const int32_t *sync0_key;
+    const int64_t *m_pairs_off, *m_pairs;
+    int32_t n_ctas;
+    const int32_t *pair_exitw_cta;
+    int64_t ca_pair;
+    const int8_t *observed;
+    const int8_t *in_sys;
+    int (*enablers)(int32_t u, uint64_t *out);
+    int8_t *en_done;
+    uint64_t *en_sets;
+    uint64_t *memo;
+    int32_t memo_n, memo_cap;
+} pw_closure;
+void pw_closure_reset(pw_closure *c, int32_t n_units);
+int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
+                int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
 """
 #: room for the sets of one requirement (``porwalk.c`` PW_MAX_SETS) and unit bitset words
 MAX_SETS = 32
@@ -296,6 +341,9 @@ class NativeSettle:
         o.arr = arr("int64_t[]", [0] * o.arr_cap)
         o.ops_cap = n * (self.w.c_result.ops_cap + len(eo) // 4) + 1
         o.ops = arr("int64_t[]", [0] * (4 * o.ops_cap))
+        o.bar_at = arr("int64_t[]", [0] * (len(t.bars) + 2))
+        o.gathered_cap = o.ops_cap
+        o.gathered = arr("int64_t[]", [0] * (4 * o.ops_cap))
         self._others = arr("int32_t[]", [0] * (n + 1))
 
     def _need(self, a: int, pc: int, sets: Any, max_sets: int) -> int:
@@ -369,3 +417,234 @@ class NativeSettle:
                              o.ops[4 * k + 3]) for k in range(o.ops_off[i], o.ops_off[j]))
             futures[v] = (fp, counts, ops)
         return blocked, futures, unbounded
+
+
+class NativeClosure(NativeSettle):
+    """``pw_stubborn``: ``por._Ctx.stubborn`` (the closure rounds of ``_grow`` over the
+    settle analysis) in native code.  ``stubborn(ctx, seed, best_size)`` answers what
+    ``ctx.stubborn`` answers, or raises ``SettleUnavailable`` for a state it does not
+    take (the caller then runs the Python closure)."""
+
+    def __init__(self, tables: PorTables):
+        super().__init__(tables)
+        from ...model.program import ClusterArrive, Exit, NamedBarrierOp
+        from ..por import BAR_OPS, _FREE_MODES
+        self._kinds = (ClusterArrive, Exit, NamedBarrierOp)
+        ffi, t, nm = self.ffi, tables, self.nm
+        self.fpt: Any = None  # the reducer's Footprints (bound at the first state)
+        mid = self.mid
+        c = self._c = ffi.new("pw_closure *")
+        keep = self._static = []
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        c.n_modes = nm
+        c.m_M, c.m_MR, c.m_W, c.m_R, c.m_O = (mid[m] for m in ("M", "MR", "W", "R", "O"))
+        c.free_mode = arr("uint8_t[]", [int(m in _FREE_MODES) for m in t.modes])
+        c.barop_mode = arr("uint8_t[]", [int(m in BAR_OPS | {"O"}) for m in t.modes])
+        c.conflict = arr("uint8_t[]", list(t.conflict))
+        c.n_objects = len(t.objects)
+        self._arrays = [o for o in t.objects if o[0] == "arr"]
+        self._arr_idx = {o: i for i, o in enumerate(self._arrays)}
+        self._key_idx: dict = {}
+        self._keys: list = []
+        self.n_pairs = len(t.objects) * nm
+
+    def _bind(self, ctx: Any) -> None:
+        """The tables that need the system (named-barrier keys, CTAs): at the first state."""
+        ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
+        sysm, fpt = ctx.sys, ctx.fp
+        self.fpt = fpt
+        keep = self._static
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        n_ctas = sysm.info.num_ctas
+        keys = set(fpt.nb_count) | fpt.nb_all_threads | {(cta, 0) for cta in range(n_ctas)}
+        for ag in sysm.agents:
+            for ins in ag.program.code:
+                if isinstance(ins, self._kinds[2]):
+                    keys.add((ag.cta, ins.id))
+        self._keys = sorted(keys)
+        self._key_idx = {k: i for i, k in enumerate(self._keys)}
+        kind, argv = [], []
+        for o in t.objects:
+            if o[0] == "bar":
+                kind.append(0)
+                argv.append(self.bid.get(o[1], -1))
+            elif o[0] == "arr":
+                kind.append(1)
+                argv.append(self._arr_idx[o])
+            elif o[0] == "exit":
+                kind.append(2)
+                argv.append(o[1])
+            elif o[0] == "nb" and (o[1], o[2]) in self._key_idx:
+                kind.append(3)
+                argv.append(self._key_idx[(o[1], o[2])])
+            else:
+                kind.append(4)
+                argv.append(0)
+        c.obj_kind, c.obj_arg = arr("int32_t[]", kind), arr("int32_t[]", argv)
+        c.n_keys = len(self._keys)
+        na = []
+        for k in self._keys:
+            o = ("nb",) + k
+            na.append(self.oid[o] * nm + self.mid["NA"] if o in self.oid else -1)
+        c.na_pair = arr("int64_t[]", na)
+        c.multi_init = arr("int8_t[]", [int(len(sysm.initers.get((o[1], o[2]), ())) > 1)
+                                        for o in self._arrays])
+        c.arr_cta = arr("int32_t[]", [o[1] for o in self._arrays])
+        sync0, sync0_key = [], []
+        for cta in range(n_ctas):
+            key = (cta, 0)
+            sync0.append(0 if key not in sysm.nb else (2 if key in fpt.nb_all_only else 1))
+            sync0_key.append(self._key_idx[key])
+        c.sync0, c.sync0_key = arr("int8_t[]", sync0), arr("int32_t[]", sync0_key)
+        mo, mp = [0], []
+        for cta in range(n_ctas):
+            for x in fpt._arrays_of(cta):
+                if x not in self.oid:
+                    raise SettleUnavailable(f"array {x} outside the tables")
+                mp.append(self.oid[x] * nm + self.mid["M"])
+            mo.append(len(mp))
+        c.m_pairs_off, c.m_pairs = arr("int64_t[]", mo), arr("int64_t[]", mp)
+        c.n_ctas = n_ctas
+        pec = [-1] * self.n_pairs
+        for i, o in enumerate(t.objects):
+            if o[0] == "exit":
+                pec[i * nm + self.mid["W"]] = o[1]
+        c.pair_exitw_cta = arr("int32_t[]", pec)
+        ca = ("cl",)
+        c.ca_pair = self.oid[ca] * nm + self.mid["CA"] if ca in self.oid and "CA" in self.mid \
+            else -1
+        c.in_sys = arr("int8_t[]", [int(b in sysm.bar) for b in t.bars])
+        self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
+        c.enablers = self._en_cb
+        c.memo_cap = 256
+
+    def _enablers(self, u: int, out: Any) -> int:
+        try:
+            add = self._ctx._enablers(self.units[u])
+            bits = [0] * self.words
+            for x in add:
+                i = self.uidx.get(x)
+                if i is None:
+                    return -1
+                bits[i >> 6] |= 1 << (i & 63)
+            for j in range(self.words):
+                out[j] = bits[j]
+            return 0
+        except Exception:  # a callback must not raise through C: no answer
+            return -1
+
+    def _state(self, ctx: Any) -> None:
+        super()._state(ctx)
+        if self.fpt is None:
+            self._bind(ctx)
+        ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
+        sysm, fpt = ctx.sys, ctx.fp
+        keep = self._keep
+        units = self.units
+        n = len(units)
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        ClusterArrive, Exit, NamedBarrierOp = self._kinds
+        enabled, cfo, cf, coo, co = [], [0], [], [0], []
+        exit_pair, ucta, cl_cand, carr0, carr_not1 = [], [], [], [], []
+        exit_sync, exit_nbkey, sync_nbkey = [], [], []
+        for u in units:
+            enabled.append(int(ctx._enabled(u)))
+            ep, cta, clc, c0, cn1, es, ek, sk = -1, -1, 0, 0, 0, 0, -1, -1
+            if u[0] == "a":
+                a = u[1]
+                pc = ctx.pcs[a]
+                ins = sysm.code(a)[pc]
+                cta = sysm.agents[a].cta
+                nc = fpt.noncompleting[a][pc]
+                fp = nc if nc is not None and not ctx._completes(a, pc) else fpt.step[a][pc]
+                if nc is not None and isinstance(ins, Exit):
+                    o = ("exit", cta)
+                    if o in self.oid:
+                        ep = self.oid[o] * nm + self.mid["W"]
+                carr = ctx.get(sysm.agents[a].carr)
+                c0, cn1 = int(carr == 0), int(carr != 1)
+                if isinstance(ins, (ClusterArrive, Exit)) and not ctx._completes(a, pc) \
+                        and fpt.has_cluster_arrive:
+                    clc = 1
+                if isinstance(ins, Exit):
+                    key = (cta, 0)
+                    if key in fpt.nb_all_threads:
+                        es = 2 if key in fpt.nb_all_only else 1
+                        ek = self._key_idx[key]
+                if isinstance(ins, NamedBarrierOp):
+                    sk = self._key_idx[(cta, ins.id)]
+            else:
+                fp = ctx.env_fps[u]
+            cf.extend(self._pairs(fp))
+            cfo.append(len(cf))
+            for b, k, cnt, x in ctx._current_ops(u):
+                co += [self.bid[b], KINDS.index(k), cnt, x]
+            coo.append(len(co))
+            exit_pair.append(ep)
+            ucta.append(cta)
+            cl_cand.append(clc)
+            carr0.append(c0)
+            carr_not1.append(cn1)
+            exit_sync.append(es)
+            exit_nbkey.append(ek)
+            sync_nbkey.append(sk)
+        c.enabled = arr("int8_t[]", enabled)
+        c.cur_fp_off, c.cur_fp = arr("int64_t[]", cfo), arr("int64_t[]", cf)
+        c.cur_ops_off, c.cur_ops = arr("int64_t[]", coo), arr("int64_t[]", co)
+        c.exit_pair, c.ucta = arr("int64_t[]", exit_pair), arr("int32_t[]", ucta)
+        c.cl_cand, c.carr0 = arr("int8_t[]", cl_cand), arr("int8_t[]", carr0)
+        c.carr_not1, c.exit_sync = arr("int8_t[]", carr_not1), arr("int8_t[]", exit_sync)
+        c.exit_nbkey, c.sync_nbkey = arr("int32_t[]", exit_nbkey), arr("int32_t[]", sync_nbkey)
+        need, count, arrived = [], [], []
+        for key in self._keys:
+            x = ctx._nb_need(key)
+            need.append(-1 if x is None else x)
+            count.append(ctx.get(sysm.nb[key]) if key in sysm.nb else 0)
+            arrived.extend(int(ctx._nb_arrived(u, key)) for u in units)
+        c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
+        c.arrived = arr("int8_t[]", arrived)
+        c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
+        obs = []
+        for b in t.bars:
+            base = sysm.bar.get(b)
+            obs.append(int(base is not None and ctx.get(base + 4) == 1))
+        c.observed = arr("int8_t[]", obs)
+        c.en_done = arr("int8_t[]", [0] * n)
+        c.en_sets = arr("uint64_t[]", [0] * (n * self.words))
+        c.memo = arr("uint64_t[]", [0] * (2 * c.memo_cap * self.words))
+        c.memo_n = 0
+        self._Tout = arr("uint64_t[]", [0] * self.words)
+
+    def stubborn(self, ctx: Any, seed: tuple, best_size: Optional[int]) -> Optional[set]:
+        if ctx is not self._ctx:
+            self._state(ctx)
+        rc = self.lib.pw_stubborn(self.w.c_tables, self._st, self._c, self.uidx[seed],
+                                  -1 if best_size is None else best_size, self.w.c_result,
+                                  self._out, self._Tout)
+        if rc < 0:
+            raise SettleUnavailable(f"pw_stubborn: {rc}")
+        if rc == 0:
+            return None
+        T = set()
+        for j in range(self.words):
+            x = self._Tout[j]
+            while x:
+                low = x & -x
+                T.add(self.units[(j << 6) + low.bit_length() - 1])
+                x ^= low
+        return T
