@@ -68,6 +68,11 @@ class PorTables:
     arrivers_from: Table
     #: the bar id an mbarrier wait (``Wait``) at pc is on, else -1
     wait_bar: Table
+    #: a wait's parity, and its ghost phase (-1: none); 1 where the wait is on a
+    #: barrier of its own CTA that the system has (else it never blocks)
+    wait_parity: Table
+    wait_ghost: Table
+    wait_own: Table
 
     @property
     def n_modes(self) -> int:
@@ -101,7 +106,8 @@ class PorTables:
         for rows in self.step:
             out["pc_base"].append(out["pc_base"][-1] + len(rows))
         out["blocking"] = [int(x) for rows in self.blocking for x in rows]
-        out["wait_bar"] = [x for rows in self.wait_bar for x in rows]
+        for name in ("wait_bar", "wait_parity", "wait_ghost", "wait_own"):
+            out[name] = [x for rows in getattr(self, name) for x in rows]
         out["acyclic"] = [int(x) for x in self.acyclic]
         out["conflict"] = list(self.conflict)
         for name in ("step", "future_env", "seg_fp", "seg_fp_nc", "seg_next",
@@ -189,4 +195,15 @@ def build(fp: Footprints) -> PorTables:
                                                         for b in fp.arrivers_from[a][pc]))),
         wait_bar=per_pc(lambda a, pc: bid[sysm.code(a)[pc].bar]
                         if isinstance(sysm.code(a)[pc], Wait) else -1),
+        wait_parity=per_pc(lambda a, pc: _wait(sysm, a, pc).parity if _wait(sysm, a, pc) else 0),
+        wait_ghost=per_pc(lambda a, pc: -1 if not _wait(sysm, a, pc) or
+                          _wait(sysm, a, pc).ghost is None else _wait(sysm, a, pc).ghost),
+        wait_own=per_pc(lambda a, pc: int(bool(_wait(sysm, a, pc)) and
+                                          _wait(sysm, a, pc).bar.cta == sysm.agents[a].cta
+                                          and _wait(sysm, a, pc).bar in sysm.bar)),
     )
+
+
+def _wait(sysm: Any, a: int, pc: int) -> Optional[Wait]:
+    ins = sysm.code(a)[pc]
+    return ins if isinstance(ins, Wait) else None

@@ -41,6 +41,11 @@ def _round_trip(name: str) -> None:
             ins = fp.sys.code(a)[pc]
             assert (t.bars[t.wait_bar[a][pc]] if t.wait_bar[a][pc] >= 0 else None) == \
                 (ins.bar if isinstance(ins, Wait) else None)
+            if isinstance(ins, Wait):
+                assert t.wait_parity[a][pc] == ins.parity
+                assert t.wait_ghost[a][pc] == (-1 if ins.ghost is None else ins.ghost)
+                assert t.wait_own[a][pc] == int(ins.bar.cta == fp.sys.agents[a].cta
+                                                and ins.bar in fp.sys.bar)
     flat = t.flat()
     rows = flat["pc_base"][-1]
     assert rows == sum(len(fp.sys.code(a)) for a in range(len(fp.sys.agents)))

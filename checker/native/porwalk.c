@@ -28,6 +28,9 @@ typedef struct {
     const int64_t *seg_ops_off, *seg_ops; /* -1 offset: unbounded */
     const int64_t *seg_arr_off, *seg_arr;
     const int64_t *wait_bar;    /* per row: the bar id of an mbarrier wait, else -1 */
+    const int64_t *wait_parity, *wait_ghost, *wait_own;
+    const int64_t *writers_from_off, *writers_from;   /* object ids */
+    const int64_t *arrivers_from_off, *arrivers_from; /* bar ids */
 } pw_tables;
 
 typedef struct {
@@ -168,6 +171,15 @@ typedef struct {
     /* per row (pc_base numbering): -3 not asked yet, -1 none, -2 cluster, k >= 0 sets */
     int32_t *need_kind;
     uint64_t *need_sets;                    /* per row: PW_MAX_SETS * n_words words */
+    /* what mbarrier waits need, answered here without the callback (native_waits) */
+    int32_t native_waits;
+    const int32_t *agent_unit;              /* per warp: its unit, -1 when done */
+    const int8_t *u_enabled;                /* per unit */
+    const int64_t *phase;                   /* per bar */
+    const int64_t *obj_bar;                 /* per object: its bar id, else -1 */
+    const int64_t *env_w_off, *env_w;       /* per unit: bars an environment unit writes */
+    const int64_t *env_a_off, *env_a;       /* per unit: bars it arrives at */
+    uint64_t *writers_bar, *arrivers_bar;   /* per bar: n_words words (pw_prepare) */
 } pw_state;
 
 typedef struct {
@@ -186,6 +198,56 @@ typedef struct {
 
 void pw_reset(int64_t rows, int32_t *need_kind) {
     for (int64_t i = 0; i < rows; i++) need_kind[i] = -3;
+}
+
+/* _Ctx._writers(("bar", b)) and _Ctx._arrivers(b) of this state, for every barrier */
+void pw_prepare(const pw_tables *t, pw_state *s) {
+    int32_t w = s->n_words;
+    memset(s->writers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
+    memset(s->arrivers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
+    for (int32_t u = 0; u < s->n_units; u++) {
+        uint64_t bitu = (uint64_t)1 << (u & 63);
+        int32_t j = u >> 6;
+        if (s->kind[u] == 0) {
+            int64_t row = t->pc_base[s->agent[u]] + s->pc[u];
+            for (int64_t k = t->writers_from_off[row]; k < t->writers_from_off[row + 1]; k++) {
+                int64_t b = s->obj_bar[t->writers_from[k]];
+                if (b >= 0) s->writers_bar[b * w + j] |= bitu;
+            }
+            for (int64_t k = t->arrivers_from_off[row]; k < t->arrivers_from_off[row + 1]; k++)
+                s->arrivers_bar[t->arrivers_from[k] * w + j] |= bitu;
+        } else {
+            for (int64_t k = s->env_w_off[u]; k < s->env_w_off[u + 1]; k++)
+                s->writers_bar[s->env_w[k] * w + j] |= bitu;
+            for (int64_t k = s->env_a_off[u]; k < s->env_a_off[u + 1]; k++)
+                s->arrivers_bar[s->env_a[k] * w + j] |= bitu;
+        }
+    }
+}
+
+/* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
+ * for Wait: the phase parity, and the ghost phase where known) */
+static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
+                         int64_t row, uint64_t *sets) {
+    int32_t u = s->agent_unit[a], w = s->n_words;
+    if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) return -1;
+    if (!t->wait_own[row]) return -1;
+    int64_t b = t->wait_bar[row], phase = s->phase[b];
+    if ((phase & 1) != t->wait_parity[row]) return -1;
+    if (t->wait_ghost[row] >= 0) {
+        int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
+        if (d != 0 && d != 1) return -1;
+    }
+    int32_t k = 0;
+    memcpy(sets, s->writers_bar + b * w, sizeof(uint64_t) * (size_t)w);
+    if (u >= 0) sets[u >> 6] &= ~((uint64_t)1 << (u & 63));
+    k++;
+    if (s->pending[b] > 0) {
+        memcpy(sets + w, s->arrivers_bar + b * w, sizeof(uint64_t) * (size_t)w);
+        if (u >= 0) sets[w + (u >> 6)] &= ~((uint64_t)1 << (u & 63));
+        k++;
+    }
+    return k;
 }
 
 /* _can_complete(pending, tx, ops, None): could some non-empty subset of ops complete
@@ -262,6 +324,10 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
     int64_t row = t->pc_base[a] + pc;
     uint64_t *sets = s->need_sets + row * PW_MAX_SETS * s->n_words;
     int32_t k = s->need_kind[row];
+    if (k == -3 && s->native_waits && t->wait_bar[row] >= 0) {
+        k = wait_need(t, s, a, pc, row, sets);
+        s->need_kind[row] = k;
+    }
     if (k == -3) {
         k = s->need(a, pc, sets, PW_MAX_SETS);
         if (k < -2) return -1;  /* more sets than room: no answer */

@@ -32,6 +32,9 @@ typedef struct {
     const int64_t *seg_ops_off, *seg_ops;
     const int64_t *seg_arr_off, *seg_arr;
     const int64_t *wait_bar;
+    const int64_t *wait_parity, *wait_ghost, *wait_own;
+    const int64_t *writers_from_off, *writers_from;
+    const int64_t *arrivers_from_off, *arrivers_from;
 } pw_tables;
 typedef struct {
     uint8_t *fp;
@@ -62,7 +65,16 @@ typedef struct {
     int (*need)(int32_t a, int32_t pc, uint64_t *sets, int32_t max_sets);
     int32_t *need_kind;
     uint64_t *need_sets;
+    int32_t native_waits;
+    const int32_t *agent_unit;
+    const int8_t *u_enabled;
+    const int64_t *phase;
+    const int64_t *obj_bar;
+    const int64_t *env_w_off, *env_w;
+    const int64_t *env_a_off, *env_a;
+    uint64_t *writers_bar, *arrivers_bar;
 } pw_state;
+void pw_prepare(const pw_tables *t, pw_state *s);
 typedef struct {
     uint8_t *blocked;
     uint8_t *unbounded;
@@ -123,6 +135,9 @@ void pw_closure_reset(pw_closure *c, int32_t n_units);
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
                 int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
 """
+#: answer what mbarrier waits need in C (``pw_prepare``, ``wait_need``); False: ask
+#: ``_Ctx._block_requirement`` for every one (tests compare the two)
+NATIVE_WAITS = True
 #: room for the sets of one requirement (``porwalk.c`` PW_MAX_SETS) and unit bitset words
 MAX_SETS = 32
 MAX_WORDS = 4
@@ -174,7 +189,9 @@ class NativeWalk:
         st.n_bars = len(tables.bars)
         for name in ("pc_base", "blocking", "acyclic", "seg_fp_off", "seg_fp", "seg_fp_nc_off",
                      "seg_fp_nc", "seg_next_off", "seg_next", "seg_ops_off", "seg_ops",
-                     "seg_arr_off", "seg_arr", "wait_bar"):
+                     "seg_arr_off", "seg_arr", "wait_bar", "wait_parity", "wait_ghost",
+                     "wait_own", "writers_from_off", "writers_from", "arrivers_from_off",
+                     "arrivers_from"):
             arr = ffi.new("int64_t[]", flat[name] or [0])
             self._keep.append(arr)
             setattr(st, name, arr)
@@ -247,6 +264,8 @@ class NativeSettle:
                 for m in range(nm):
                     pair_bar[i * nm + m] = self.bid[o[1]]
         self._pair_bar = ffi.new("int64_t[]", pair_bar or [0])
+        self._obj_bar = ffi.new("int64_t[]", [self.bid.get(o[1], -1) if o[0] == "bar" else -1
+                                              for o in tables.objects] or [0])
         self.rows = sum(len(r) for r in tables.blocking)
         self._need_kind = ffi.new("int32_t[]", max(self.rows, 1))
         self._need_sets = ffi.new("uint64_t[]", max(self.rows, 1) * MAX_SETS * MAX_WORDS)
@@ -258,6 +277,19 @@ class NativeSettle:
         self._keep: list = []
 
     # ------------------------------------------------------------------ per state
+
+    def _buf(self, name: str, ty: str, xs: Any = None, n: int = 0) -> Any:
+        """A reusable C array for ``name`` (grown when too small), holding ``xs`` (or
+        ``n`` entries of whatever was there before): no allocation per state."""
+        need = max(len(xs) if xs is not None else n, 1)
+        pool = self.__dict__.setdefault("_pool", {})
+        got = pool.get(name)
+        if got is None or got[1] < need:
+            cap = max(need, 2 * got[1] if got else 0)
+            got = pool[name] = (self.ffi.new(ty, cap), cap)
+        if xs:
+            got[0][0:len(xs)] = xs
+        return got[0]
 
     def _pairs(self, fp: frozenset) -> list[int]:
         try:
@@ -300,18 +332,40 @@ class NativeSettle:
             cwo.append(len(cw))
         pending = [0] * len(t.bars)
         tx = [0] * len(t.bars)
+        phase = [0] * len(t.bars)
         for i, b in enumerate(t.bars):
             base = ctx.sys.bar.get(b)
             if base is not None:
+                phase[i] = ctx.get(base)
                 pending[i] = ctx.get(base + 1)
                 tx[i] = ctx.get(base + 3)
-        st = self._st = ffi.new("pw_state *")
-        keep = []
+        # the environment's part of _Ctx._writers / _Ctx._arrivers (_env_writer_index)
+        ewo, ew, eao2, ea2 = [0], [], [0], []
+        fpt = ctx.fp
+        for u in units:
+            if u[0] == "e":
+                ws = {o[1] for o, m in ctx.env_fps[u]
+                      if o[0] == "bar" and m not in ("R", "O", "RD")}
+                ars: set = set()
+                it = u[1]
+                if it[0] != "tma":
+                    for qpc in ctx.queued.get(it[1], []):
+                        ws |= {o[1] for o, m in fpt.future_env[it[1]][qpc]
+                               if o[0] == "bar" and m not in ("R", "O", "RD")}
+                        ars |= fpt.arrivals_of(it[1], qpc)
+                ew.extend(sorted(self.bid[b] for b in ws))
+                ea2.extend(sorted(self.bid[b] for b in ars))
+            ewo.append(len(ew))
+            eao2.append(len(ea2))
+        agent_unit = [-1] * len(ctx.sys.agents)
+        for i, u in enumerate(units):
+            if u[0] == "a":
+                agent_unit[u[1]] = i
+        st = self._st = self.__dict__.get("_st") or ffi.new("pw_state *")
+        keep: list = []
 
-        def arr(ty: str, xs: list) -> Any:
-            a = ffi.new(ty, xs or [0])
-            keep.append(a)
-            return a
+        def arr(ty: str, xs: list, _names: Any = iter(range(1 << 30))) -> Any:
+            return self._buf(f"s{next(_names)}", ty, xs)
 
         st.n_units, st.n_words = n, words
         st.kind, st.agent, st.pc = arr("int32_t[]", kind), arr("int32_t[]", agent), \
@@ -322,29 +376,38 @@ class NativeSettle:
         st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
         st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
         st.pair_bar = self._pair_bar
+        st.native_waits = 0
+        st.agent_unit = arr("int32_t[]", agent_unit)
+        st.phase = arr("int64_t[]", phase)
+        st.obj_bar = self._obj_bar
+        st.env_w_off, st.env_w = arr("int64_t[]", ewo), arr("int64_t[]", ew)
+        st.env_a_off, st.env_a = arr("int64_t[]", eao2), arr("int64_t[]", ea2)
+        st.writers_bar = self._buf("writers_bar", "uint64_t[]", n=len(t.bars) * words)
+        st.arrivers_bar = self._buf("arrivers_bar", "uint64_t[]", n=len(t.bars) * words)
         st.need = self._cb
         st.need_kind, st.need_sets = self._need_kind, self._need_sets
-        self._T = arr("uint64_t[]", [0] * words)
+        self._T = self._buf("T", "uint64_t[]", n=words)
         st.T = self._T
         self._keep = keep
         self.lib.pw_reset(self.rows, self._need_kind)
         self._ctx = ctx
         # room for the futures: every unit's footprint at most every pair, etc.
         n_pairs = len(t.objects) * self.nm
-        self._out = ffi.new("pw_settled *")
-        o = self._out
+        o = self._out = self.__dict__.get("_out") or ffi.new("pw_settled *")
         o.blocked, o.unbounded = self._blocked, self._unb
-        o.fp_off, o.arr_off, o.ops_off = (arr("int64_t[]", [0] * (n + 1)) for _ in range(3))
+        o.fp_off = self._buf("fp_off", "int64_t[]", n=n + 1)
+        o.arr_off = self._buf("arr_off", "int64_t[]", n=n + 1)
+        o.ops_off = self._buf("ops_off", "int64_t[]", n=n + 1)
         o.fp_cap = n * n_pairs + 1
-        o.fp = arr("int64_t[]", [0] * o.fp_cap)
+        o.fp = self._buf("fp", "int64_t[]", n=o.fp_cap)
         o.arr_cap = 2 * n * len(t.bars) + 2
-        o.arr = arr("int64_t[]", [0] * o.arr_cap)
+        o.arr = self._buf("arr", "int64_t[]", n=o.arr_cap)
         o.ops_cap = n * (self.w.c_result.ops_cap + len(eo) // 4) + 1
-        o.ops = arr("int64_t[]", [0] * (4 * o.ops_cap))
-        o.bar_at = arr("int64_t[]", [0] * (len(t.bars) + 2))
+        o.ops = self._buf("ops", "int64_t[]", n=4 * o.ops_cap)
+        o.bar_at = self._buf("bar_at", "int64_t[]", n=len(t.bars) + 2)
         o.gathered_cap = o.ops_cap
-        o.gathered = arr("int64_t[]", [0] * (4 * o.ops_cap))
-        self._others = arr("int32_t[]", [0] * (n + 1))
+        o.gathered = self._buf("gathered", "int64_t[]", n=4 * o.ops_cap)
+        self._others = self._buf("others", "int32_t[]", n=n + 1)
 
     def _need(self, a: int, pc: int, sets: Any, max_sets: int) -> int:
         """``_Ctx._block_requirement`` of (a, pc), cached as ``_blocked_frozen`` caches it:
@@ -549,14 +612,11 @@ class NativeClosure(NativeSettle):
             self._bind(ctx)
         ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
         sysm, fpt = ctx.sys, ctx.fp
-        keep = self._keep
         units = self.units
         n = len(units)
 
-        def arr(ty: str, xs: list) -> Any:
-            a = ffi.new(ty, xs or [0])
-            keep.append(a)
-            return a
+        def arr(ty: str, xs: list, _names: Any = iter(range(1 << 30))) -> Any:
+            return self._buf(f"c{next(_names)}", ty, xs)
 
         ClusterArrive, Exit, NamedBarrierOp = self._kinds
         enabled, cfo, cf, coo, co = [], [0], [], [0], []
@@ -604,6 +664,10 @@ class NativeClosure(NativeSettle):
             exit_nbkey.append(ek)
             sync_nbkey.append(sk)
         c.enabled = arr("int8_t[]", enabled)
+        st = self._st
+        st.u_enabled = c.enabled
+        st.native_waits = int(NATIVE_WAITS)
+        self.lib.pw_prepare(self.w.c_tables, st)
         c.cur_fp_off, c.cur_fp = arr("int64_t[]", cfo), arr("int64_t[]", cf)
         c.cur_ops_off, c.cur_ops = arr("int64_t[]", coo), arr("int64_t[]", co)
         c.exit_pair, c.ucta = arr("int64_t[]", exit_pair), arr("int32_t[]", ucta)
@@ -624,11 +688,11 @@ class NativeClosure(NativeSettle):
             base = sysm.bar.get(b)
             obs.append(int(base is not None and ctx.get(base + 4) == 1))
         c.observed = arr("int8_t[]", obs)
-        c.en_done = arr("int8_t[]", [0] * n)
-        c.en_sets = arr("uint64_t[]", [0] * (n * self.words))
-        c.memo = arr("uint64_t[]", [0] * (2 * c.memo_cap * self.words))
-        c.memo_n = 0
-        self._Tout = arr("uint64_t[]", [0] * self.words)
+        c.en_done = self._buf("en_done", "int8_t[]", n=n)
+        c.en_sets = self._buf("en_sets", "uint64_t[]", n=n * self.words)
+        c.memo = self._buf("memo", "uint64_t[]", n=2 * c.memo_cap * self.words)
+        self.lib.pw_closure_reset(c, n)
+        self._Tout = self._buf("Tout", "uint64_t[]", n=self.words)
 
     def stubborn(self, ctx: Any, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         if ctx is not self._ctx:
