@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..model.program import Wait
+from ..model.program import ClusterWait, NamedWait, Wait, WgmmaWait, control_successors
 from .por import Footprints, conflicts
 
 #: operation kinds of ``Footprints.bar_ops`` -> small ints
@@ -73,6 +73,11 @@ class PorTables:
     wait_parity: Table
     wait_ghost: Table
     wait_own: Table
+    #: what ``_Ctx._block_requirement`` looks at: 0 nothing (never blocked unless now),
+    #: 1 an mbarrier wait, 2 a cluster wait, 3 anything else it asks about
+    block_kind: Table
+    #: the control successors of each pc (``model.program.control_successors``)
+    succ: Table
 
     @property
     def n_modes(self) -> int:
@@ -106,11 +111,11 @@ class PorTables:
         for rows in self.step:
             out["pc_base"].append(out["pc_base"][-1] + len(rows))
         out["blocking"] = [int(x) for rows in self.blocking for x in rows]
-        for name in ("wait_bar", "wait_parity", "wait_ghost", "wait_own"):
+        for name in ("wait_bar", "wait_parity", "wait_ghost", "wait_own", "block_kind"):
             out[name] = [x for rows in getattr(self, name) for x in rows]
         out["acyclic"] = [int(x) for x in self.acyclic]
         out["conflict"] = list(self.conflict)
-        for name in ("step", "future_env", "seg_fp", "seg_fp_nc", "seg_next",
+        for name in ("step", "future_env", "seg_fp", "seg_fp_nc", "seg_next", "succ",
                      "writers_from", "arrivers_from", "noncompleting", "seg_ops", "seg_arr"):
             off: list[int] = []
             data: list[int] = []
@@ -201,7 +206,19 @@ def build(fp: Footprints) -> PorTables:
         wait_own=per_pc(lambda a, pc: int(bool(_wait(sysm, a, pc)) and
                                           _wait(sysm, a, pc).bar.cta == sysm.agents[a].cta
                                           and _wait(sysm, a, pc).bar in sysm.bar)),
+        block_kind=per_pc(lambda a, pc: _block_kind(sysm.code(a)[pc])),
+        succ=per_pc(lambda a, pc: tuple(control_successors(sysm.code(a), pc))),
     )
+
+
+def _block_kind(ins: Any) -> int:
+    if isinstance(ins, Wait):
+        return 1
+    if isinstance(ins, ClusterWait):
+        return 2
+    if isinstance(ins, (NamedWait, WgmmaWait)):
+        return 3
+    return 0
 
 
 def _wait(sysm: Any, a: int, pc: int) -> Optional[Wait]:

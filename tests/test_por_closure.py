@@ -53,6 +53,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[in
         return r
 
     with monkeypatch.context() as m:
+        m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
         m.setattr(por._Ctx, "stubborn", stubborn)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)

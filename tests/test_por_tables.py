@@ -12,7 +12,7 @@ import pytest
 import generators as G
 from pipeproof.checker import por
 from pipeproof.checker.por_tables import KINDS, build
-from pipeproof.model.program import Wait
+from pipeproof.model.program import ClusterWait, NamedWait, Wait, WgmmaWait, control_successors
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
@@ -41,6 +41,10 @@ def _round_trip(name: str) -> None:
             ins = fp.sys.code(a)[pc]
             assert (t.bars[t.wait_bar[a][pc]] if t.wait_bar[a][pc] >= 0 else None) == \
                 (ins.bar if isinstance(ins, Wait) else None)
+            assert t.succ[a][pc] == tuple(control_successors(fp.sys.code(a), pc))
+            assert t.block_kind[a][pc] == (1 if isinstance(ins, Wait) else
+                                           2 if isinstance(ins, ClusterWait) else
+                                           3 if isinstance(ins, (NamedWait, WgmmaWait)) else 0)
             if isinstance(ins, Wait):
                 assert t.wait_parity[a][pc] == ins.parity
                 assert t.wait_ghost[a][pc] == (-1 if ins.ghost is None else ins.ghost)

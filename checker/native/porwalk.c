@@ -31,6 +31,8 @@ typedef struct {
     const int64_t *wait_parity, *wait_ghost, *wait_own;
     const int64_t *writers_from_off, *writers_from;   /* object ids */
     const int64_t *arrivers_from_off, *arrivers_from; /* bar ids */
+    const int64_t *block_kind;  /* 0 never blocked but now, 1 Wait, 2 ClusterWait, 3 ask */
+    const int64_t *succ_off, *succ;                   /* control successors */
 } pw_tables;
 
 typedef struct {
@@ -162,7 +164,7 @@ typedef struct {
     const int64_t *env_fp_off, *env_fp;     /* per unit (warps: empty rows) */
     const int64_t *env_arr_off, *env_arr;   /* (bar, count) pairs */
     const int64_t *env_ops_off, *env_ops;   /* 4 ints an operation */
-    const int64_t *cw_off, *cw;             /* closed waits (bar ids) per unit */
+    int64_t *cw_off, *cw;                   /* closed waits (bar ids) per unit */
     const int64_t *pending, *tx;            /* per bar */
     const int64_t *pair_bar;                /* per pair: its bar id if a barrier's, else -1 */
     int32_t frozen_cl;
@@ -200,9 +202,13 @@ void pw_reset(int64_t rows, int32_t *need_kind) {
     for (int64_t i = 0; i < rows; i++) need_kind[i] = -3;
 }
 
-/* _Ctx._writers(("bar", b)) and _Ctx._arrivers(b) of this state, for every barrier */
+static void closed_waits(const pw_tables *t, pw_state *s);
+
+/* _Ctx._writers(("bar", b)) and _Ctx._arrivers(b) of this state, for every barrier,
+ * and the closed waits of every warp */
 void pw_prepare(const pw_tables *t, pw_state *s) {
     int32_t w = s->n_words;
+    closed_waits(t, s);
     memset(s->writers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
     memset(s->arrivers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
     for (int32_t u = 0; u < s->n_units; u++) {
@@ -225,19 +231,69 @@ void pw_prepare(const pw_tables *t, pw_state *s) {
     }
 }
 
+/* is the mbarrier wait at row closed now (model.system.System._concrete_enabled for
+ * Wait false: a barrier of the warp's CTA, the parity and ghost phase it waits for)? */
+static int wait_closed(const pw_tables *t, const pw_state *s, int64_t row) {
+    if (!t->wait_own[row]) return 0;
+    int64_t b = t->wait_bar[row], phase = s->phase[b];
+    if ((phase & 1) != t->wait_parity[row]) return 0;
+    if (t->wait_ghost[row] >= 0) {
+        int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
+        if (d != 0 && d != 1) return 0;
+    }
+    return 1;
+}
+
+/* _Ctx._closed_waits of every warp unit: the barriers of the mbarrier waits it may
+ * reach (Footprints.waits_from: every pc reachable by control flow) that are closed */
+static void closed_waits(const pw_tables *t, pw_state *s) {
+    if (!s->native_waits) return;
+    int64_t ncw = 0;
+    uint8_t *mark = calloc((size_t)t->n_bars + 1, 1);
+    s->cw_off[0] = 0;
+    for (int32_t u = 0; u < s->n_units; u++) {
+        if (s->kind[u] == 0) {
+            int32_t a = s->agent[u];
+            int64_t base = t->pc_base[a], n = t->pc_base[a + 1] - base;
+            uint8_t *seen = calloc((size_t)n + 1, 1);
+            int32_t *stack = malloc(sizeof(int32_t) * (size_t)(n * 2 + 2));
+            int64_t sp = 0, cap = n * 2 + 2;
+            int64_t first = ncw;
+            stack[sp++] = s->pc[u];
+            while (sp > 0) {
+                int32_t p = stack[--sp];
+                if (p >= n || seen[p]) continue;
+                seen[p] = 1;
+                int64_t row = base + p;
+                if (t->wait_bar[row] >= 0 && wait_closed(t, s, row) && !mark[t->wait_bar[row]]) {
+                    mark[t->wait_bar[row]] = 1;
+                    s->cw[ncw++] = t->wait_bar[row];
+                }
+                for (int64_t k = t->succ_off[row]; k < row_end(t->succ_off, row); k++) {
+                    if (sp == cap) {
+                        cap *= 2;
+                        stack = realloc(stack, sizeof(int32_t) * (size_t)cap);
+                    }
+                    stack[sp++] = (int32_t)t->succ[k];
+                }
+            }
+            for (int64_t k = first; k < ncw; k++) mark[s->cw[k]] = 0;
+            free(seen);
+            free(stack);
+        }
+        s->cw_off[u + 1] = ncw;
+    }
+    free(mark);
+}
+
 /* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
  * for Wait: the phase parity, and the ghost phase where known) */
 static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
                          int64_t row, uint64_t *sets) {
     int32_t u = s->agent_unit[a], w = s->n_words;
     if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) return -1;
-    if (!t->wait_own[row]) return -1;
-    int64_t b = t->wait_bar[row], phase = s->phase[b];
-    if ((phase & 1) != t->wait_parity[row]) return -1;
-    if (t->wait_ghost[row] >= 0) {
-        int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
-        if (d != 0 && d != 1) return -1;
-    }
+    if (!wait_closed(t, s, row)) return -1;
+    int64_t b = t->wait_bar[row];
     int32_t k = 0;
     memcpy(sets, s->writers_bar + b * w, sizeof(uint64_t) * (size_t)w);
     if (u >= 0) sets[u >> 6] &= ~((uint64_t)1 << (u & 63));
@@ -324,9 +380,14 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
     int64_t row = t->pc_base[a] + pc;
     uint64_t *sets = s->need_sets + row * PW_MAX_SETS * s->n_words;
     int32_t k = s->need_kind[row];
-    if (k == -3 && s->native_waits && t->wait_bar[row] >= 0) {
-        k = wait_need(t, s, a, pc, row, sets);
-        s->need_kind[row] = k;
+    if (k == -3 && s->native_waits) {
+        int32_t u = s->agent_unit[a];
+        int64_t bk = t->block_kind[row];
+        if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) k = -1;
+        else if (bk == 0) k = -1;
+        else if (bk == 1) k = wait_need(t, s, a, pc, row, sets);
+        else if (bk == 2) k = -2;
+        if (k != -3) s->need_kind[row] = k;
     }
     if (k == -3) {
         k = s->need(a, pc, sets, PW_MAX_SETS);

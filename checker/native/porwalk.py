@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from ..por_tables import KINDS, PorTables
+from ..por import Footprints, NativeClosureUnavailable
+from ..por_tables import KINDS, PorTables, build
 from .build import BuildFailed, NativeUnavailable, _compile, cache_dir, compiler
 
 CDEF = """
@@ -35,6 +36,8 @@ typedef struct {
     const int64_t *wait_parity, *wait_ghost, *wait_own;
     const int64_t *writers_from_off, *writers_from;
     const int64_t *arrivers_from_off, *arrivers_from;
+    const int64_t *block_kind;
+    const int64_t *succ_off, *succ;
 } pw_tables;
 typedef struct {
     uint8_t *fp;
@@ -57,7 +60,7 @@ typedef struct {
     const int64_t *env_fp_off, *env_fp;
     const int64_t *env_arr_off, *env_arr;
     const int64_t *env_ops_off, *env_ops;
-    const int64_t *cw_off, *cw;
+    int64_t *cw_off, *cw;
     const int64_t *pending, *tx;
     const int64_t *pair_bar;
     int32_t frozen_cl;
@@ -191,7 +194,7 @@ class NativeWalk:
                      "seg_fp_nc", "seg_next_off", "seg_next", "seg_ops_off", "seg_ops",
                      "seg_arr_off", "seg_arr", "wait_bar", "wait_parity", "wait_ghost",
                      "wait_own", "writers_from_off", "writers_from", "arrivers_from_off",
-                     "arrivers_from"):
+                     "arrivers_from", "block_kind", "succ_off", "succ"):
             arr = ffi.new("int64_t[]", flat[name] or [0])
             self._keep.append(arr)
             setattr(st, name, arr)
@@ -237,7 +240,7 @@ class NativeWalk:
         return fp, counts, ops, bool(res.looped)
 
 
-class SettleUnavailable(Exception):
+class SettleUnavailable(NativeClosureUnavailable):
     """A state the native settle analysis does not take (too many units, a unit or
     object outside the tables): the caller keeps the Python analysis."""
 
@@ -273,6 +276,8 @@ class NativeSettle:
         self._blocked = ffi.new("uint8_t[]", nb)
         self._unb = ffi.new("uint8_t[]", nb)
         self._ctx: Any = None
+        #: mbarrier waits (closed waits, requirements) answered in C: ``NativeClosure``
+        self._native_waits = False
         self._cb = ffi.callback("int(int32_t, int32_t, uint64_t *, int32_t)", self._need)
         self._keep: list = []
 
@@ -315,7 +320,8 @@ class NativeSettle:
                 kind.append(0)
                 agent.append(u[1])
                 pc.append(ctx.pcs[u[1]])
-                cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
+                if not self._native_waits:
+                    cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
             else:
                 kind.append(1)
                 agent.append(-1)
@@ -361,6 +367,7 @@ class NativeSettle:
         for i, u in enumerate(units):
             if u[0] == "a":
                 agent_unit[u[1]] = i
+        self._agent_unit_list = agent_unit
         st = self._st = self.__dict__.get("_st") or ffi.new("pw_state *")
         keep: list = []
 
@@ -373,7 +380,11 @@ class NativeSettle:
         st.env_fp_off, st.env_fp = arr("int64_t[]", efo), arr("int64_t[]", ef)
         st.env_arr_off, st.env_arr = arr("int64_t[]", eao), arr("int64_t[]", ea)
         st.env_ops_off, st.env_ops = arr("int64_t[]", eoo), arr("int64_t[]", eo)
-        st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
+        if self._native_waits:  # pw_prepare fills them
+            st.cw_off = self._buf("cw_off", "int64_t[]", n=n + 1)
+            st.cw = self._buf("cw", "int64_t[]", n=n * len(t.bars) + 1)
+        else:
+            st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
         st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
         st.pair_bar = self._pair_bar
         st.native_waits = 0
@@ -490,6 +501,7 @@ class NativeClosure(NativeSettle):
 
     def __init__(self, tables: PorTables):
         super().__init__(tables)
+        self._native_waits = NATIVE_WAITS
         from ...model.program import ClusterArrive, Exit, NamedBarrierOp
         from ..por import BAR_OPS, _FREE_MODES
         self._kinds = (ClusterArrive, Exit, NamedBarrierOp)
@@ -536,6 +548,9 @@ class NativeClosure(NativeSettle):
                     keys.add((ag.cta, ins.id))
         self._keys = sorted(keys)
         self._key_idx = {k: i for i, k in enumerate(self._keys)}
+        self._nb_slots = [[(a, sysm.nbflag[(k[0], k[1], ag.warp)])
+                           for a, ag in enumerate(sysm.agents)
+                           if (k[0], k[1], ag.warp) in sysm.nbflag] for k in self._keys]
         kind, argv = [], []
         for o in t.objects:
             if o[0] == "bar":
@@ -674,12 +689,17 @@ class NativeClosure(NativeSettle):
         c.cl_cand, c.carr0 = arr("int8_t[]", cl_cand), arr("int8_t[]", carr0)
         c.carr_not1, c.exit_sync = arr("int8_t[]", carr_not1), arr("int8_t[]", exit_sync)
         c.exit_nbkey, c.sync_nbkey = arr("int32_t[]", exit_nbkey), arr("int32_t[]", sync_nbkey)
-        need, count, arrived = [], [], []
-        for key in self._keys:
+        need, count = [], []
+        arrived = [0] * (len(self._keys) * n)
+        for k, key in enumerate(self._keys):
             x = ctx._nb_need(key)
             need.append(-1 if x is None else x)
             count.append(ctx.get(sysm.nb[key]) if key in sysm.nb else 0)
-            arrived.extend(int(ctx._nb_arrived(u, key)) for u in units)
+            # _Ctx._nb_arrived: the warp's flag for the key
+            for a, slot in self._nb_slots[k]:
+                i = self._agent_unit_list[a]
+                if i >= 0 and ctx.get(slot) == 1:
+                    arrived[k * n + i] = 1
         c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
         c.arrived = arr("int8_t[]", arrived)
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
@@ -712,3 +732,23 @@ class NativeClosure(NativeSettle):
                 T.add(self.units[(j << 6) + low.bit_length() - 1])
                 x ^= low
         return T
+
+
+def closure_factory() -> Optional[Any]:
+    """The ``native`` argument of ``por.stubborn_sets``: a maker of ``NativeClosure``s
+    (None where cffi or a C compiler is missing, or ``PIPEPROOF_POR_CLOSURE=python``).
+    A closure that cannot be built (the C does not compile, a table it cannot hold)
+    leaves the Python closure in place."""
+    import os
+
+    from .build import unavailable
+    if os.environ.get("PIPEPROOF_POR_CLOSURE", "native") == "python" or unavailable():
+        return None
+
+    def make(fp: Footprints) -> Optional[NativeClosure]:
+        try:
+            return NativeClosure(build(fp))
+        except (NativeUnavailable, BuildFailed, NativeClosureUnavailable, OSError):
+            return None
+
+    return make
