@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import generators as G
 from pipeproof.checker import por
@@ -31,7 +32,8 @@ CASES = [
 ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
 
 
-def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[int, int]:
+def _compare(name: str, params: dict, states: int, monkeypatch: Any,
+             source: Any = None) -> tuple[int, int]:
     from pipeproof.checker.native.porwalk import NativeClosure, SettleUnavailable
 
     orig = por._Ctx.stubborn
@@ -55,7 +57,9 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[in
     with monkeypatch.context() as m:
         m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
         m.setattr(por._Ctx, "stubborn", stubborn)
-        system = G.build_system((ROOT / "examples" / name).read_text(), params)
+        if source is None:
+            source = (ROOT / "examples" / name).read_text()
+        system = G.build_system(source, params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
     return seen[0], seen[1]
 
@@ -73,3 +77,19 @@ def test_native_closure_equals_the_python_closure_everywhere(name: str,
                                                              monkeypatch: Any) -> None:
     done, skipped = _compare(name, {}, 300, monkeypatch)
     assert skipped == 0
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(prog=G.mutants(include_config_errors=False))
+def test_native_closure_equals_the_python_closure_on_generated_kernels(prog: Any) -> None:
+    """Generated pipelines (every class of ``generators``, clusters, named barriers)
+    with one bug each: the states a bug leads to are the closure's rare cases."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    mp = MonkeyPatch()
+    try:
+        done, skipped = _compare(prog.describe(), {}, 400, mp, source=prog.source)
+        assert skipped == 0
+    finally:
+        mp.undo()

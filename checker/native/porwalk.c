@@ -182,6 +182,13 @@ typedef struct {
     const int64_t *env_w_off, *env_w;       /* per unit: bars an environment unit writes */
     const int64_t *env_a_off, *env_a;       /* per unit: bars it arrives at */
     uint64_t *writers_bar, *arrivers_bar;   /* per bar: n_words words (pw_prepare) */
+    /* named-barrier waits, answered here where nw_key is set (NULL: asked) */
+    const int64_t *nw_key;                  /* per row: the key of a NamedWait, else -1 */
+    const int8_t *nb_arrived;               /* [key * n_units + unit] */
+    const int8_t *key_all_only;             /* per key: bar.sync without a count only */
+    const int32_t *key_cta;
+    const int64_t *key_users_off, *key_users;   /* per key: agents with a NamedBarrierOp */
+    const int64_t *cta_agents_off, *cta_agents; /* per CTA: its agents */
 } pw_state;
 
 typedef struct {
@@ -286,6 +293,33 @@ static void closed_waits(const pw_tables *t, pw_state *s) {
     free(mark);
 }
 
+/* _Ctx._block_requirement of a named-barrier wait (-5: no room, ask) */
+static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
+    int64_t k = s->nw_key[row];
+    int32_t n = s->n_units, w = s->n_words, ua = s->agent_unit[a], cnt = 0;
+    int32_t cta = s->key_cta[k];
+    if (s->key_all_only[k]) {
+        for (int64_t i = s->cta_agents_off[cta]; i < s->cta_agents_off[cta + 1]; i++) {
+            int32_t b = (int32_t)s->cta_agents[i], ub = s->agent_unit[b];
+            if (b == a || ub < 0 || s->nb_arrived[k * n + ub]) continue;
+            if (cnt == PW_MAX_SETS) return -5;
+            memset(sets + cnt * w, 0, sizeof(uint64_t) * (size_t)w);
+            sets[cnt * w + (ub >> 6)] |= (uint64_t)1 << (ub & 63);
+            cnt++;
+        }
+        return cnt ? cnt : -1;
+    }
+    if (ua < 0 || !s->nb_arrived[k * n + ua]) return -1;  /* its flag is clear: enabled */
+    memset(sets, 0, sizeof(uint64_t) * (size_t)w);
+    for (int64_t i = s->key_users_off[k]; i < s->key_users_off[k + 1]; i++) {
+        int32_t b = (int32_t)s->key_users[i], ub = s->agent_unit[b];
+        if (b == a || ub < 0) continue;
+        sets[ub >> 6] |= (uint64_t)1 << (ub & 63);
+        cnt++;
+    }
+    return cnt ? 1 : -1;
+}
+
 /* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
  * for Wait: the phase parity, and the ghost phase where known) */
 static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
@@ -387,6 +421,10 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
         else if (bk == 0) k = -1;
         else if (bk == 1) k = wait_need(t, s, a, pc, row, sets);
         else if (bk == 2) k = -2;
+        else if (bk == 3 && s->nw_key && s->nw_key[row] >= 0) {
+            k = named_need(s, a, row, sets);
+            if (k == -5) k = -3;
+        }
         if (k != -3) s->need_kind[row] = k;
     }
     if (k == -3) {

@@ -76,6 +76,12 @@ typedef struct {
     const int64_t *env_w_off, *env_w;
     const int64_t *env_a_off, *env_a;
     uint64_t *writers_bar, *arrivers_bar;
+    const int64_t *nw_key;
+    const int8_t *nb_arrived;
+    const int8_t *key_all_only;
+    const int32_t *key_cta;
+    const int64_t *key_users_off, *key_users;
+    const int64_t *cta_agents_off, *cta_agents;
 } pw_state;
 void pw_prepare(const pw_tables *t, pw_state *s);
 typedef struct {
@@ -297,10 +303,19 @@ class NativeSettle:
         return got[0]
 
     def _pairs(self, fp: frozenset) -> list[int]:
-        try:
-            return [self.oid[o] * self.nm + self.mid[m] for o, m in fp]
-        except KeyError as e:
-            raise SettleUnavailable(f"an object outside the tables: {e}") from None
+        """The pair ids of a footprint (memoised: the footprints are the tables' own
+        frozensets, or an environment unit's, few per kernel)."""
+        memo = self.__dict__.setdefault("_pairs_memo", {})
+        got = memo.get(fp)
+        if got is None:
+            try:
+                got = [self.oid[o] * self.nm + self.mid[m] for o, m in fp]
+            except KeyError as e:
+                raise SettleUnavailable(f"an object outside the tables: {e}") from None
+            if len(memo) > 1 << 16:
+                memo.clear()
+            memo[fp] = got
+        return got
 
     def _state(self, ctx: Any) -> None:
         """Marshal what the analysis reads of ``ctx``'s state (once per state)."""
@@ -388,6 +403,7 @@ class NativeSettle:
         st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
         st.pair_bar = self._pair_bar
         st.native_waits = 0
+        st.nw_key = ffi.NULL
         st.agent_unit = arr("int32_t[]", agent_unit)
         st.phase = arr("int64_t[]", phase)
         st.obj_bar = self._obj_bar
@@ -548,6 +564,25 @@ class NativeClosure(NativeSettle):
                     keys.add((ag.cta, ins.id))
         self._keys = sorted(keys)
         self._key_idx = {k: i for i, k in enumerate(self._keys)}
+        from ...model.program import NamedWait
+        nwk = []
+        for a, ag in enumerate(sysm.agents):
+            for ins in ag.program.code:
+                nwk.append(self._key_idx.get((ag.cta, ins.id), -1)
+                           if isinstance(ins, NamedWait) else -1)
+        self._nw_key = arr("int64_t[]", nwk)
+        self._key_all_only = arr("int8_t[]", [int(k in fpt.nb_all_only) for k in self._keys])
+        self._key_cta = arr("int32_t[]", [k[0] for k in self._keys])
+        uo, us = [0], []
+        for k in self._keys:
+            us.extend(sorted(fpt.nb_users.get(k, ())))
+            uo.append(len(us))
+        self._key_users_off, self._key_users = arr("int64_t[]", uo), arr("int64_t[]", us)
+        co, ca = [0], []
+        for cta in range(n_ctas):
+            ca.extend(sysm.agents_of_cta.get(cta, []))
+            co.append(len(ca))
+        self._cta_agents_off, self._cta_agents = arr("int64_t[]", co), arr("int64_t[]", ca)
         self._nb_slots = [[(a, sysm.nbflag[(k[0], k[1], ag.warp)])
                            for a, ag in enumerate(sysm.agents)
                            if (k[0], k[1], ag.warp) in sysm.nbflag] for k in self._keys]
@@ -702,6 +737,11 @@ class NativeClosure(NativeSettle):
                     arrived[k * n + i] = 1
         c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
         c.arrived = arr("int8_t[]", arrived)
+        st.nb_arrived = c.arrived
+        st.nw_key = self._nw_key if NATIVE_WAITS else ffi.NULL
+        st.key_all_only, st.key_cta = self._key_all_only, self._key_cta
+        st.key_users_off, st.key_users = self._key_users_off, self._key_users
+        st.cta_agents_off, st.cta_agents = self._cta_agents_off, self._cta_agents
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
         obs = []
         for b in t.bars:
