@@ -43,6 +43,11 @@ A walk's result (footprint, counts, operations of the segments it passed) reads 
 static tables, so it is shared by every state (``Reducer._walk_memo``); a settle round asks
 again only about barriers whose operations changed in it; a future carries its footprint
 by object, so the conflict check looks up T's few objects in it.
+
+The same closure runs in C where cffi and a C compiler are present
+(``checker/native/porwalk.py``, passed in as ``stubborn_sets(native=...)`` by the engine):
+the same set for every seed (tests/test_por_closure.py); ``Reducer._stubborn`` falls back to
+``_Ctx.stubborn`` for a state the C does not take.
 """
 
 from __future__ import annotations

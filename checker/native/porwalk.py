@@ -1,11 +1,26 @@
-"""A warp's future under a frozen stubborn set, walked in native code (``porwalk.c``).
+"""The stubborn-set closure of ``checker/por.py`` in native code (``porwalk.c``).
 
-The first piece of the stubborn-set closure in C (issue 26): ``por._Ctx._future``'s walk
-and ``_walk_result`` over the integer tables of ``checker/por_tables.py``.  What stays
-in Python for now is everything state-dependent: which blocking instructions stay
-blocked while T is frozen comes in as an answer per pc (``walk``'s ``blocked``), as
-``_Ctx._blocked_frozen`` gives it.  tests/test_por_walk.py compares the two walks on
-every future the Python closure computes in bounded searches.
+Three layers, each tested against its Python original state by state:
+
+* ``pw_walk`` -- a warp's future while T is frozen (``_Ctx._future``'s walk and
+  ``_walk_result``) over the integer tables of ``checker/por_tables.py``, given which
+  blocking instructions stay blocked (tests/test_por_walk.py);
+* ``pw_settle`` -- the settle analysis (``_Ctx._settle_futures``: the futures of the units
+  outside T and the greatest fixpoint of the mbarrier waits that stay blocked, with
+  ``_can_complete``) (tests/test_por_settle.py);
+* ``pw_stubborn`` -- the closure (``_Ctx.stubborn`` and ``_grow``: enablers, holders,
+  promotions, settle-free barriers and named barriers, the conflict exceptions)
+  (tests/test_por_closure.py; whole searches: tests/test_por_native_search.py).
+
+The state is read in Python once per state (``NativeClosure._state``: pcs, enabled
+units, current footprints and operations, barrier counts, named-barrier flags, the
+environment units' futures) through the same ``_Ctx`` helpers the Python closure uses; what
+mbarrier, cluster and named-barrier waits need of T to stay blocked, and the closed waits,
+are computed in C from the tables; a wgmma wait's requirement and a disabled warp's
+enablers are asked back through callbacks (``_Ctx._block_requirement``,
+``_Ctx._enablers``).  A state the C does not take (more than 256 units, an object outside
+the tables, a requirement with more than 32 sets) raises ``SettleUnavailable``: the
+reducer runs the Python closure for that seed and counts it.
 
 Compiled once per machine (the source does not depend on the kernel: the tables are
 data), with the native engine's compiler and cache (``build``).
