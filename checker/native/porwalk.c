@@ -189,6 +189,10 @@ typedef struct {
     const int32_t *key_cta;
     const int64_t *key_users_off, *key_users;   /* per key: agents with a NamedBarrierOp */
     const int64_t *cta_agents_off, *cta_agents; /* per CTA: its agents */
+    /* wgmma waits, answered here where wg_n is set (NULL: asked) */
+    const int64_t *wg_n;                    /* per row: a WgmmaWait's n, else -1 */
+    const int64_t *wg_cm;                   /* per agent: its commit count now, -1: none */
+    const int64_t *wg_sib_off, *wg_sib;     /* per agent: its warpgroup's members */
 } pw_state;
 
 typedef struct {
@@ -320,6 +324,23 @@ static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *s
     return cnt ? 1 : -1;
 }
 
+/* _Ctx._block_requirement of a wgmma wait: blocked while a sibling that has not
+ * committed the groups it retires is frozen (-5: no room, ask) */
+static int32_t wgmma_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
+    int32_t w = s->n_words, cnt = 0;
+    if (s->wg_cm[a] < 0) return -1;  /* not in a warpgroup */
+    int64_t k = s->wg_cm[a] - s->wg_n[row];
+    for (int64_t i = s->wg_sib_off[a]; i < s->wg_sib_off[a + 1]; i++) {
+        int32_t b = (int32_t)s->wg_sib[i], ub = s->agent_unit[b];
+        if (b == a || ub < 0 || s->wg_cm[b] >= k) continue;
+        if (cnt == PW_MAX_SETS) return -5;
+        memset(sets + cnt * w, 0, sizeof(uint64_t) * (size_t)w);
+        sets[cnt * w + (ub >> 6)] |= (uint64_t)1 << (ub & 63);
+        cnt++;
+    }
+    return cnt ? cnt : -1;
+}
+
 /* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
  * for Wait: the phase parity, and the ghost phase where known) */
 static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
@@ -423,6 +444,9 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
         else if (bk == 2) k = -2;
         else if (bk == 3 && s->nw_key && s->nw_key[row] >= 0) {
             k = named_need(s, a, row, sets);
+            if (k == -5) k = -3;
+        } else if (bk == 3 && s->wg_n && s->wg_n[row] >= 0) {
+            k = wgmma_need(s, a, row, sets);
             if (k == -5) k = -3;
         }
         if (k != -3) s->need_kind[row] = k;

@@ -97,6 +97,9 @@ typedef struct {
     const int32_t *key_cta;
     const int64_t *key_users_off, *key_users;
     const int64_t *cta_agents_off, *cta_agents;
+    const int64_t *wg_n;
+    const int64_t *wg_cm;
+    const int64_t *wg_sib_off, *wg_sib;
 } pw_state;
 void pw_prepare(const pw_tables *t, pw_state *s);
 typedef struct {
@@ -167,6 +170,9 @@ MAX_SETS = 32
 MAX_WORDS = 4
 
 _LIB: list = []
+#: compiled once per machine and small: worth the optimiser (the kernels' C uses -O1)
+PW_CFLAGS = ["-O2", "-shared", "-fPIC", "-fwrapv", "-w",
+             "-Werror=implicit-function-declaration"]
 
 
 def _library() -> tuple[Any, Any]:
@@ -182,14 +188,15 @@ def _library() -> tuple[Any, Any]:
     ffi.cdef(CDEF)
     source = Path(__file__).with_name("porwalk.c").read_text()
     cc = compiler()
-    digest = hashlib.sha256(("porwalk\0" + cc + "\0" + source).encode()).hexdigest()[:24]
+    digest = hashlib.sha256("\0".join(["porwalk", cc, *PW_CFLAGS, source]).encode()
+                            ).hexdigest()[:24]
     d = cache_dir()
     so = d / f"pw_{digest}.so"
     if not so.exists():
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=d) as tmp:
             out = Path(tmp) / "pw.so"
-            _compile(cc, [source], Path(tmp), out, None)
+            _compile(cc, [source], Path(tmp), out, None, flags=PW_CFLAGS)
             out.replace(so)
     try:
         lib = ffi.dlopen(str(so))
@@ -419,6 +426,7 @@ class NativeSettle:
         st.pair_bar = self._pair_bar
         st.native_waits = 0
         st.nw_key = ffi.NULL
+        st.wg_n = ffi.NULL
         st.agent_unit = arr("int32_t[]", agent_unit)
         st.phase = arr("int64_t[]", phase)
         st.obj_bar = self._obj_bar
@@ -598,6 +606,16 @@ class NativeClosure(NativeSettle):
             ca.extend(sysm.agents_of_cta.get(cta, []))
             co.append(len(ca))
         self._cta_agents_off, self._cta_agents = arr("int64_t[]", co), arr("int64_t[]", ca)
+        # wgmma waits (model/wgmma.py): n per row, the warpgroups' members
+        from ...model.program import WgmmaWait
+        wg = sysm.wgmma
+        self._wg_n = arr("int64_t[]", [ins.n if isinstance(ins, WgmmaWait) else -1
+                                       for ag in sysm.agents for ins in ag.program.code])
+        so, sl = [0], []
+        for a in range(len(sysm.agents)):
+            sl.extend(wg.siblings(a) if a in wg.group_of else [])
+            so.append(len(sl))
+        self._wg_sib_off, self._wg_sib = arr("int64_t[]", so), arr("int64_t[]", sl)
         self._nb_slots = [[(a, sysm.nbflag[(k[0], k[1], ag.warp)])
                            for a, ag in enumerate(sysm.agents)
                            if (k[0], k[1], ag.warp) in sysm.nbflag] for k in self._keys]
@@ -757,6 +775,11 @@ class NativeClosure(NativeSettle):
         st.key_all_only, st.key_cta = self._key_all_only, self._key_cta
         st.key_users_off, st.key_users = self._key_users_off, self._key_users
         st.cta_agents_off, st.cta_agents = self._cta_agents_off, self._cta_agents
+        wg = sysm.wgmma
+        st.wg_cm = arr("int64_t[]", [ctx.get(wg.cm[a]) if a in wg.group_of else -1
+                                     for a in range(len(sysm.agents))])
+        st.wg_n = self._wg_n if NATIVE_WAITS else ffi.NULL
+        st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
         obs = []
         for b in t.bars:
