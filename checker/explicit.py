@@ -20,6 +20,7 @@ from .concrete import ConcreteRunner
 from .errors import SetupTimeout
 from .graphs import fair_cycle, starving_component
 from .lasso import poll_pcs, report_lasso
+from .native.porwalk import closure_factory
 from .por import stubborn_sets
 from .properties import DEADLOCK_MSG, PRIORITY
 from .shorten import SHORTEN_TIMEOUT, shorten
@@ -79,8 +80,9 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
     try:
         ex = Explorer(system, symmetry=reduce,
-                      reduction=stubborn_sets(full=por, deadline=t0 + timeout) if reduce
-                      else None)
+                      reduction=stubborn_sets(full=por, deadline=t0 + timeout,
+                                              native=closure_factory() if por else None)
+                      if reduce else None)
     except SetupTimeout as e:
         st = Stats(engine="explicit")
         st.seconds = time.perf_counter() - t0
@@ -91,6 +93,11 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         # the starvation search follows each warp along cycles: no permuted warps
         ex = Explorer(system, symmetry=False)
     v = _bfs(ex, max_states, timeout, progress, None, t0, cpu_end)
+    red = ex.reducer
+    if red is not None and red.native is not None:
+        # seeds the native stubborn-set closure answered, and those left to Python
+        v.stats.extra["por_native"] = {"seeds": red.native_calls,
+                                       "fallbacks": red.native_fallbacks}
     if v.status == VIOLATED and ex.reducer is not None and v.prop != "starvation":
         # first drop the steps the violation does not need (cheap; often already the
         # shortest), then confirm: search the unreduced graph to that depth

@@ -43,6 +43,11 @@ A walk's result (footprint, counts, operations of the segments it passed) reads 
 static tables, so it is shared by every state (``Reducer._walk_memo``); a settle round asks
 again only about barriers whose operations changed in it; a future carries its footprint
 by object, so the conflict check looks up T's few objects in it.
+
+The same closure runs in C where cffi and a C compiler are present
+(``checker/native/porwalk.py``, passed in as ``stubborn_sets(native=...)`` by the engine):
+the same set for every seed (tests/test_por_closure.py); ``Reducer._stubborn`` falls back to
+``_Ctx.stubborn`` for a state the C does not take.
 """
 
 from __future__ import annotations
@@ -735,11 +740,19 @@ class Reducer:
     """
 
     def __init__(self, sysm: System, explorer: Any, full: bool = True,
-                 deadline: Optional[float] = None):
+                 deadline: Optional[float] = None,
+                 native: Optional[Callable[[Footprints], Any]] = None):
         self.sys = sysm
         self.ex = explorer
         self.fp = Footprints(sysm, deadline)
         self.full = full
+        #: the closure in native code (``native/porwalk.py`` ``NativeClosure``: the same
+        #: sets, tests/test_por_closure.py), made by ``native`` from the footprints; None:
+        #: the Python closure.  States it does not take go to the Python closure
+        #: (counted in ``native_fallbacks``)
+        self.native = native(self.fp) if native is not None and full else None
+        self.native_calls = 0
+        self.native_fallbacks = 0
         #: a list to collect why units join a stubborn set (debugging), or None
         self.why: Optional[list] = None
         # object -> {agent: modes} over each warp's whole program and async work
@@ -870,7 +883,7 @@ class Reducer:
         pos = {u: (u[0], u[1], ctx.pcs[u[1]]) if u[0] == "a" else u for u in units}
         hits = self._hits
         for u in sorted(units, key=lambda u: (-hits.get(pos[u], 0), len(units[u]))):
-            t = ctx.stubborn(u, best_size=None if best is None else _count(best, units))
+            t = self._stubborn(ctx, u, None if best is None else _count(best, units))
             if t is None:
                 continue
             if best is None or _count(t, units) < _count(best, units):
@@ -881,6 +894,23 @@ class Reducer:
             return enabled
         hits[best_pos] = hits.get(best_pos, 0) + 1
         return [e for e in enabled if _unit(e[0]) in best]
+
+
+    def _stubborn(self, ctx: "_Ctx", seed: tuple, best_size: Optional[int]) -> Optional[set]:
+        """``ctx.stubborn``, by the native closure where there is one and it takes the
+        state (the debugging trace ``why`` wants the Python one)."""
+        if self.native is not None and self.why is None:
+            try:
+                t = self.native.stubborn(ctx, seed, best_size)
+                self.native_calls += 1
+                return t
+            except NativeClosureUnavailable:
+                self.native_fallbacks += 1
+        return ctx.stubborn(seed, best_size=best_size)
+
+
+class NativeClosureUnavailable(Exception):
+    """A state (or seed) the native closure does not take: the Python closure decides."""
 
 
 def _unit(step: tuple) -> tuple:
@@ -1811,10 +1841,13 @@ class _Getter:
         return self.get(slot).count(x)
 
 
-def stubborn_sets(full: bool, deadline: Optional[float] = None) -> Callable[[Any], Reducer]:
+def stubborn_sets(full: bool, deadline: Optional[float] = None,
+                  native: Optional[Callable[[Footprints], Any]] = None
+                  ) -> Callable[[Any], Reducer]:
     """The ``reduction`` argument of ``statespace.Explorer``: a ``Reducer`` over that
     explorer -- the safe steps alone, or with ``full`` the whole stubborn-set
     computation.  Passed from above so that the state space knows nothing of it.
     ``deadline`` (a ``time.perf_counter()`` value): its set-up raises ``SetupTimeout``
-    past it."""
-    return lambda explorer: Reducer(explorer.sys, explorer, full=full, deadline=deadline)
+    past it.  ``native``: makes the native closure from the footprints (or None)."""
+    return lambda explorer: Reducer(explorer.sys, explorer, full=full, deadline=deadline,
+                                    native=native)

@@ -47,8 +47,8 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
     ("the state space: concrete steps, explorer, replay, shortening, lasso reports",
      {"concrete", "statespace", "tracebuild", "shorten", "lasso"}),
     ("the symbolic encoding and the reductions",
-     {"por", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
-      "chain", "native", "native.ccode", "native.build"}),
+     {"por", "por_tables", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
+      "chain", "native", "native.ccode", "native.build", "native.porwalk"}),
     ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed"}),
     ("the portfolio", {"portfolio"}),
 ]

@@ -37,6 +37,7 @@ def _chosen_sets(name: str, params: dict, states: int, monkeypatch: Any,
         return r
 
     with monkeypatch.context() as m:
+        m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
         m.setattr(por.Reducer, "reduce", reduce)
         m.setattr(por, "INCREMENTAL_SETTLE", cached)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)

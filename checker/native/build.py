@@ -132,22 +132,23 @@ def split_units(source: str, n: int) -> list[str]:
 
 
 def _compile(cc: str, sources: list[str], tmp: Path, out: Path,
-             timeout: Optional[float]) -> None:
+             timeout: Optional[float], flags: Optional[list[str]] = None) -> None:
     """``sources`` compiled (each file by its own compiler process, all at once) and
-    linked into the shared object ``out``."""
+    linked into the shared object ``out`` (with ``flags``, else ``CFLAGS``)."""
+    cflags = CFLAGS if flags is None else flags
     # no limit for an infinite budget: the OS waits take none
     limit = None if timeout is None or math.isinf(timeout) else max(timeout, 1.0)
     t0 = time.monotonic()
     if len(sources) == 1:
         src = tmp / "k.c"
         src.write_text(sources[0])
-        cmds = [[cc, *CFLAGS, str(src), "-o", str(out)]]
+        cmds = [[cc, *cflags, str(src), "-o", str(out)]]
     else:
         cmds = []
         for j, text in enumerate(sources):
             src = tmp / f"k{j}.c"
             src.write_text(text)
-            cmds.append([cc, *CFLAGS, "-c", str(src), "-o", str(tmp / f"k{j}.o")])
+            cmds.append([cc, *cflags, "-c", str(src), "-o", str(tmp / f"k{j}.o")])
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True) for c in cmds]
     try:
@@ -168,7 +169,7 @@ def _compile(cc: str, sources: list[str], tmp: Path, out: Path,
                           f"{_tail(errs[0])}")
     if len(sources) > 1:
         objs = [str(tmp / f"k{j}.o") for j in range(len(sources))]
-        r = subprocess.run([cc, *CFLAGS, *objs, "-o", str(out)], capture_output=True,
+        r = subprocess.run([cc, *cflags, *objs, "-o", str(out)], capture_output=True,
                            text=True)
         if r.returncode != 0:
             raise BuildFailed(f"linking the native successor function failed ({cc}): "

@@ -1,0 +1,926 @@
+/* The future of a warp while a stubborn set T is frozen, in native code: the walk of
+ * checker/por.py's _Ctx._future and its result (_Ctx._walk_result), over the integer
+ * tables of checker/por_tables.py (PorTables.flat).  Which blocking instructions stay
+ * blocked is the state-dependent part; it comes in as one answer per pc.
+ *
+ * The walk: depth-first from the warp's pc over segment successors (a stack, popped
+ * from its end, successors pushed in table order -- the order of _Ctx._future); a
+ * blocking pc answered "blocked" is not entered; a pc met twice marks a loop unless the
+ * program has no back edge.  The result: the union of the segment footprints of the
+ * pcs entered (the non-completing ones where the cluster barrier is frozen), the
+ * arrival counts per barrier (summed as in Python; por.INF for each after a loop) and the barrier
+ * operations of the segments in the order entered (none, "unbounded", after a loop or
+ * where a segment's are). */
+
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+
+#define PW_INF ((int64_t)1 << 40)
+
+typedef struct {
+    int32_t n_agents;
+    int64_t n_pairs, n_bars;
+    const int64_t *pc_base;     /* first row of each agent, then the end */
+    const int64_t *blocking, *acyclic;
+    const int64_t *seg_fp_off, *seg_fp, *seg_fp_nc_off, *seg_fp_nc;
+    const int64_t *seg_next_off, *seg_next;
+    const int64_t *seg_ops_off, *seg_ops; /* -1 offset: unbounded */
+    const int64_t *seg_arr_off, *seg_arr;
+    const int64_t *wait_bar;    /* per row: the bar id of an mbarrier wait, else -1 */
+    const int64_t *wait_parity, *wait_ghost, *wait_own;
+    const int64_t *writers_from_off, *writers_from;   /* object ids */
+    const int64_t *arrivers_from_off, *arrivers_from; /* bar ids */
+    const int64_t *block_kind;  /* 0 never blocked but now, 1 Wait, 2 ClusterWait, 3 ask */
+    const int64_t *succ_off, *succ;                   /* control successors */
+} pw_tables;
+
+typedef struct {
+    uint8_t *fp;        /* n_pairs: 1 where the pair is in the footprint */
+    int64_t *counts;    /* n_bars: arrivals (-1: the barrier is not arrived at) */
+    int64_t *ops;       /* 4 ints an operation */
+    int64_t ops_cap;    /* room in ops, in operations */
+    int64_t n_ops;      /* -1: unbounded */
+    int32_t looped;
+    int32_t n_visited;
+    int64_t *pairs;     /* the pairs set in fp, in the order first set (n_fp of them) */
+    int64_t n_fp;
+} pw_result;
+
+static int64_t row_end(const int64_t *off, int64_t r) {
+    /* the next row's start; rows of -1 (None) are skipped over */
+    int64_t k = r + 1;
+    while (off[k] < 0) k++;
+    return off[k];
+}
+
+/* does the blocking instruction at pc stay blocked? (1/0; -1: no answer) */
+typedef int (*pw_answer)(void *ctx, int32_t a, int32_t pc);
+
+static int answer_from_array(void *ctx, int32_t a, int32_t pc) {
+    (void)a;
+    return ((const int8_t *)ctx)[pc];
+}
+
+static int walk_core(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
+                     pw_answer answer, void *ctx, pw_result *r);
+
+/* 0: done; -1: a blocking pc without an answer was reached; -2: ops overflow */
+int pw_walk(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
+            const int8_t *blocked, pw_result *r) {
+    return walk_core(t, a, start, frozen_cl, answer_from_array, (void *)blocked, r);
+}
+
+static int walk_core(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
+                     pw_answer answer, void *ctx, pw_result *r) {
+    int64_t base = t->pc_base[a], n = t->pc_base[a + 1] - base;
+    const int64_t *fo = frozen_cl ? t->seg_fp_nc_off : t->seg_fp_off;
+    const int64_t *fd = frozen_cl ? t->seg_fp_nc : t->seg_fp;
+    uint8_t *seen = calloc((size_t)n, 1);
+    int32_t *stack = malloc(sizeof(int32_t) * (size_t)(n * 4 + 4));
+    int32_t *visited = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    int64_t sp = 0, cap = n * 4 + 4, nv = 0;
+    int rc = 0, looped = 0;
+    for (int64_t i = 0; i < r->n_fp; i++) r->fp[r->pairs[i]] = 0;
+    r->n_fp = 0;
+    for (int64_t b = 0; b < t->n_bars; b++) r->counts[b] = -1;
+    stack[sp++] = start;
+    while (sp > 0) {
+        int32_t pc = stack[--sp];
+        if (seen[pc]) {
+            if (!t->acyclic[a]) looped = 1;
+            continue;
+        }
+        seen[pc] = 1;
+        if (t->blocking[base + pc]) {
+            int b = answer(ctx, a, pc);
+            if (b < 0) { rc = -1; goto out; }
+            if (b) continue;
+        }
+        visited[nv++] = pc;
+        int64_t row = base + pc;
+        for (int64_t k = t->seg_next_off[row]; k < row_end(t->seg_next_off, row); k++) {
+            if (sp == cap) {
+                cap *= 2;
+                stack = realloc(stack, sizeof(int32_t) * (size_t)cap);
+            }
+            stack[sp++] = (int32_t)t->seg_next[k];
+        }
+    }
+    /* the result, in the order the pcs were entered */
+    int64_t nops = 0;
+    int unbounded = looped;
+    for (int64_t i = 0; i < nv; i++) {
+        int64_t row = base + visited[i];
+        for (int64_t k = fo[row]; k < row_end(fo, row); k++) {
+            if (!r->fp[fd[k]]) {
+                r->fp[fd[k]] = 1;
+                r->pairs[r->n_fp++] = fd[k];
+            }
+        }
+        for (int64_t k = t->seg_arr_off[row]; k < row_end(t->seg_arr_off, row); k += 2) {
+            int64_t b = t->seg_arr[k], c = t->seg_arr[k + 1];
+            r->counts[b] = (r->counts[b] < 0 ? 0 : r->counts[b]) + c;
+        }
+        if (unbounded) continue;
+        if (t->seg_ops_off[row] < 0) { unbounded = 1; continue; }
+        for (int64_t k = t->seg_ops_off[row]; k < row_end(t->seg_ops_off, row); k += 4) {
+            if (nops == r->ops_cap) { rc = -2; goto out; }
+            memcpy(r->ops + 4 * nops, t->seg_ops + k, 4 * sizeof(int64_t));
+            nops++;
+        }
+    }
+    if (looped) {
+        for (int64_t b = 0; b < t->n_bars; b++)
+            if (r->counts[b] >= 0) r->counts[b] = PW_INF;
+    }
+    r->n_ops = unbounded ? -1 : nops;
+    r->looped = looped;
+    r->n_visited = (int32_t)nv;
+out:
+    free(seen);
+    free(stack);
+    free(visited);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the settle analysis
+ * _Ctx._settle_futures in native code: the futures of the units outside T with the
+ * mbarrier waits that stay blocked before T moves, as a greatest fixpoint from every
+ * wait of a warp outside T that cannot pass now (the plain fixpoint: every blocked
+ * barrier is asked again in every round, as with por.INCREMENTAL_SETTLE off).  The
+ * state comes in as a pw_state; what a blocking instruction needs of T to stay blocked
+ * (_Ctx._block_requirement) is asked through the ``need`` callback, once per pc and
+ * state (pw_reset forgets the answers). */
+
+#define PW_MAX_WORDS 4
+#define PW_MAX_SETS 32
+
+typedef struct {
+    int32_t n_units, n_words;
+    const int32_t *kind;        /* 0: warp, 1: environment unit */
+    const int32_t *agent;       /* a warp unit's warp */
+    const int32_t *pc;          /* a warp unit's pc */
+    const int64_t *env_fp_off, *env_fp;     /* per unit (warps: empty rows) */
+    const int64_t *env_arr_off, *env_arr;   /* (bar, count) pairs */
+    const int64_t *env_ops_off, *env_ops;   /* 4 ints an operation */
+    int64_t *cw_off, *cw;                   /* closed waits (bar ids) per unit */
+    const int64_t *pending, *tx;            /* per bar */
+    const int64_t *pair_bar;                /* per pair: its bar id if a barrier's, else -1 */
+    int32_t frozen_cl;
+    const uint64_t *T;                      /* n_words */
+    int (*need)(int32_t a, int32_t pc, uint64_t *sets, int32_t max_sets);
+    /* per row (pc_base numbering): -3 not asked yet, -1 none, -2 cluster, k >= 0 sets */
+    int32_t *need_kind;
+    uint64_t *need_sets;                    /* per row: PW_MAX_SETS * n_words words */
+    /* what mbarrier waits need, answered here without the callback (native_waits) */
+    int32_t native_waits;
+    const int32_t *agent_unit;              /* per warp: its unit, -1 when done */
+    const int8_t *u_enabled;                /* per unit */
+    const int64_t *phase;                   /* per bar */
+    const int64_t *obj_bar;                 /* per object: its bar id, else -1 */
+    const int64_t *env_w_off, *env_w;       /* per unit: bars an environment unit writes */
+    const int64_t *env_a_off, *env_a;       /* per unit: bars it arrives at */
+    uint64_t *writers_bar, *arrivers_bar;   /* per bar: n_words words (pw_prepare) */
+    /* named-barrier waits, answered here where nw_key is set (NULL: asked) */
+    const int64_t *nw_key;                  /* per row: the key of a NamedWait, else -1 */
+    const int8_t *nb_arrived;               /* [key * n_units + unit] */
+    const int8_t *key_all_only;             /* per key: bar.sync without a count only */
+    const int32_t *key_cta;
+    const int64_t *key_users_off, *key_users;   /* per key: agents with a NamedBarrierOp */
+    const int64_t *cta_agents_off, *cta_agents; /* per CTA: its agents */
+    /* wgmma waits, answered here where wg_n is set (NULL: asked) */
+    const int64_t *wg_n;                    /* per row: a WgmmaWait's n, else -1 */
+    const int64_t *wg_cm;                   /* per agent: its commit count now, -1: none */
+    const int64_t *wg_sib_off, *wg_sib;     /* per agent: its warpgroup's members */
+} pw_state;
+
+typedef struct {
+    uint8_t *blocked;        /* n_bars: the barriers kept blocked at the fixpoint */
+    uint8_t *unbounded;      /* n_bars */
+    /* per unit (others only): footprint pairs, arrivals, operations */
+    int64_t *fp_off, *fp;    /* n_units + 1 offsets */
+    int64_t *arr_off, *arr;  /* (bar, count) pairs, bars ascending */
+    int64_t *ops_off, *ops;  /* ops_off[u] = -1: unbounded */
+    int64_t fp_cap, arr_cap, ops_cap;
+    int32_t rounds;
+    int64_t *bar_at;         /* n_bars + 1: where each barrier's operations start */
+    int64_t *gathered;       /* the operations of the bounded futures, per barrier */
+    int64_t gathered_cap;    /* in operations */
+} pw_settled;
+
+void pw_reset(int64_t rows, int32_t *need_kind) {
+    for (int64_t i = 0; i < rows; i++) need_kind[i] = -3;
+}
+
+static void closed_waits(const pw_tables *t, pw_state *s);
+
+/* _Ctx._writers(("bar", b)) and _Ctx._arrivers(b) of this state, for every barrier,
+ * and the closed waits of every warp */
+void pw_prepare(const pw_tables *t, pw_state *s) {
+    int32_t w = s->n_words;
+    closed_waits(t, s);
+    memset(s->writers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
+    memset(s->arrivers_bar, 0, sizeof(uint64_t) * (size_t)(t->n_bars * w));
+    for (int32_t u = 0; u < s->n_units; u++) {
+        uint64_t bitu = (uint64_t)1 << (u & 63);
+        int32_t j = u >> 6;
+        if (s->kind[u] == 0) {
+            int64_t row = t->pc_base[s->agent[u]] + s->pc[u];
+            for (int64_t k = t->writers_from_off[row]; k < t->writers_from_off[row + 1]; k++) {
+                int64_t b = s->obj_bar[t->writers_from[k]];
+                if (b >= 0) s->writers_bar[b * w + j] |= bitu;
+            }
+            for (int64_t k = t->arrivers_from_off[row]; k < t->arrivers_from_off[row + 1]; k++)
+                s->arrivers_bar[t->arrivers_from[k] * w + j] |= bitu;
+        } else {
+            for (int64_t k = s->env_w_off[u]; k < s->env_w_off[u + 1]; k++)
+                s->writers_bar[s->env_w[k] * w + j] |= bitu;
+            for (int64_t k = s->env_a_off[u]; k < s->env_a_off[u + 1]; k++)
+                s->arrivers_bar[s->env_a[k] * w + j] |= bitu;
+        }
+    }
+}
+
+/* is the mbarrier wait at row closed now (model.system.System._concrete_enabled for
+ * Wait false: a barrier of the warp's CTA, the parity and ghost phase it waits for)? */
+static int wait_closed(const pw_tables *t, const pw_state *s, int64_t row) {
+    if (!t->wait_own[row]) return 0;
+    int64_t b = t->wait_bar[row], phase = s->phase[b];
+    if ((phase & 1) != t->wait_parity[row]) return 0;
+    if (t->wait_ghost[row] >= 0) {
+        int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
+        if (d != 0 && d != 1) return 0;
+    }
+    return 1;
+}
+
+/* _Ctx._closed_waits of every warp unit: the barriers of the mbarrier waits it may
+ * reach (Footprints.waits_from: every pc reachable by control flow) that are closed */
+static void closed_waits(const pw_tables *t, pw_state *s) {
+    if (!s->native_waits) return;
+    int64_t ncw = 0;
+    uint8_t *mark = calloc((size_t)t->n_bars + 1, 1);
+    s->cw_off[0] = 0;
+    for (int32_t u = 0; u < s->n_units; u++) {
+        if (s->kind[u] == 0) {
+            int32_t a = s->agent[u];
+            int64_t base = t->pc_base[a], n = t->pc_base[a + 1] - base;
+            uint8_t *seen = calloc((size_t)n + 1, 1);
+            int32_t *stack = malloc(sizeof(int32_t) * (size_t)(n * 2 + 2));
+            int64_t sp = 0, cap = n * 2 + 2;
+            int64_t first = ncw;
+            stack[sp++] = s->pc[u];
+            while (sp > 0) {
+                int32_t p = stack[--sp];
+                if (p >= n || seen[p]) continue;
+                seen[p] = 1;
+                int64_t row = base + p;
+                if (t->wait_bar[row] >= 0 && wait_closed(t, s, row) && !mark[t->wait_bar[row]]) {
+                    mark[t->wait_bar[row]] = 1;
+                    s->cw[ncw++] = t->wait_bar[row];
+                }
+                for (int64_t k = t->succ_off[row]; k < row_end(t->succ_off, row); k++) {
+                    if (sp == cap) {
+                        cap *= 2;
+                        stack = realloc(stack, sizeof(int32_t) * (size_t)cap);
+                    }
+                    stack[sp++] = (int32_t)t->succ[k];
+                }
+            }
+            for (int64_t k = first; k < ncw; k++) mark[s->cw[k]] = 0;
+            free(seen);
+            free(stack);
+        }
+        s->cw_off[u + 1] = ncw;
+    }
+    free(mark);
+}
+
+/* _Ctx._block_requirement of a named-barrier wait (-5: no room, ask) */
+static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
+    int64_t k = s->nw_key[row];
+    int32_t n = s->n_units, w = s->n_words, ua = s->agent_unit[a], cnt = 0;
+    int32_t cta = s->key_cta[k];
+    if (s->key_all_only[k]) {
+        for (int64_t i = s->cta_agents_off[cta]; i < s->cta_agents_off[cta + 1]; i++) {
+            int32_t b = (int32_t)s->cta_agents[i], ub = s->agent_unit[b];
+            if (b == a || ub < 0 || s->nb_arrived[k * n + ub]) continue;
+            if (cnt == PW_MAX_SETS) return -5;
+            memset(sets + cnt * w, 0, sizeof(uint64_t) * (size_t)w);
+            sets[cnt * w + (ub >> 6)] |= (uint64_t)1 << (ub & 63);
+            cnt++;
+        }
+        return cnt ? cnt : -1;
+    }
+    if (ua < 0 || !s->nb_arrived[k * n + ua]) return -1;  /* its flag is clear: enabled */
+    memset(sets, 0, sizeof(uint64_t) * (size_t)w);
+    for (int64_t i = s->key_users_off[k]; i < s->key_users_off[k + 1]; i++) {
+        int32_t b = (int32_t)s->key_users[i], ub = s->agent_unit[b];
+        if (b == a || ub < 0) continue;
+        sets[ub >> 6] |= (uint64_t)1 << (ub & 63);
+        cnt++;
+    }
+    return cnt ? 1 : -1;
+}
+
+/* _Ctx._block_requirement of a wgmma wait: blocked while a sibling that has not
+ * committed the groups it retires is frozen (-5: no room, ask) */
+static int32_t wgmma_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
+    int32_t w = s->n_words, cnt = 0;
+    if (s->wg_cm[a] < 0) return -1;  /* not in a warpgroup */
+    int64_t k = s->wg_cm[a] - s->wg_n[row];
+    for (int64_t i = s->wg_sib_off[a]; i < s->wg_sib_off[a + 1]; i++) {
+        int32_t b = (int32_t)s->wg_sib[i], ub = s->agent_unit[b];
+        if (b == a || ub < 0 || s->wg_cm[b] >= k) continue;
+        if (cnt == PW_MAX_SETS) return -5;
+        memset(sets + cnt * w, 0, sizeof(uint64_t) * (size_t)w);
+        sets[cnt * w + (ub >> 6)] |= (uint64_t)1 << (ub & 63);
+        cnt++;
+    }
+    return cnt ? cnt : -1;
+}
+
+/* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
+ * for Wait: the phase parity, and the ghost phase where known) */
+static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
+                         int64_t row, uint64_t *sets) {
+    int32_t u = s->agent_unit[a], w = s->n_words;
+    if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) return -1;
+    if (!wait_closed(t, s, row)) return -1;
+    int64_t b = t->wait_bar[row];
+    int32_t k = 0;
+    memcpy(sets, s->writers_bar + b * w, sizeof(uint64_t) * (size_t)w);
+    if (u >= 0) sets[u >> 6] &= ~((uint64_t)1 << (u & 63));
+    k++;
+    if (s->pending[b] > 0) {
+        memcpy(sets + w, s->arrivers_bar + b * w, sizeof(uint64_t) * (size_t)w);
+        if (u >= 0) sets[w + (u >> 6)] &= ~((uint64_t)1 << (u & 63));
+        k++;
+    }
+    return k;
+}
+
+/* _can_complete(pending, tx, ops, None): could some non-empty subset of ops complete
+ * the phase or over-arrive?  The same search over (arrived, tx, count) triples, with
+ * the same give-up bound (more than 4096 triples: yes). */
+#define CC_SLOTS 16384
+typedef struct { int64_t am, tm, k; } cc_t;
+static uint64_t cc_hash(int64_t am, int64_t tm, int64_t k) {
+    uint64_t h = (uint64_t)am * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t)tm * 0xC2B2AE3D27D4EB4FULL + (h << 6) + (h >> 2);
+    h ^= (uint64_t)k * 0x165667B19E3779F9ULL + (h << 6) + (h >> 2);
+    return h;
+}
+static int cc_add(cc_t *slots, uint8_t *used, cc_t *list, int64_t *n, cc_t x) {
+    uint64_t h = cc_hash(x.am, x.tm, x.k) & (CC_SLOTS - 1);
+    while (used[h]) {
+        if (slots[h].am == x.am && slots[h].tm == x.tm && slots[h].k == x.k) return 0;
+        h = (h + 1) & (CC_SLOTS - 1);
+    }
+    used[h] = 1;
+    slots[h] = x;
+    list[(*n)++] = x;
+    return 1;
+}
+int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_ops,
+                    int64_t stride, int64_t proper_of) {
+    static cc_t slots[CC_SLOTS], list[CC_SLOTS], fresh[CC_SLOTS];
+    static uint8_t used[CC_SLOTS];
+    memset(used, 0, sizeof used);
+    int64_t n = 0;
+    cc_add(slots, used, list, &n, (cc_t){0, 0, 0});
+    for (int64_t i = 0; i < n_ops; i++) {
+        const int64_t *o = ops + stride * i;
+        int64_t kind = o[1], count = o[2], dtx = o[3];
+        if (kind == 2) return 1;
+        int64_t da = kind == 0 ? count : 0, dt = kind == 0 ? dtx : -count;
+        int64_t nf = 0;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t a2 = list[j].am + da;
+            if (a2 > pending) return 1;
+            fresh[nf++] = (cc_t){a2, list[j].tm + dt, list[j].k + 1};
+        }
+        for (int64_t j = 0; j < nf; j++) {
+            cc_add(slots, used, list, &n, fresh[j]);
+            if (n > 4096) return 1;
+        }
+        if (n > 4096) return 1;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        if (list[j].k == 0) continue;
+        if (proper_of >= 0 && list[j].k == proper_of) continue;
+        if (list[j].am == pending && tx + list[j].tm == 0) return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const pw_tables *t;
+    pw_state *s;
+    const uint8_t *blocked;
+} settle_ctx;
+
+static int subset_of(const uint64_t *x, const uint64_t *T, int32_t w) {
+    for (int32_t i = 0; i < w; i++)
+        if (x[i] & ~T[i]) return 0;
+    return 1;
+}
+
+/* _Ctx._blocked_frozen in a settle round whose blocked barriers are ctx->blocked */
+static int answer_settle(void *vctx, int32_t a, int32_t pc) {
+    settle_ctx *c = vctx;
+    const pw_tables *t = c->t;
+    pw_state *s = c->s;
+    int64_t row = t->pc_base[a] + pc;
+    uint64_t *sets = s->need_sets + row * PW_MAX_SETS * s->n_words;
+    int32_t k = s->need_kind[row];
+    if (k == -3 && s->native_waits) {
+        int32_t u = s->agent_unit[a];
+        int64_t bk = t->block_kind[row];
+        if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) k = -1;
+        else if (bk == 0) k = -1;
+        else if (bk == 1) k = wait_need(t, s, a, pc, row, sets);
+        else if (bk == 2) k = -2;
+        else if (bk == 3 && s->nw_key && s->nw_key[row] >= 0) {
+            k = named_need(s, a, row, sets);
+            if (k == -5) k = -3;
+        } else if (bk == 3 && s->wg_n && s->wg_n[row] >= 0) {
+            k = wgmma_need(s, a, row, sets);
+            if (k == -5) k = -3;
+        }
+        if (k != -3) s->need_kind[row] = k;
+    }
+    if (k == -3) {
+        k = s->need(a, pc, sets, PW_MAX_SETS);
+        if (k < -2) return -1;  /* more sets than room: no answer */
+        s->need_kind[row] = k;
+    }
+    if (k == -1) return 0;
+    int64_t wb = t->wait_bar[row];
+    if (wb >= 0 && c->blocked[wb]) return 1;
+    if (k == -2) return s->frozen_cl;
+    for (int32_t i = 0; i < k; i++)
+        if (subset_of(sets + i * s->n_words, s->T, s->n_words)) return 1;
+    return 0;
+}
+
+/* the end of future i's operations (the next bounded one's start) */
+static int64_t ops_end(const int64_t *off, int32_t i, int32_t n) {
+    int32_t k = i + 1;
+    while (k < n && off[k] < 0) k++;
+    return off[k];
+}
+
+/* 0: done; -1: a requirement could not be answered; -2: out of room */
+int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_others,
+              pw_result *r, pw_settled *out) {
+    int64_t nb = t->n_bars;
+    uint8_t *blocked = out->blocked, *unb = out->unbounded;
+    uint8_t *keep = calloc((size_t)nb + 1, 1);
+    int64_t *per_bar = calloc((size_t)nb + 1, sizeof(int64_t));
+    int64_t *bar_at = out->bar_at;
+    int64_t *gathered = out->gathered;
+    int rc = 0;
+    memset(blocked, 0, (size_t)nb);
+    for (int32_t i = 0; i < n_others; i++) {
+        int32_t v = others[i];
+        if (s->kind[v] != 0) continue;
+        for (int64_t k = s->cw_off[v]; k < s->cw_off[v + 1]; k++) blocked[s->cw[k]] = 1;
+    }
+    settle_ctx ctx = {t, s, blocked};
+    out->rounds = 0;
+    for (;;) {
+        out->rounds++;
+        int64_t nfp = 0, narr = 0, nops = 0;
+        memset(unb, 0, (size_t)nb);
+        for (int32_t i = 0; i < n_others; i++) {
+            int32_t v = others[i];
+            out->fp_off[i] = nfp;
+            out->arr_off[i] = narr;
+            if (s->kind[v] == 0) {
+                int w = walk_core(t, s->agent[v], s->pc[v], s->frozen_cl, answer_settle,
+                                  &ctx, r);
+                if (w == -1) { rc = -1; goto done; }
+                if (w != 0) { rc = -2; goto done; }
+                if (nfp + r->n_fp > out->fp_cap) { rc = -2; goto done; }
+                memcpy(out->fp + nfp, r->pairs, sizeof(int64_t) * (size_t)r->n_fp);
+                nfp += r->n_fp;
+                for (int64_t b = 0; b < nb; b++) {
+                    if (r->counts[b] < 0) continue;
+                    if (narr + 2 > out->arr_cap) { rc = -2; goto done; }
+                    out->arr[narr++] = b;
+                    out->arr[narr++] = r->counts[b];
+                }
+                if (r->n_ops < 0) {
+                    out->ops_off[i] = -1;
+                } else {
+                    if (nops + r->n_ops > out->ops_cap) { rc = -2; goto done; }
+                    out->ops_off[i] = nops;
+                    memcpy(out->ops + 4 * nops, r->ops, sizeof(int64_t) * 4 * (size_t)r->n_ops);
+                    nops += r->n_ops;
+                }
+            } else {
+                int64_t n = s->env_fp_off[v + 1] - s->env_fp_off[v];
+                if (nfp + n > out->fp_cap) { rc = -2; goto done; }
+                memcpy(out->fp + nfp, s->env_fp + s->env_fp_off[v], sizeof(int64_t) * (size_t)n);
+                nfp += n;
+                n = s->env_arr_off[v + 1] - s->env_arr_off[v];
+                if (narr + n > out->arr_cap) { rc = -2; goto done; }
+                memcpy(out->arr + narr, s->env_arr + s->env_arr_off[v], sizeof(int64_t) * (size_t)n);
+                narr += n;
+                n = (s->env_ops_off[v + 1] - s->env_ops_off[v]) / 4;
+                if (nops + n > out->ops_cap) { rc = -2; goto done; }
+                out->ops_off[i] = nops;
+                memcpy(out->ops + 4 * nops, s->env_ops + s->env_ops_off[v],
+                       sizeof(int64_t) * 4 * (size_t)n);
+                nops += n;
+            }
+            /* an unbounded future: every barrier its footprint touches is unbounded */
+            if (out->ops_off[i] < 0)
+                for (int64_t k = out->fp_off[i]; k < nfp; k++)
+                    if (s->pair_bar[out->fp[k]] >= 0) unb[s->pair_bar[out->fp[k]]] = 1;
+        }
+        out->fp_off[n_others] = nfp;
+        out->arr_off[n_others] = narr;
+        out->ops_off[n_others] = nops;
+        /* the operations per barrier, futures in the order of others (_OpsByBar) */
+        memset(per_bar, 0, sizeof(int64_t) * (size_t)(nb + 1));
+        for (int32_t i = 0; i < n_others; i++) {
+            if (out->ops_off[i] < 0) continue;
+            int64_t end = ops_end(out->ops_off, i, n_others);
+            for (int64_t k = out->ops_off[i]; k < end; k++) per_bar[out->ops[4 * k]]++;
+        }
+        bar_at[0] = 0;
+        for (int64_t b = 0; b < nb; b++) bar_at[b + 1] = bar_at[b] + per_bar[b];
+        if (bar_at[nb] > out->gathered_cap) { rc = -2; goto done; }
+        memset(per_bar, 0, sizeof(int64_t) * (size_t)(nb + 1));
+        for (int32_t i = 0; i < n_others; i++) {
+            if (out->ops_off[i] < 0) continue;
+            int64_t end = ops_end(out->ops_off, i, n_others);
+            for (int64_t k = out->ops_off[i]; k < end; k++) {
+                int64_t b = out->ops[4 * k];
+                memcpy(gathered + 4 * (bar_at[b] + per_bar[b]), out->ops + 4 * k,
+                       4 * sizeof(int64_t));
+                per_bar[b]++;
+            }
+        }
+        int same = 1;
+        for (int64_t b = 0; b < nb; b++) {
+            keep[b] = blocked[b] && !unb[b] &&
+                !pw_can_complete(s->pending[b], s->tx[b], gathered + 4 * bar_at[b],
+                                 bar_at[b + 1] - bar_at[b], 4, -1);
+            if (keep[b] != blocked[b]) same = 0;
+        }
+        if (same) break;
+        memcpy(blocked, keep, (size_t)nb);
+    }
+done:
+    free(keep);
+    free(per_bar);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the closure
+ * _Ctx.stubborn and _Ctx._grow in native code.  What a round reads of the state beyond
+ * pw_state comes in as a pw_closure (made by checker/native/porwalk.py NativeClosure
+ * from the same _Ctx helpers, once per state); the enablers of a disabled warp
+ * (_Ctx._enablers) are asked through a callback, once per unit and state. */
+
+#define PW_MAX_UNITS (64 * PW_MAX_WORDS)
+
+typedef struct {
+    int32_t n_modes;
+    int32_t m_M, m_MR, m_W, m_R, m_O;
+    const uint8_t *free_mode;     /* per mode: A, X, O, NA (por._FREE_MODES) */
+    const uint8_t *barop_mode;    /* per mode: A, X, O (por.BAR_OPS | {"O"}) */
+    const uint8_t *conflict;      /* n_modes x n_modes: por.conflicts */
+    const int32_t *obj_kind;      /* per object: 0 bar, 1 arr, 2 exit, 3 nb, 4 other */
+    const int32_t *obj_arg;       /* bar id, array index, cta, named-barrier key index */
+    int32_t n_objects;
+    /* per unit */
+    const int8_t *enabled;
+    const int64_t *cur_fp_off, *cur_fp;   /* _current_fp before the holders' exception */
+    const int64_t *cur_ops_off, *cur_ops; /* _current_ops, 4 ints an operation */
+    const int64_t *exit_pair;   /* the unit's (exit, cta) W pair where an exit may drop it */
+    const int32_t *ucta;        /* a warp unit's CTA, else -1 */
+    const int8_t *cl_cand;      /* a cluster arrive / exit not completing now */
+    const int8_t *carr0, *carr_not1;
+    const int8_t *exit_sync;    /* 0 no, 1 always, 2 unless the bar.sync 0 cannot complete */
+    const int32_t *exit_nbkey, *sync_nbkey;
+    /* named barriers (keys) */
+    int32_t n_keys;
+    const int64_t *nb_need;     /* threads that complete a generation, -1 unknown */
+    const int64_t *nb_count;    /* threads arrived now */
+    const int64_t *na_pair;     /* the key's NA pair, -1 if none */
+    const int8_t *arrived;      /* [key * n_units + unit] */
+    /* barrier arrays */
+    const int8_t *saturated, *multi_init;
+    const int32_t *arr_cta;
+    const int8_t *sync0;        /* per CTA: 0 no bar.sync 0, 1 counted, 2 all-thread only */
+    const int32_t *sync0_key;   /* per CTA: the key index of (cta, 0) */
+    const int64_t *m_pairs_off, *m_pairs; /* per CTA: its arrays' M pairs (n_ctas + 1 offs) */
+    int32_t n_ctas;
+    /* per pair: the CTA of an (exit, cta) W pair, else -1; the CA pair of ("cl",) */
+    const int32_t *pair_exitw_cta;
+    int64_t ca_pair;
+    const int8_t *observed;     /* per bar: the completed phase is observed */
+    const int8_t *in_sys;       /* per bar: a barrier of the system */
+    int (*enablers)(int32_t u, uint64_t *out);
+    int8_t *en_done;            /* per unit: enablers asked (reset per state) */
+    uint64_t *en_sets;          /* per unit: n_words words */
+    /* the grow memo of this state: keys and values, n_words words each */
+    uint64_t *memo;
+    int32_t memo_n, memo_cap;
+} pw_closure;
+
+static int bit(const uint64_t *T, int32_t u) { return (T[u >> 6] >> (u & 63)) & 1; }
+static void setbit(uint64_t *T, int32_t u) { T[u >> 6] |= (uint64_t)1 << (u & 63); }
+
+static int cluster_frozen(const pw_state *s, const pw_closure *c, const uint64_t *T) {
+    for (int32_t u = 0; u < s->n_units; u++)
+        if (bit(T, u) && s->kind[u] == 0 && c->carr0[u]) return 1;
+    return 0;
+}
+
+typedef struct {
+    /* per other (index into others): flags from its future's footprint */
+    int8_t *has_exitw, *has_ca;
+    int8_t *has_na;             /* [key * n_others + i] */
+} fut_flags;
+
+static int nb_cannot(const pw_closure *c, const pw_state *s, const fut_flags *ff,
+                     const int32_t *others, int32_t n_others, int32_t k, int own) {
+    if (c->nb_need[k] < 0) return 0;
+    int64_t n = 0;
+    for (int32_t i = 0; i < n_others; i++)
+        if (ff->has_na[(int64_t)k * n_others + i] && !c->arrived[(int64_t)k * s->n_units + others[i]])
+            n++;
+    return c->nb_count[k] + 32 * (n + own) < c->nb_need[k];
+}
+
+/* one round of the closure: 0, or < 0 where it cannot be computed here */
+static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
+                pw_result *r, pw_settled *out) {
+    int32_t n = s->n_units, w = s->n_words, nm = c->n_modes;
+    /* enablers of the disabled warps of T */
+    uint64_t T0[PW_MAX_WORDS];
+    memcpy(T0, T, sizeof(uint64_t) * (size_t)w);
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T0, u) || s->kind[u] != 0 || c->enabled[u]) continue;
+        uint64_t *e = c->en_sets + (int64_t)u * w;
+        if (!c->en_done[u]) {
+            if (c->enablers(u, e) != 0) return -1;
+            c->en_done[u] = 1;
+        }
+        for (int32_t j = 0; j < w; j++) T[j] |= e[j];
+    }
+    int32_t others[PW_MAX_UNITS], no = 0, oi[PW_MAX_UNITS];
+    for (int32_t u = 0; u < n; u++) {
+        oi[u] = -1;
+        if (!bit(T, u)) { oi[u] = no; others[no++] = u; }
+    }
+    memcpy((void *)s->T, T, sizeof(uint64_t) * (size_t)w);
+    s->frozen_cl = cluster_frozen(s, c, T);
+    int rc = pw_settle(t, s, others, no, r, out);
+    if (rc != 0) return rc;
+    /* flags of the futures */
+    int8_t has_exitw[PW_MAX_UNITS], has_ca[PW_MAX_UNITS];
+    int8_t *has_na = calloc((size_t)(c->n_keys + 1) * (size_t)(no + 1), 1);
+    fut_flags ff = {has_exitw, has_ca, has_na};
+    for (int32_t i = 0; i < no; i++) {
+        int32_t v = others[i];
+        has_exitw[i] = 0;
+        has_ca[i] = 0;
+        for (int64_t k = out->fp_off[i]; k < out->fp_off[i + 1]; k++) {
+            int64_t p = out->fp[k];
+            if (p == c->ca_pair) has_ca[i] = 1;
+            if (s->kind[v] == 0 && c->pair_exitw_cta[p] >= 0 && c->pair_exitw_cta[p] == c->ucta[v])
+                has_exitw[i] = 1;
+            int64_t o = p / nm;
+            if (c->obj_kind[o] == 3 && p == c->na_pair[c->obj_arg[o]])
+                has_na[(int64_t)c->obj_arg[o] * no + i] = 1;
+        }
+    }
+    /* holders: per CTA, the live warps that stay live until T moves */
+    uint64_t holders[64][PW_MAX_WORDS];
+    if (c->n_ctas > 64) { free(has_na); return -2; }
+    memset(holders, 0, sizeof holders);
+    for (int32_t u = 0; u < n; u++) {
+        if (s->kind[u] != 0) continue;
+        if (bit(T, u) || !has_exitw[oi[u]]) setbit(holders[c->ucta[u]], u);
+    }
+    /* T's footprint (index), its operations per barrier, the barriers it waits on */
+    int64_t n_pairs = (int64_t)c->n_objects * nm;
+    uint8_t *tidx = calloc((size_t)n_pairs, 1);
+    uint8_t *tobj = calloc((size_t)c->n_objects, 1);
+    int64_t *tlist = malloc(sizeof(int64_t) * (size_t)(n_pairs + 1));
+    int64_t nt = 0;
+    uint8_t *t_waits = calloc((size_t)t->n_bars + 1, 1);
+    int64_t *t_cnt = calloc((size_t)t->n_bars + 1, sizeof(int64_t));
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T, u) || !c->enabled[u]) continue;
+        int release_only = c->sync_nbkey[u] >= 0 &&
+            nb_cannot(c, s, &ff, others, no, c->sync_nbkey[u], 1);
+        int drop_exit = 0;
+        if (c->exit_pair[u] >= 0) {
+            uint64_t *h = holders[c->ucta[u]];
+            for (int32_t j = 0; j < w; j++) {
+                uint64_t x = h[j];
+                if (j == (u >> 6)) x &= ~((uint64_t)1 << (u & 63));
+                if (x) drop_exit = 1;
+            }
+        }
+        int add_all_m = 0;
+        if (c->cl_cand[u]) {
+            add_all_m = 1;
+            for (int32_t b = 0; b < n && add_all_m; b++) {
+                if (b == u || s->kind[b] != 0 || !c->carr_not1[b]) continue;
+                if (bit(T, b) || !has_ca[oi[b]]) add_all_m = 0;
+            }
+        }
+        int add_cta_m = 0;
+        if (c->exit_sync[u] == 1) add_cta_m = 1;
+        if (c->exit_sync[u] == 2)
+            add_cta_m = !nb_cannot(c, s, &ff, others, no, c->exit_nbkey[u], 1);
+        /* the pairs: current footprint, then the promotions */
+        for (int pass = 0; pass < 3; pass++) {
+            const int64_t *lo, *hi;
+            if (pass == 0) {
+                lo = c->cur_fp + c->cur_fp_off[u];
+                hi = c->cur_fp + c->cur_fp_off[u + 1];
+            } else if (pass == 1) {
+                if (!add_all_m) continue;
+                lo = c->m_pairs;
+                hi = c->m_pairs + c->m_pairs_off[c->n_ctas];
+            } else {
+                if (!add_cta_m) continue;
+                lo = c->m_pairs + c->m_pairs_off[c->ucta[u]];
+                hi = c->m_pairs + c->m_pairs_off[c->ucta[u] + 1];
+            }
+            for (const int64_t *q = lo; q < hi; q++) {
+                int64_t p = *q;
+                if (pass == 0 && drop_exit && p == c->exit_pair[u]) continue;
+                int64_t o = p / nm, m = p % nm;
+                if (release_only && m == c->m_M) p = o * nm + c->m_MR, m = c->m_MR;
+                if (!tidx[p]) { tidx[p] = 1; tlist[nt++] = p; }
+                tobj[o] = 1;
+                if (c->obj_kind[o] == 0 && m == c->m_O) t_waits[c->obj_arg[o]] = 1;
+            }
+        }
+        for (int64_t k = c->cur_ops_off[u]; k < c->cur_ops_off[u + 1]; k += 4) t_cnt[c->cur_ops[k]]++;
+    }
+    /* T's operations per barrier, in unit order */
+    int64_t *t_at = calloc((size_t)t->n_bars + 2, sizeof(int64_t));
+    for (int64_t b = 0; b < t->n_bars; b++) t_at[b + 1] = t_at[b] + t_cnt[b];
+    int64_t *t_ops = malloc(sizeof(int64_t) * 4 * (size_t)(t_at[t->n_bars] + 1));
+    memset(t_cnt, 0, sizeof(int64_t) * (size_t)(t->n_bars + 1));
+    for (int32_t u = 0; u < n; u++) {
+        if (!bit(T, u) || !c->enabled[u]) continue;
+        for (int64_t k = c->cur_ops_off[u]; k < c->cur_ops_off[u + 1]; k += 4) {
+            int64_t b = c->cur_ops[k];
+            memcpy(t_ops + 4 * (t_at[b] + t_cnt[b]), c->cur_ops + k, 4 * sizeof(int64_t));
+            t_cnt[b]++;
+        }
+    }
+    /* settle-free barriers and named barriers */
+    uint8_t *freeo = calloc((size_t)c->n_objects, 1);
+    for (int64_t o = 0; o < c->n_objects; o++) {
+        if (!tobj[o]) continue;
+        int kind = c->obj_kind[o];
+        if (kind == 0) {
+            int64_t b = c->obj_arg[o];
+            if (out->unbounded[b]) continue;
+            int sub = 1;
+            for (int32_t m = 0; m < nm; m++)
+                if (tidx[o * nm + m] && !c->barop_mode[m]) sub = 0;
+            if (!sub) continue;
+            if (!c->in_sys[b] || !c->observed[b]) continue;
+            const int64_t *non_t = out->gathered + 4 * out->bar_at[b];
+            int64_t n_non = out->bar_at[b + 1] - out->bar_at[b];
+            if (t_waits[b] && pw_can_complete(s->pending[b], s->tx[b], non_t, n_non, 4, -1))
+                continue;
+            int64_t n_t = t_at[b + 1] - t_at[b];
+            if (n_t > 0) {
+                int64_t *all = malloc(sizeof(int64_t) * 4 * (size_t)(n_t + n_non));
+                memcpy(all, t_ops + 4 * t_at[b], sizeof(int64_t) * 4 * (size_t)n_t);
+                memcpy(all + 4 * n_t, non_t, sizeof(int64_t) * 4 * (size_t)n_non);
+                int cc = pw_can_complete(s->pending[b], s->tx[b], all, n_t + n_non, 4, n_t + n_non);
+                free(all);
+                if (cc) continue;
+            }
+            freeo[o] = 1;
+        } else if (kind == 3) {
+            int32_t k = c->obj_arg[o];
+            int only_na = c->na_pair[k] >= 0;
+            for (int32_t m = 0; m < nm && only_na; m++)
+                if (tidx[o * nm + m] && o * nm + m != c->na_pair[k]) only_na = 0;
+            if (only_na && tidx[c->na_pair[k]] && nb_cannot(c, s, &ff, others, no, k, 0))
+                freeo[o] = 1;
+        }
+    }
+    /* the units outside T whose future conflicts with T's steps (T grows meanwhile:
+     * _init_settles reads it) */
+    for (int32_t i = 0; i < no; i++) {
+        int32_t v = others[i];
+        int hit = 0;
+        for (int64_t k = out->fp_off[i]; k < out->fp_off[i + 1] && !hit; k++) {
+            int64_t p = out->fp[k], o = p / nm, mode = p % nm;
+            if (!tobj[o]) continue;
+            int kind = c->obj_kind[o];
+            if (kind == 2 && mode == c->m_W) {
+                uint64_t *h = holders[c->obj_arg[o]];
+                int other_holder = 0;
+                for (int32_t j = 0; j < w; j++) {
+                    uint64_t x = h[j];
+                    if (s->kind[v] == 0 && j == (v >> 6)) x &= ~((uint64_t)1 << (v & 63));
+                    if (x) other_holder = 1;
+                }
+                if (other_holder) continue;
+            }
+            if (kind == 1) {
+                int32_t ai = c->obj_arg[o];
+                if (mode != c->m_W && !tidx[o * nm + c->m_W] && c->saturated[ai]) continue;
+                if (mode == c->m_M || mode == c->m_MR) {
+                    int sub = 1;
+                    for (int32_t m = 0; m < nm; m++)
+                        if (tidx[o * nm + m] && m != c->m_W && m != c->m_MR && m != c->m_R) sub = 0;
+                    if (sub && !c->multi_init[ai] && cluster_frozen(s, c, T)) {
+                        int32_t cta = c->arr_cta[ai];
+                        int ok = 1;
+                        if (c->sync0[cta] == 1) ok = 0;
+                        if (c->sync0[cta] == 2) {
+                            int32_t key = c->sync0_key[cta];
+                            ok = 0;
+                            for (int32_t u = 0; u < n; u++)
+                                if (bit(T, u) && s->kind[u] == 0 && c->ucta[u] == cta &&
+                                    !c->arrived[(int64_t)key * n + u]) ok = 1;
+                        }
+                        if (ok) continue;
+                    }
+                }
+            }
+            if (freeo[o] && c->free_mode[mode]) continue;
+            for (int32_t m = 0; m < nm; m++)
+                if (tidx[o * nm + m] && c->conflict[mode * nm + m]) { hit = 1; break; }
+        }
+        if (hit) setbit(T, v);
+    }
+    free(has_na);
+    free(tidx);
+    free(tobj);
+    free(tlist);
+    free(t_waits);
+    free(t_cnt);
+    free(t_at);
+    free(t_ops);
+    free(freeo);
+    return 0;
+}
+
+static int32_t count_enabled(const pw_state *s, const pw_closure *c, const uint64_t *T) {
+    int32_t k = 0;
+    for (int32_t u = 0; u < s->n_units; u++)
+        if (bit(T, u) && c->enabled[u]) k++;
+    return k;
+}
+
+void pw_closure_reset(pw_closure *c, int32_t n_units) {
+    memset(c->en_done, 0, (size_t)n_units);
+    c->memo_n = 0;
+}
+
+/* _Ctx.stubborn: 1 and T (n_words words) a stubborn set; 0 none (no enabled unit, or
+ * at least best_size enabled units, best_size >= 0); < 0 where it cannot be computed */
+int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
+                int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T) {
+    int32_t w = s->n_words;
+    memset(T, 0, sizeof(uint64_t) * (size_t)w);
+    setbit(T, seed);
+    for (;;) {
+        uint64_t key[PW_MAX_WORDS];
+        memcpy(key, T, sizeof(uint64_t) * (size_t)w);
+        int found = 0;
+        for (int32_t i = 0; i < c->memo_n; i++) {
+            if (!memcmp(c->memo + (int64_t)2 * i * w, key, sizeof(uint64_t) * (size_t)w)) {
+                memcpy(T, c->memo + (int64_t)(2 * i + 1) * w, sizeof(uint64_t) * (size_t)w);
+                found = 1;
+                break;
+            }
+        }
+        if (!found) {
+            int rc = grow(t, s, c, T, r, out);
+            if (rc != 0) return rc;
+            if (c->memo_n < c->memo_cap) {
+                memcpy(c->memo + (int64_t)2 * c->memo_n * w, key, sizeof(uint64_t) * (size_t)w);
+                memcpy(c->memo + (int64_t)(2 * c->memo_n + 1) * w, T, sizeof(uint64_t) * (size_t)w);
+                c->memo_n++;
+            }
+        }
+        int changed = memcmp(key, T, sizeof(uint64_t) * (size_t)w) != 0;
+        if (best_size >= 0 && count_enabled(s, c, T) >= best_size) return 0;
+        if (!changed) break;
+    }
+    if (count_enabled(s, c, T) == 0) return 0;
+    return 1;
+}

@@ -1,0 +1,832 @@
+"""The stubborn-set closure of ``checker/por.py`` in native code (``porwalk.c``).
+
+Three layers, each tested against its Python original state by state:
+
+* ``pw_walk`` -- a warp's future while T is frozen (``_Ctx._future``'s walk and
+  ``_walk_result``) over the integer tables of ``checker/por_tables.py``, given which
+  blocking instructions stay blocked (tests/test_por_walk.py);
+* ``pw_settle`` -- the settle analysis (``_Ctx._settle_futures``: the futures of the units
+  outside T and the greatest fixpoint of the mbarrier waits that stay blocked, with
+  ``_can_complete``) (tests/test_por_settle.py);
+* ``pw_stubborn`` -- the closure (``_Ctx.stubborn`` and ``_grow``: enablers, holders,
+  promotions, settle-free barriers and named barriers, the conflict exceptions)
+  (tests/test_por_closure.py; whole searches: tests/test_por_native_search.py).
+
+The state is read in Python once per state (``NativeClosure._state``: pcs, enabled
+units, current footprints and operations, barrier counts, named-barrier flags, the
+environment units' futures) through the same ``_Ctx`` helpers the Python closure uses; what
+mbarrier, cluster and named-barrier waits need of T to stay blocked, and the closed waits,
+are computed in C from the tables; a wgmma wait's requirement and a disabled warp's
+enablers are asked back through callbacks (``_Ctx._block_requirement``,
+``_Ctx._enablers``).  A state the C does not take (more than 256 units, an object outside
+the tables, a requirement with more than 32 sets) raises ``SettleUnavailable``: the
+reducer runs the Python closure for that seed and counts it.
+
+Compiled once per machine (the source does not depend on the kernel: the tables are
+data), with the native engine's compiler and cache (``build``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from ..por import Footprints, NativeClosureUnavailable
+from ..por_tables import KINDS, PorTables, build
+from .build import BuildFailed, NativeUnavailable, _compile, cache_dir, compiler
+
+CDEF = """
+typedef struct {
+    int32_t n_agents;
+    int64_t n_pairs, n_bars;
+    const int64_t *pc_base;
+    const int64_t *blocking, *acyclic;
+    const int64_t *seg_fp_off, *seg_fp, *seg_fp_nc_off, *seg_fp_nc;
+    const int64_t *seg_next_off, *seg_next;
+    const int64_t *seg_ops_off, *seg_ops;
+    const int64_t *seg_arr_off, *seg_arr;
+    const int64_t *wait_bar;
+    const int64_t *wait_parity, *wait_ghost, *wait_own;
+    const int64_t *writers_from_off, *writers_from;
+    const int64_t *arrivers_from_off, *arrivers_from;
+    const int64_t *block_kind;
+    const int64_t *succ_off, *succ;
+} pw_tables;
+typedef struct {
+    uint8_t *fp;
+    int64_t *counts;
+    int64_t *ops;
+    int64_t ops_cap;
+    int64_t n_ops;
+    int32_t looped;
+    int32_t n_visited;
+    int64_t *pairs;
+    int64_t n_fp;
+} pw_result;
+int pw_walk(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
+            const int8_t *blocked, pw_result *r);
+typedef struct {
+    int32_t n_units, n_words;
+    const int32_t *kind;
+    const int32_t *agent;
+    const int32_t *pc;
+    const int64_t *env_fp_off, *env_fp;
+    const int64_t *env_arr_off, *env_arr;
+    const int64_t *env_ops_off, *env_ops;
+    int64_t *cw_off, *cw;
+    const int64_t *pending, *tx;
+    const int64_t *pair_bar;
+    int32_t frozen_cl;
+    const uint64_t *T;
+    int (*need)(int32_t a, int32_t pc, uint64_t *sets, int32_t max_sets);
+    int32_t *need_kind;
+    uint64_t *need_sets;
+    int32_t native_waits;
+    const int32_t *agent_unit;
+    const int8_t *u_enabled;
+    const int64_t *phase;
+    const int64_t *obj_bar;
+    const int64_t *env_w_off, *env_w;
+    const int64_t *env_a_off, *env_a;
+    uint64_t *writers_bar, *arrivers_bar;
+    const int64_t *nw_key;
+    const int8_t *nb_arrived;
+    const int8_t *key_all_only;
+    const int32_t *key_cta;
+    const int64_t *key_users_off, *key_users;
+    const int64_t *cta_agents_off, *cta_agents;
+    const int64_t *wg_n;
+    const int64_t *wg_cm;
+    const int64_t *wg_sib_off, *wg_sib;
+} pw_state;
+void pw_prepare(const pw_tables *t, pw_state *s);
+typedef struct {
+    uint8_t *blocked;
+    uint8_t *unbounded;
+    int64_t *fp_off, *fp;
+    int64_t *arr_off, *arr;
+    int64_t *ops_off, *ops;
+    int64_t fp_cap, arr_cap, ops_cap;
+    int32_t rounds;
+    int64_t *bar_at;
+    int64_t *gathered;
+    int64_t gathered_cap;
+} pw_settled;
+void pw_reset(int64_t rows, int32_t *need_kind);
+int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_ops,
+                    int64_t stride, int64_t proper_of);
+int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_others,
+              pw_result *r, pw_settled *out);
+typedef struct {
+    int32_t n_modes;
+    int32_t m_M, m_MR, m_W, m_R, m_O;
+    const uint8_t *free_mode;
+    const uint8_t *barop_mode;
+    const uint8_t *conflict;
+    const int32_t *obj_kind;
+    const int32_t *obj_arg;
+    int32_t n_objects;
+    const int8_t *enabled;
+    const int64_t *cur_fp_off, *cur_fp;
+    const int64_t *cur_ops_off, *cur_ops;
+    const int64_t *exit_pair;
+    const int32_t *ucta;
+    const int8_t *cl_cand;
+    const int8_t *carr0, *carr_not1;
+    const int8_t *exit_sync;
+    const int32_t *exit_nbkey, *sync_nbkey;
+    int32_t n_keys;
+    const int64_t *nb_need;
+    const int64_t *nb_count;
+    const int64_t *na_pair;
+    const int8_t *arrived;
+    const int8_t *saturated, *multi_init;
+    const int32_t *arr_cta;
+    const int8_t *sync0;
+    const int32_t *sync0_key;
+    const int64_t *m_pairs_off, *m_pairs;
+    int32_t n_ctas;
+    const int32_t *pair_exitw_cta;
+    int64_t ca_pair;
+    const int8_t *observed;
+    const int8_t *in_sys;
+    int (*enablers)(int32_t u, uint64_t *out);
+    int8_t *en_done;
+    uint64_t *en_sets;
+    uint64_t *memo;
+    int32_t memo_n, memo_cap;
+} pw_closure;
+void pw_closure_reset(pw_closure *c, int32_t n_units);
+int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
+                int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
+"""
+#: answer what mbarrier waits need in C (``pw_prepare``, ``wait_need``); False: ask
+#: ``_Ctx._block_requirement`` for every one (tests compare the two)
+NATIVE_WAITS = True
+#: room for the sets of one requirement (``porwalk.c`` PW_MAX_SETS) and unit bitset words
+MAX_SETS = 32
+MAX_WORDS = 4
+
+_LIB: list = []
+#: compiled once per machine and small: worth the optimiser (the kernels' C uses -O1)
+PW_CFLAGS = ["-O2", "-shared", "-fPIC", "-fwrapv", "-w",
+             "-Werror=implicit-function-declaration"]
+
+
+def _library() -> tuple[Any, Any]:
+    """(ffi, library) of ``porwalk.c``, compiled unless the cache has it."""
+    if _LIB:
+        return _LIB[0]
+    try:
+        import cffi
+    except ImportError as e:
+        raise NativeUnavailable("the native engine needs cffi: pip install 'pipeproof[native]'") \
+            from e
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    source = Path(__file__).with_name("porwalk.c").read_text()
+    cc = compiler()
+    digest = hashlib.sha256("\0".join(["porwalk", cc, *PW_CFLAGS, source]).encode()
+                            ).hexdigest()[:24]
+    d = cache_dir()
+    so = d / f"pw_{digest}.so"
+    if not so.exists():
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            out = Path(tmp) / "pw.so"
+            _compile(cc, [source], Path(tmp), out, None, flags=PW_CFLAGS)
+            out.replace(so)
+    try:
+        lib = ffi.dlopen(str(so))
+    except OSError as e:
+        raise BuildFailed(f"loading the native stubborn-set walk failed: {e}") from e
+    _LIB.append((ffi, lib))
+    return ffi, lib
+
+
+class NativeWalk:
+    """``pw_walk`` over one system's ``PorTables``."""
+
+    def __init__(self, tables: PorTables):
+        self.t = tables
+        ffi, lib = self.ffi, self.lib = _library()
+        flat = tables.flat()
+        self._keep = []  # the arrays the C struct points into
+        st = self.c_tables = ffi.new("pw_tables *")
+        st.n_agents = len(tables.acyclic)
+        st.n_pairs = len(tables.objects) * tables.n_modes
+        st.n_bars = len(tables.bars)
+        for name in ("pc_base", "blocking", "acyclic", "seg_fp_off", "seg_fp", "seg_fp_nc_off",
+                     "seg_fp_nc", "seg_next_off", "seg_next", "seg_ops_off", "seg_ops",
+                     "seg_arr_off", "seg_arr", "wait_bar", "wait_parity", "wait_ghost",
+                     "wait_own", "writers_from_off", "writers_from", "arrivers_from_off",
+                     "arrivers_from", "block_kind", "succ_off", "succ"):
+            arr = ffi.new("int64_t[]", flat[name] or [0])
+            self._keep.append(arr)
+            setattr(st, name, arr)
+        self.max_pcs = max((len(r) for r in tables.blocking), default=0)
+        n_ops = sum(len(o) for rows in tables.seg_ops for o in rows if o) + 1
+        res = self.c_result = ffi.new("pw_result *")
+        self._fp = ffi.new("uint8_t[]", max(st.n_pairs, 1))
+        self._counts = ffi.new("int64_t[]", max(st.n_bars, 1))
+        self._ops = ffi.new("int64_t[]", 4 * n_ops)
+        self._pairs = ffi.new("int64_t[]", max(st.n_pairs, 1))
+        res.fp, res.counts, res.ops, res.ops_cap = self._fp, self._counts, self._ops, n_ops
+        res.pairs, res.n_fp = self._pairs, 0
+        self._blocked = ffi.new("int8_t[]", max(self.max_pcs, 1))
+
+    def walk(self, a: int, start: int, frozen_cl: bool,
+             blocked: dict[int, bool]) -> Optional[tuple[frozenset, dict, Optional[tuple], bool]]:
+        """(footprint, arrival counts, barrier operations or None, looped) of warp ``a``'s
+        walk from ``start``, where ``blocked`` answers for the blocking pcs it reaches;
+        None where it reaches one without an answer."""
+        b = self._blocked
+        n = len(self.t.blocking[a])
+        for pc in range(n):
+            b[pc] = -1
+        for pc, x in blocked.items():
+            b[pc] = 1 if x else 0
+        rc = self.lib.pw_walk(self.c_tables, a, start, int(frozen_cl), b, self.c_result)
+        if rc == -1:
+            return None
+        if rc != 0:
+            raise RuntimeError(f"pw_walk failed ({rc})")
+        t = self.t
+        nm = t.n_modes
+        fpb = self.ffi.buffer(self._fp, len(t.objects) * nm)[:]
+        fp = frozenset((t.objects[p // nm], t.modes[p % nm])
+                       for p, x in enumerate(fpb) if x)
+        counts = {t.bars[i]: self._counts[i] for i in range(len(t.bars)) if self._counts[i] >= 0}
+        res = self.c_result
+        ops = None
+        if res.n_ops >= 0:
+            o = self._ops
+            ops = tuple((t.bars[o[4 * k]], KINDS[o[4 * k + 1]], o[4 * k + 2],
+                         o[4 * k + 3]) for k in range(res.n_ops))
+        return fp, counts, ops, bool(res.looped)
+
+
+class SettleUnavailable(NativeClosureUnavailable):
+    """A state the native settle analysis does not take (too many units, a unit or
+    object outside the tables): the caller keeps the Python analysis."""
+
+
+class NativeSettle:
+    """``pw_settle``: ``por._Ctx._settle_futures`` in native code, over one reducer's
+    tables.  ``settle(ctx, others, T)`` returns what the Python analysis returns, in
+    Python terms: the barriers kept blocked, the futures of ``others`` (footprint,
+    arrival counts, operations or None) and the unbounded barriers."""
+
+    def __init__(self, tables: PorTables):
+        self.w = NativeWalk(tables)
+        self.t = tables
+        ffi = self.ffi = self.w.ffi
+        self.lib = self.w.lib
+        nm = tables.n_modes
+        self.oid = {o: i for i, o in enumerate(tables.objects)}
+        self.mid = {m: i for i, m in enumerate(tables.modes)}
+        self.bid = {b: i for i, b in enumerate(tables.bars)}
+        self.nm = nm
+        pair_bar = [-1] * (len(tables.objects) * nm)
+        for i, o in enumerate(tables.objects):
+            if o[0] == "bar" and o[1] in self.bid:
+                for m in range(nm):
+                    pair_bar[i * nm + m] = self.bid[o[1]]
+        self._pair_bar = ffi.new("int64_t[]", pair_bar or [0])
+        self._obj_bar = ffi.new("int64_t[]", [self.bid.get(o[1], -1) if o[0] == "bar" else -1
+                                              for o in tables.objects] or [0])
+        self.rows = sum(len(r) for r in tables.blocking)
+        self._need_kind = ffi.new("int32_t[]", max(self.rows, 1))
+        self._need_sets = ffi.new("uint64_t[]", max(self.rows, 1) * MAX_SETS * MAX_WORDS)
+        nb = max(len(tables.bars), 1)
+        self._blocked = ffi.new("uint8_t[]", nb)
+        self._unb = ffi.new("uint8_t[]", nb)
+        self._ctx: Any = None
+        #: mbarrier waits (closed waits, requirements) answered in C: ``NativeClosure``
+        self._native_waits = False
+        self._cb = ffi.callback("int(int32_t, int32_t, uint64_t *, int32_t)", self._need)
+        self._keep: list = []
+
+    # ------------------------------------------------------------------ per state
+
+    def _buf(self, name: str, ty: str, xs: Any = None, n: int = 0) -> Any:
+        """A reusable C array for ``name`` (grown when too small), holding ``xs`` (or
+        ``n`` entries of whatever was there before): no allocation per state."""
+        need = max(len(xs) if xs is not None else n, 1)
+        pool = self.__dict__.setdefault("_pool", {})
+        got = pool.get(name)
+        if got is None or got[1] < need:
+            cap = max(need, 2 * got[1] if got else 0)
+            got = pool[name] = (self.ffi.new(ty, cap), cap)
+        if xs:
+            got[0][0:len(xs)] = xs
+        return got[0]
+
+    def _pairs(self, fp: frozenset) -> list[int]:
+        """The pair ids of a footprint (memoised: the footprints are the tables' own
+        frozensets, or an environment unit's, few per kernel)."""
+        memo = self.__dict__.setdefault("_pairs_memo", {})
+        got = memo.get(fp)
+        if got is None:
+            try:
+                got = [self.oid[o] * self.nm + self.mid[m] for o, m in fp]
+            except KeyError as e:
+                raise SettleUnavailable(f"an object outside the tables: {e}") from None
+            if len(memo) > 1 << 16:
+                memo.clear()
+            memo[fp] = got
+        return got
+
+    def _state(self, ctx: Any) -> None:
+        """Marshal what the analysis reads of ``ctx``'s state (once per state)."""
+        ffi, t = self.ffi, self.t
+        units = ctx._units
+        n = len(units)
+        words = (n + 63) // 64
+        if words > MAX_WORDS:
+            raise SettleUnavailable(f"{n} units")
+        self.units = units
+        self.uidx = {u: i for i, u in enumerate(units)}
+        self.words = words
+        kind, agent, pc = [], [], []
+        efo, ef, eao, ea, eoo, eo, cwo, cw = [0], [], [0], [], [0], [], [0], []
+        for u in units:
+            if u[0] == "a":
+                kind.append(0)
+                agent.append(u[1])
+                pc.append(ctx.pcs[u[1]])
+                if not self._native_waits:
+                    cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
+            else:
+                kind.append(1)
+                agent.append(-1)
+                pc.append(-1)
+                f = ctx._future(u, set())
+                ef.extend(self._pairs(f[0]))
+                for b, c in sorted((self.bid[b], c) for b, c in f[1].items()):
+                    ea += [b, c]
+                for b, k, c, x in f[2]:
+                    eo += [self.bid[b], KINDS.index(k), c, x]
+            efo.append(len(ef))
+            eao.append(len(ea))
+            eoo.append(len(eo))
+            cwo.append(len(cw))
+        pending = [0] * len(t.bars)
+        tx = [0] * len(t.bars)
+        phase = [0] * len(t.bars)
+        for i, b in enumerate(t.bars):
+            base = ctx.sys.bar.get(b)
+            if base is not None:
+                phase[i] = ctx.get(base)
+                pending[i] = ctx.get(base + 1)
+                tx[i] = ctx.get(base + 3)
+        # the environment's part of _Ctx._writers / _Ctx._arrivers (_env_writer_index)
+        ewo, ew, eao2, ea2 = [0], [], [0], []
+        fpt = ctx.fp
+        for u in units:
+            if u[0] == "e":
+                ws = {o[1] for o, m in ctx.env_fps[u]
+                      if o[0] == "bar" and m not in ("R", "O", "RD")}
+                ars: set = set()
+                it = u[1]
+                if it[0] != "tma":
+                    for qpc in ctx.queued.get(it[1], []):
+                        ws |= {o[1] for o, m in fpt.future_env[it[1]][qpc]
+                               if o[0] == "bar" and m not in ("R", "O", "RD")}
+                        ars |= fpt.arrivals_of(it[1], qpc)
+                ew.extend(sorted(self.bid[b] for b in ws))
+                ea2.extend(sorted(self.bid[b] for b in ars))
+            ewo.append(len(ew))
+            eao2.append(len(ea2))
+        agent_unit = [-1] * len(ctx.sys.agents)
+        for i, u in enumerate(units):
+            if u[0] == "a":
+                agent_unit[u[1]] = i
+        self._agent_unit_list = agent_unit
+        st = self._st = self.__dict__.get("_st") or ffi.new("pw_state *")
+        keep: list = []
+
+        def arr(ty: str, xs: list, _names: Any = iter(range(1 << 30))) -> Any:
+            return self._buf(f"s{next(_names)}", ty, xs)
+
+        st.n_units, st.n_words = n, words
+        st.kind, st.agent, st.pc = arr("int32_t[]", kind), arr("int32_t[]", agent), \
+            arr("int32_t[]", pc)
+        st.env_fp_off, st.env_fp = arr("int64_t[]", efo), arr("int64_t[]", ef)
+        st.env_arr_off, st.env_arr = arr("int64_t[]", eao), arr("int64_t[]", ea)
+        st.env_ops_off, st.env_ops = arr("int64_t[]", eoo), arr("int64_t[]", eo)
+        if self._native_waits:  # pw_prepare fills them
+            st.cw_off = self._buf("cw_off", "int64_t[]", n=n + 1)
+            st.cw = self._buf("cw", "int64_t[]", n=n * len(t.bars) + 1)
+        else:
+            st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
+        st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
+        st.pair_bar = self._pair_bar
+        st.native_waits = 0
+        st.nw_key = ffi.NULL
+        st.wg_n = ffi.NULL
+        st.agent_unit = arr("int32_t[]", agent_unit)
+        st.phase = arr("int64_t[]", phase)
+        st.obj_bar = self._obj_bar
+        st.env_w_off, st.env_w = arr("int64_t[]", ewo), arr("int64_t[]", ew)
+        st.env_a_off, st.env_a = arr("int64_t[]", eao2), arr("int64_t[]", ea2)
+        st.writers_bar = self._buf("writers_bar", "uint64_t[]", n=len(t.bars) * words)
+        st.arrivers_bar = self._buf("arrivers_bar", "uint64_t[]", n=len(t.bars) * words)
+        st.need = self._cb
+        st.need_kind, st.need_sets = self._need_kind, self._need_sets
+        self._T = self._buf("T", "uint64_t[]", n=words)
+        st.T = self._T
+        self._keep = keep
+        self.lib.pw_reset(self.rows, self._need_kind)
+        self._ctx = ctx
+        # room for the futures: every unit's footprint at most every pair, etc.
+        n_pairs = len(t.objects) * self.nm
+        o = self._out = self.__dict__.get("_out") or ffi.new("pw_settled *")
+        o.blocked, o.unbounded = self._blocked, self._unb
+        o.fp_off = self._buf("fp_off", "int64_t[]", n=n + 1)
+        o.arr_off = self._buf("arr_off", "int64_t[]", n=n + 1)
+        o.ops_off = self._buf("ops_off", "int64_t[]", n=n + 1)
+        o.fp_cap = n * n_pairs + 1
+        o.fp = self._buf("fp", "int64_t[]", n=o.fp_cap)
+        o.arr_cap = 2 * n * len(t.bars) + 2
+        o.arr = self._buf("arr", "int64_t[]", n=o.arr_cap)
+        o.ops_cap = n * (self.w.c_result.ops_cap + len(eo) // 4) + 1
+        o.ops = self._buf("ops", "int64_t[]", n=4 * o.ops_cap)
+        o.bar_at = self._buf("bar_at", "int64_t[]", n=len(t.bars) + 2)
+        o.gathered_cap = o.ops_cap
+        o.gathered = self._buf("gathered", "int64_t[]", n=4 * o.ops_cap)
+        self._others = self._buf("others", "int32_t[]", n=n + 1)
+
+    def _need(self, a: int, pc: int, sets: Any, max_sets: int) -> int:
+        """``_Ctx._block_requirement`` of (a, pc), cached as ``_blocked_frozen`` caches it:
+        -1 none, -2 "cluster", else the number of unit sets written to ``sets``."""
+        try:
+            ctx = self._ctx
+            key = (a, pc)
+            got = ctx._block_need.get(key)
+            if got is None:
+                from ...model.program import Wait
+                ins = ctx.sys.code(a)[pc]
+                got = (ctx._block_requirement(a, pc), ins.bar if isinstance(ins, Wait) else None)
+                ctx._block_need[key] = got
+            need = got[0]
+            if need is None:
+                return -1
+            if need == "cluster":
+                return -2
+            k = 0
+            w = self.words
+            for x in need[1]:
+                if any(u not in self.uidx for u in x):
+                    continue  # never within T
+                if k == max_sets:
+                    return -4
+                bits = [0] * w
+                for u in x:
+                    i = self.uidx[u]
+                    bits[i >> 6] |= 1 << (i & 63)
+                for j in range(w):
+                    sets[k * w + j] = bits[j]
+                k += 1
+            return k
+        except Exception:  # a callback must not raise through C: no answer
+            return -4
+
+    def settle(self, ctx: Any, others: list, T: set) -> tuple[set, dict, set]:
+        if ctx is not self._ctx:
+            self._state(ctx)
+        bits = [0] * self.words
+        for u in T:
+            i = self.uidx.get(u)
+            if i is None:
+                raise SettleUnavailable(f"unit {u} of T is not live")
+            bits[i >> 6] |= 1 << (i & 63)
+        for j, x in enumerate(bits):
+            self._T[j] = x
+        self._st.frozen_cl = int(ctx._cluster_frozen(T))
+        for i, v in enumerate(others):
+            self._others[i] = self.uidx[v]
+        rc = self.lib.pw_settle(self.w.c_tables, self._st, self._others, len(others),
+                                self.w.c_result, self._out)
+        if rc != 0:
+            raise SettleUnavailable(f"pw_settle: {rc}")
+        t, o, nm = self.t, self._out, self.nm
+        blocked = {t.bars[b] for b in range(len(t.bars)) if self._blocked[b]}
+        unbounded = {t.bars[b] for b in range(len(t.bars)) if self._unb[b]}
+        futures = {}
+        for i, v in enumerate(others):
+            fp = frozenset((t.objects[p // nm], t.modes[p % nm])
+                           for p in (o.fp[k] for k in range(o.fp_off[i], o.fp_off[i + 1])))
+            counts = {t.bars[o.arr[k]]: o.arr[k + 1]
+                      for k in range(o.arr_off[i], o.arr_off[i + 1], 2)}
+            ops = None
+            if o.ops_off[i] >= 0:
+                j = i + 1
+                while o.ops_off[j] < 0:
+                    j += 1
+                ops = tuple((t.bars[o.ops[4 * k]], KINDS[o.ops[4 * k + 1]], o.ops[4 * k + 2],
+                             o.ops[4 * k + 3]) for k in range(o.ops_off[i], o.ops_off[j]))
+            futures[v] = (fp, counts, ops)
+        return blocked, futures, unbounded
+
+
+class NativeClosure(NativeSettle):
+    """``pw_stubborn``: ``por._Ctx.stubborn`` (the closure rounds of ``_grow`` over the
+    settle analysis) in native code.  ``stubborn(ctx, seed, best_size)`` answers what
+    ``ctx.stubborn`` answers, or raises ``SettleUnavailable`` for a state it does not
+    take (the caller then runs the Python closure)."""
+
+    def __init__(self, tables: PorTables):
+        super().__init__(tables)
+        self._native_waits = NATIVE_WAITS
+        from ...model.program import ClusterArrive, Exit, NamedBarrierOp
+        from ..por import BAR_OPS, _FREE_MODES
+        self._kinds = (ClusterArrive, Exit, NamedBarrierOp)
+        ffi, t, nm = self.ffi, tables, self.nm
+        self.fpt: Any = None  # the reducer's Footprints (bound at the first state)
+        mid = self.mid
+        c = self._c = ffi.new("pw_closure *")
+        keep = self._static = []
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        c.n_modes = nm
+        c.m_M, c.m_MR, c.m_W, c.m_R, c.m_O = (mid[m] for m in ("M", "MR", "W", "R", "O"))
+        c.free_mode = arr("uint8_t[]", [int(m in _FREE_MODES) for m in t.modes])
+        c.barop_mode = arr("uint8_t[]", [int(m in BAR_OPS | {"O"}) for m in t.modes])
+        c.conflict = arr("uint8_t[]", list(t.conflict))
+        c.n_objects = len(t.objects)
+        self._arrays = [o for o in t.objects if o[0] == "arr"]
+        self._arr_idx = {o: i for i, o in enumerate(self._arrays)}
+        self._key_idx: dict = {}
+        self._keys: list = []
+        self.n_pairs = len(t.objects) * nm
+
+    def _bind(self, ctx: Any) -> None:
+        """The tables that need the system (named-barrier keys, CTAs): at the first state."""
+        ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
+        sysm, fpt = ctx.sys, ctx.fp
+        self.fpt = fpt
+        keep = self._static
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        n_ctas = sysm.info.num_ctas
+        keys = set(fpt.nb_count) | fpt.nb_all_threads | {(cta, 0) for cta in range(n_ctas)}
+        for ag in sysm.agents:
+            for ins in ag.program.code:
+                if isinstance(ins, self._kinds[2]):
+                    keys.add((ag.cta, ins.id))
+        self._keys = sorted(keys)
+        self._key_idx = {k: i for i, k in enumerate(self._keys)}
+        from ...model.program import NamedWait
+        nwk = []
+        for a, ag in enumerate(sysm.agents):
+            for ins in ag.program.code:
+                nwk.append(self._key_idx.get((ag.cta, ins.id), -1)
+                           if isinstance(ins, NamedWait) else -1)
+        self._nw_key = arr("int64_t[]", nwk)
+        self._key_all_only = arr("int8_t[]", [int(k in fpt.nb_all_only) for k in self._keys])
+        self._key_cta = arr("int32_t[]", [k[0] for k in self._keys])
+        uo, us = [0], []
+        for k in self._keys:
+            us.extend(sorted(fpt.nb_users.get(k, ())))
+            uo.append(len(us))
+        self._key_users_off, self._key_users = arr("int64_t[]", uo), arr("int64_t[]", us)
+        co, ca = [0], []
+        for cta in range(n_ctas):
+            ca.extend(sysm.agents_of_cta.get(cta, []))
+            co.append(len(ca))
+        self._cta_agents_off, self._cta_agents = arr("int64_t[]", co), arr("int64_t[]", ca)
+        # wgmma waits (model/wgmma.py): n per row, the warpgroups' members
+        from ...model.program import WgmmaWait
+        wg = sysm.wgmma
+        self._wg_n = arr("int64_t[]", [ins.n if isinstance(ins, WgmmaWait) else -1
+                                       for ag in sysm.agents for ins in ag.program.code])
+        so, sl = [0], []
+        for a in range(len(sysm.agents)):
+            sl.extend(wg.siblings(a) if a in wg.group_of else [])
+            so.append(len(sl))
+        self._wg_sib_off, self._wg_sib = arr("int64_t[]", so), arr("int64_t[]", sl)
+        self._nb_slots = [[(a, sysm.nbflag[(k[0], k[1], ag.warp)])
+                           for a, ag in enumerate(sysm.agents)
+                           if (k[0], k[1], ag.warp) in sysm.nbflag] for k in self._keys]
+        kind, argv = [], []
+        for o in t.objects:
+            if o[0] == "bar":
+                kind.append(0)
+                argv.append(self.bid.get(o[1], -1))
+            elif o[0] == "arr":
+                kind.append(1)
+                argv.append(self._arr_idx[o])
+            elif o[0] == "exit":
+                kind.append(2)
+                argv.append(o[1])
+            elif o[0] == "nb" and (o[1], o[2]) in self._key_idx:
+                kind.append(3)
+                argv.append(self._key_idx[(o[1], o[2])])
+            else:
+                kind.append(4)
+                argv.append(0)
+        c.obj_kind, c.obj_arg = arr("int32_t[]", kind), arr("int32_t[]", argv)
+        c.n_keys = len(self._keys)
+        na = []
+        for k in self._keys:
+            o = ("nb",) + k
+            na.append(self.oid[o] * nm + self.mid["NA"] if o in self.oid else -1)
+        c.na_pair = arr("int64_t[]", na)
+        c.multi_init = arr("int8_t[]", [int(len(sysm.initers.get((o[1], o[2]), ())) > 1)
+                                        for o in self._arrays])
+        c.arr_cta = arr("int32_t[]", [o[1] for o in self._arrays])
+        sync0, sync0_key = [], []
+        for cta in range(n_ctas):
+            key = (cta, 0)
+            sync0.append(0 if key not in sysm.nb else (2 if key in fpt.nb_all_only else 1))
+            sync0_key.append(self._key_idx[key])
+        c.sync0, c.sync0_key = arr("int8_t[]", sync0), arr("int32_t[]", sync0_key)
+        mo, mp = [0], []
+        for cta in range(n_ctas):
+            for x in fpt._arrays_of(cta):
+                if x not in self.oid:
+                    raise SettleUnavailable(f"array {x} outside the tables")
+                mp.append(self.oid[x] * nm + self.mid["M"])
+            mo.append(len(mp))
+        c.m_pairs_off, c.m_pairs = arr("int64_t[]", mo), arr("int64_t[]", mp)
+        c.n_ctas = n_ctas
+        pec = [-1] * self.n_pairs
+        for i, o in enumerate(t.objects):
+            if o[0] == "exit":
+                pec[i * nm + self.mid["W"]] = o[1]
+        c.pair_exitw_cta = arr("int32_t[]", pec)
+        ca = ("cl",)
+        c.ca_pair = self.oid[ca] * nm + self.mid["CA"] if ca in self.oid and "CA" in self.mid \
+            else -1
+        c.in_sys = arr("int8_t[]", [int(b in sysm.bar) for b in t.bars])
+        self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
+        c.enablers = self._en_cb
+        c.memo_cap = 256
+
+    def _enablers(self, u: int, out: Any) -> int:
+        try:
+            add = self._ctx._enablers(self.units[u])
+            bits = [0] * self.words
+            for x in add:
+                i = self.uidx.get(x)
+                if i is None:
+                    return -1
+                bits[i >> 6] |= 1 << (i & 63)
+            for j in range(self.words):
+                out[j] = bits[j]
+            return 0
+        except Exception:  # a callback must not raise through C: no answer
+            return -1
+
+    def _state(self, ctx: Any) -> None:
+        super()._state(ctx)
+        if self.fpt is None:
+            self._bind(ctx)
+        ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
+        sysm, fpt = ctx.sys, ctx.fp
+        units = self.units
+        n = len(units)
+
+        def arr(ty: str, xs: list, _names: Any = iter(range(1 << 30))) -> Any:
+            return self._buf(f"c{next(_names)}", ty, xs)
+
+        ClusterArrive, Exit, NamedBarrierOp = self._kinds
+        enabled, cfo, cf, coo, co = [], [0], [], [0], []
+        exit_pair, ucta, cl_cand, carr0, carr_not1 = [], [], [], [], []
+        exit_sync, exit_nbkey, sync_nbkey = [], [], []
+        for u in units:
+            enabled.append(int(ctx._enabled(u)))
+            ep, cta, clc, c0, cn1, es, ek, sk = -1, -1, 0, 0, 0, 0, -1, -1
+            if u[0] == "a":
+                a = u[1]
+                pc = ctx.pcs[a]
+                ins = sysm.code(a)[pc]
+                cta = sysm.agents[a].cta
+                nc = fpt.noncompleting[a][pc]
+                fp = nc if nc is not None and not ctx._completes(a, pc) else fpt.step[a][pc]
+                if nc is not None and isinstance(ins, Exit):
+                    o = ("exit", cta)
+                    if o in self.oid:
+                        ep = self.oid[o] * nm + self.mid["W"]
+                carr = ctx.get(sysm.agents[a].carr)
+                c0, cn1 = int(carr == 0), int(carr != 1)
+                if isinstance(ins, (ClusterArrive, Exit)) and not ctx._completes(a, pc) \
+                        and fpt.has_cluster_arrive:
+                    clc = 1
+                if isinstance(ins, Exit):
+                    key = (cta, 0)
+                    if key in fpt.nb_all_threads:
+                        es = 2 if key in fpt.nb_all_only else 1
+                        ek = self._key_idx[key]
+                if isinstance(ins, NamedBarrierOp):
+                    sk = self._key_idx[(cta, ins.id)]
+            else:
+                fp = ctx.env_fps[u]
+            cf.extend(self._pairs(fp))
+            cfo.append(len(cf))
+            for b, k, cnt, x in ctx._current_ops(u):
+                co += [self.bid[b], KINDS.index(k), cnt, x]
+            coo.append(len(co))
+            exit_pair.append(ep)
+            ucta.append(cta)
+            cl_cand.append(clc)
+            carr0.append(c0)
+            carr_not1.append(cn1)
+            exit_sync.append(es)
+            exit_nbkey.append(ek)
+            sync_nbkey.append(sk)
+        c.enabled = arr("int8_t[]", enabled)
+        st = self._st
+        st.u_enabled = c.enabled
+        st.native_waits = int(NATIVE_WAITS)
+        self.lib.pw_prepare(self.w.c_tables, st)
+        c.cur_fp_off, c.cur_fp = arr("int64_t[]", cfo), arr("int64_t[]", cf)
+        c.cur_ops_off, c.cur_ops = arr("int64_t[]", coo), arr("int64_t[]", co)
+        c.exit_pair, c.ucta = arr("int64_t[]", exit_pair), arr("int32_t[]", ucta)
+        c.cl_cand, c.carr0 = arr("int8_t[]", cl_cand), arr("int8_t[]", carr0)
+        c.carr_not1, c.exit_sync = arr("int8_t[]", carr_not1), arr("int8_t[]", exit_sync)
+        c.exit_nbkey, c.sync_nbkey = arr("int32_t[]", exit_nbkey), arr("int32_t[]", sync_nbkey)
+        need, count = [], []
+        arrived = [0] * (len(self._keys) * n)
+        for k, key in enumerate(self._keys):
+            x = ctx._nb_need(key)
+            need.append(-1 if x is None else x)
+            count.append(ctx.get(sysm.nb[key]) if key in sysm.nb else 0)
+            # _Ctx._nb_arrived: the warp's flag for the key
+            for a, slot in self._nb_slots[k]:
+                i = self._agent_unit_list[a]
+                if i >= 0 and ctx.get(slot) == 1:
+                    arrived[k * n + i] = 1
+        c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
+        c.arrived = arr("int8_t[]", arrived)
+        st.nb_arrived = c.arrived
+        st.nw_key = self._nw_key if NATIVE_WAITS else ffi.NULL
+        st.key_all_only, st.key_cta = self._key_all_only, self._key_cta
+        st.key_users_off, st.key_users = self._key_users_off, self._key_users
+        st.cta_agents_off, st.cta_agents = self._cta_agents_off, self._cta_agents
+        wg = sysm.wgmma
+        st.wg_cm = arr("int64_t[]", [ctx.get(wg.cm[a]) if a in wg.group_of else -1
+                                     for a in range(len(sysm.agents))])
+        st.wg_n = self._wg_n if NATIVE_WAITS else ffi.NULL
+        st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
+        c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
+        obs = []
+        for b in t.bars:
+            base = sysm.bar.get(b)
+            obs.append(int(base is not None and ctx.get(base + 4) == 1))
+        c.observed = arr("int8_t[]", obs)
+        c.en_done = self._buf("en_done", "int8_t[]", n=n)
+        c.en_sets = self._buf("en_sets", "uint64_t[]", n=n * self.words)
+        c.memo = self._buf("memo", "uint64_t[]", n=2 * c.memo_cap * self.words)
+        self.lib.pw_closure_reset(c, n)
+        self._Tout = self._buf("Tout", "uint64_t[]", n=self.words)
+
+    def stubborn(self, ctx: Any, seed: tuple, best_size: Optional[int]) -> Optional[set]:
+        if ctx is not self._ctx:
+            self._state(ctx)
+        rc = self.lib.pw_stubborn(self.w.c_tables, self._st, self._c, self.uidx[seed],
+                                  -1 if best_size is None else best_size, self.w.c_result,
+                                  self._out, self._Tout)
+        if rc < 0:
+            raise SettleUnavailable(f"pw_stubborn: {rc}")
+        if rc == 0:
+            return None
+        T = set()
+        for j in range(self.words):
+            x = self._Tout[j]
+            while x:
+                low = x & -x
+                T.add(self.units[(j << 6) + low.bit_length() - 1])
+                x ^= low
+        return T
+
+
+def closure_factory() -> Optional[Any]:
+    """The ``native`` argument of ``por.stubborn_sets``: a maker of ``NativeClosure``s
+    (None where cffi or a C compiler is missing, or ``PIPEPROOF_POR_CLOSURE=python``).
+    A closure that cannot be built (the C does not compile, a table it cannot hold)
+    leaves the Python closure in place."""
+    import os
+
+    from .build import unavailable
+    if os.environ.get("PIPEPROOF_POR_CLOSURE", "native") == "python" or unavailable():
+        return None
+
+    def make(fp: Footprints) -> Optional[NativeClosure]:
+        try:
+            return NativeClosure(build(fp))
+        except (NativeUnavailable, BuildFailed, NativeClosureUnavailable, OSError):
+            return None
+
+    return make

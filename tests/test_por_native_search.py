@@ -1,0 +1,64 @@
+"""The explicit engine with the native stubborn-set closure (the default where cffi and a
+C compiler are present) against the same engine with the Python closure
+(``PIPEPROOF_POR_CLOSURE=python``): the same verdict, states, transitions and depth,
+bounded by states; and no state left to the Python closure on these examples.  Skipped
+without cffi or a C compiler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import generators as G
+from pipeproof.checker.explicit import check_explicit
+from pipeproof.checker.native.build import unavailable
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [
+    ("textbook/pipeline_tma_async_multicast.pipe", {}, 3000),
+    ("kernels/k1_hopper_persistent_gemm.pipe", {}, 3000),
+    ("kernels/k5_hopper_fmha.pipe", {}, 1500),
+    ("bugs/p9-bug.pipe", {}, 3000),
+    ("textbook/named_barrier.pipe", {}, 3000),
+]
+ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
+
+
+def _run(name: str, params: dict, states: int, closure: str, monkeypatch: Any) -> tuple:
+    with monkeypatch.context() as m:
+        m.setenv("PIPEPROOF_POR_CLOSURE", closure)
+        system = G.build_system((ROOT / "examples" / name).read_text(), params)
+        v = check_explicit(system, max_states=states, timeout=3600, por=True,
+                           confirm_timeout=0)
+    return (v.status, v.prop, v.stats.states, v.stats.transitions, v.depth), \
+        v.stats.extra.get("por_native")
+
+
+def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> None:
+    native, counts = _run(name, params, states, "native", monkeypatch)
+    python, none = _run(name, params, states, "python", monkeypatch)
+    assert none is None
+    assert native == python
+    assert counts is None or counts["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("name,params,states", CASES)
+def test_native_closure_searches_what_the_python_closure_does(
+        name: str, params: dict, states: int, monkeypatch: Any) -> None:
+    _compare(name, params, states, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in ALL if n not in {c[0] for c in CASES}])
+def test_native_closure_searches_what_the_python_closure_does_everywhere(
+        name: str, monkeypatch: Any) -> None:
+    _compare(name, {}, 20000, monkeypatch)
+
+
+@pytest.mark.slow
+def test_native_closure_decides_k3_as_the_python_closure_does(monkeypatch: Any) -> None:
+    _compare("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 100000, monkeypatch)
