@@ -32,6 +32,12 @@ an exit that cannot be its CTA's last (``_holders``), uses of a barrier array wh
 no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
 cannot complete even with everything outside T (its visibility footprint shrinks to
 release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
+A wait on a counted named barrier stays blocked while the warps outside T that have not
+arrived cannot make up the count; a ``try_wait`` whose phase cannot complete before T
+moves returns 0, and a walk then takes the failing side of a branch on its token
+(``Footprints.known_segment``); a wgmma wait gives back only owner counts its warpgroup
+holds or may still take ("HG"; docs/engines.md, "Reductions and the stage buffers' ghost
+state").
 
 Cost (none of this changes a set: tests/test_por_speed.py compares every state's set with
 a frozen copy of the code before it): a round of the closure is a function of T in a
