@@ -732,7 +732,7 @@ typedef struct {
     uint64_t *memo;
     int32_t memo_n, memo_cap;
     /* wgmma waits' owner counts ("HG<warpgroup>" on a buffer): per pair its slot, else
-     * -1; per slot, whether a member of the warpgroup holds the buffer now, and the
+     * -1 (-2: no member ever holds nor reads it); per slot, whether a member of the warpgroup holds the buffer now, and the
      * members that are live and may still read it with their wgmma (_Ctx._wg_may_hold) */
     const int32_t *hg_slot;
     const int8_t *hg_held;
@@ -966,6 +966,7 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
                 }
             }
             if (freeo[o] && c->free_mode[mode]) continue;
+            if (c->hg_slot[p] == -2) continue;  /* never held nor read by its warpgroup */
             if (c->hg_slot[p] >= 0) {
                 /* a wgmma wait with no owner count of the buffer to give back before T
                  * moves: none held now, and no member outside T may still read it */

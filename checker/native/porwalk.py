@@ -254,9 +254,9 @@ class NativeWalk:
         self._blocked = ffi.new("int8_t[]", max(self.max_pcs, 1))
 
     def zero_mask(self, a: int, zero: Any) -> int:
-        """The mask of warp ``a``'s try_wait tokens named in ``zero`` (those 0 now)."""
-        toks = self.t.tokens[a]
-        return sum(1 << i for i, name in enumerate(toks) if name in zero)
+        """The mask of warp ``a``'s try_wait tokens named in ``zero`` (those 0 now); 1
+        for any where the warp has more than the tables take (the walk gives up)."""
+        return zero_mask(self.t, a, lambda name: name in zero)
 
     def walk(self, a: int, start: int, frozen_cl: bool, blocked: dict[int, bool],
              zero: Any = ()) -> Optional[tuple[frozenset, dict, Optional[tuple], bool]]:
@@ -289,6 +289,16 @@ class NativeWalk:
             ops = tuple((t.bars[o[4 * k]], KINDS[o[4 * k + 1]], o[4 * k + 2],
                          o[4 * k + 3]) for k in range(res.n_ops))
         return fp, counts, ops, bool(res.looped)
+
+
+def zero_mask(t: PorTables, a: int, is_zero: Any) -> int:
+    """The mask (``t.tokens[a]`` order) of warp ``a``'s try_wait tokens for which
+    ``is_zero`` holds; where the warp has more tokens than the tables take (``n_tok``
+    -1), 1 if any (``pw_walk`` then gives up)."""
+    bits = [i for i, name in enumerate(t.tokens[a]) if is_zero(name)]
+    if t.n_tok[a] < 0:
+        return 1 if bits else 0
+    return sum(1 << i for i in bits)
 
 
 class SettleUnavailable(NativeClosureUnavailable):
@@ -381,11 +391,9 @@ class NativeSettle:
                 agent.append(u[1])
                 pc.append(ctx.pcs[u[1]])
                 # _Ctx._future: the try_wait tokens that are 0 now
-                toks = t.tokens[u[1]]
-                if toks:
+                if t.tokens[u[1]]:
                     loc = ctx.sys.agents[u[1]].locals
-                    zero0.append(sum(1 << i for i, name in enumerate(toks)
-                                     if ctx.get(loc[name]) == 0))
+                    zero0.append(zero_mask(t, u[1], lambda name: ctx.get(loc[name]) == 0))
                 else:
                     zero0.append(0)
                 if not self._native_waits:
@@ -718,18 +726,27 @@ class NativeClosure(NativeSettle):
         c.ca_pair = self.oid[ca] * nm + self.mid["CA"] if ca in self.oid and "CA" in self.mid \
             else -1
         c.in_sys = arr("int8_t[]", [int(b in sysm.bar) for b in t.bars])
-        # wgmma waits' owner counts: a slot per ("buf", b) pair of an "HG" mode
-        # (Footprints.hold_mode: the buffers its warpgroup's wgmma read)
+        # wgmma waits' owner counts (Footprints.hold_mode): a slot per ("buf", b) pair
+        # of an "HG" mode that a member of the warpgroup may ever hold (a due slot) or
+        # read (wgmma_reads_from); -2 for the others (_Ctx._wg_may_hold is always False)
         hg_slot = [-1] * self.n_pairs
         self._hg: list = []  # per slot: (warpgroup key, buffer)
-        for m, key in fpt.hold_key.items():
+        for m, key in sorted(fpt.hold_key.items()):
             if m not in self.mid:
                 continue
-            for _w, b in sorted(wg.bufs_of(key), key=repr):
-                o = ("buf", b)
-                if o in self.oid and hg_slot[self.oid[o] * nm + self.mid[m]] < 0:
-                    hg_slot[self.oid[o] * nm + self.mid[m]] = len(self._hg)
+            members = wg.members[key]
+            for o in t.objects:
+                if o[0] != "buf":
+                    continue
+                b = o[1]
+                ever = any((w_, b) in wg.due for w_ in members) or \
+                    any(b in r for w_ in members for r in fpt.wgmma_reads_from[w_])
+                p = self.oid[o] * nm + self.mid[m]
+                if ever:
+                    hg_slot[p] = len(self._hg)
                     self._hg.append((key, b))
+                else:
+                    hg_slot[p] = -2
         c.hg_slot = arr("int32_t[]", hg_slot)
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
