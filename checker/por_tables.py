@@ -22,6 +22,10 @@ Coding:
   makes a segment's operations unbounded; ``seg_arr`` is ``((bar id, count), ...)`` with
   ``por.INF`` for unbounded counts.
 
+* try_waits: ``try_bar`` / ``try_tok`` per pc; ``known_*`` re-code
+  ``Footprints.known_segment`` for every pc and every non-empty mask of the warp's tokens
+  known to be 0 (rows ``pc * 2**n_tok + mask`` per agent; ``known_next`` as ``(pc, mask)``).
+
 ``flat()`` gives the compressed-row arrays (offsets and data, int64) a C closure reads.
 """
 

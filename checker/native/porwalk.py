@@ -15,12 +15,16 @@ Three layers, each tested against its Python original state by state:
 The state is read in Python once per state (``NativeClosure._state``: pcs, enabled
 units, current footprints and operations, barrier counts, named-barrier flags, the
 environment units' futures) through the same ``_Ctx`` helpers the Python closure uses; what
-mbarrier, cluster and named-barrier waits need of T to stay blocked, and the closed waits,
-are computed in C from the tables; a wgmma wait's requirement and a disabled warp's
-enablers are asked back through callbacks (``_Ctx._block_requirement``,
-``_Ctx._enablers``).  A state the C does not take (more than 256 units, an object outside
-the tables, a requirement with more than 32 sets) raises ``SettleUnavailable``: the
-reducer runs the Python closure for that seed and counts it.
+mbarrier waits and try_waits, cluster, named-barrier (counted ones: "threads") and wgmma
+waits need of T to stay blocked, and the closed waits, are computed in C from the tables;
+a walk goes over (pc, try_wait tokens known to be 0) with the known segments tabled
+(``por_tables``); a wgmma wait's owner counts ("HG") are held-now flags and readers per
+state; a disabled warp's enablers are asked back through a callback (``_Ctx._enablers``),
+and so is any requirement where the C does not answer (``_Ctx._block_requirement``).  A
+state the C does not take (more than 256 units, an object outside the tables, a
+requirement with more than 32 sets, a token known 0 in a warp with more than
+``por_tables.MAX_TOKENS``) raises ``SettleUnavailable``: the reducer runs the Python
+closure for that seed and counts it.
 
 Compiled once per machine (the source does not depend on the kernel: the tables are
 data), with the native engine's compiler and cache (``build``).
