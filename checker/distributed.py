@@ -49,11 +49,9 @@ from typing import Any, Callable, Optional
 from ..model.errors import option
 from ..model.program import is_acyclic
 from ..model.system import System
-from .concrete import ConcreteRunner
 from .errors import SetupTimeout
 from .explicit import (CONFIRM_TIMEOUT, POR_AUTO_WARPS, _find_starvation, confirmed,
-                       drop_needless_steps, unconfirmed)
-from .lasso import report_lasso
+                       drop_needless_steps, report_graph_lasso, unconfirmed)
 from .por import stubborn_sets
 from .properties import DEADLOCK_MSG, PRIORITY
 from .statespace import Explorer, symmetric_groups
@@ -143,6 +141,8 @@ class PortableExplorer(Explorer):
         return keys
 
     def canon(self, st: tuple) -> tuple:
+        if self.dead:
+            st = self.forget(st)
         lst = None
         keys = None
         for g in self.comp_groups:
@@ -158,6 +158,8 @@ class PortableExplorer(Explorer):
         return st if lst is None else tuple(lst)
 
     def canon_perm(self, st: tuple) -> tuple[tuple, list[int]]:
+        if self.dead:
+            st = self.forget(st)
         perm = list(range(len(self.sys.agents)))
         lst = list(st)
         keys = self._keys()
@@ -638,9 +640,7 @@ class _Search:
         entry, cycle_steps = lasso
         p = next(q for q in range(self.nparts)
                  if offset[q] <= entry < offset[q] + counts[q])
-        steps = self.path((p, entry - offset[p]))
-        return report_lasso(self.sys, ConcreteRunner(self.sys), steps + cycle_steps,
-                            len(steps))
+        return report_graph_lasso(ex, self.path((p, entry - offset[p])), cycle_steps)
 
 
 __all__ = ["check_distributed", "connect", "close", "require_dask", "DaskUnavailable",

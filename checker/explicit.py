@@ -286,13 +286,24 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         lasso = _find_starvation(ex, states, succ_lists)
         if lasso is not None:
             entry, cycle_steps = lasso
-            steps = path_to(entry)
-            # checked on the concrete model and worded as BMC's lassos are
-            v = report_lasso(ex.sys, ConcreteRunner(ex.sys), steps + cycle_steps, len(steps))
+            v = report_graph_lasso(ex, path_to(entry), cycle_steps)
             stats.extra.update(v.stats.extra)
             return finish(v)
     return finish(Verdict(PROVEN, depth=max_depth, bounded=False))
 
+
+
+def report_graph_lasso(ex: Explorer, steps: list, cycle_steps: list) -> Verdict:
+    """The starvation verdict of a cycle of the explored graph (``cycle_steps``, from the
+    state ``steps`` reach), checked on the concrete model and worded as BMC's lassos are
+    (``lasso.report_lasso``).  Where the graph's states forget dead locals
+    (``Explorer.forget``) the cycle returns to its entry only up to them; once round,
+    the concrete run is at a state it then returns to exactly (each local the cycle
+    writes gets the same value every time round, from the same live state; the others
+    keep theirs), so the lasso starts there."""
+    if ex.dead:
+        steps = steps + cycle_steps
+    return report_lasso(ex.sys, ConcreteRunner(ex.sys), steps + cycle_steps, len(steps))
 
 
 def _find_starvation(ex: Explorer, states: list[tuple],

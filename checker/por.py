@@ -32,6 +32,12 @@ an exit that cannot be its CTA's last (``_holders``), uses of a barrier array wh
 no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
 cannot complete even with everything outside T (its visibility footprint shrinks to
 release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
+A wait on a counted named barrier stays blocked while the warps outside T that have not
+arrived cannot make up the count; a ``try_wait`` whose phase cannot complete before T
+moves returns 0, and a walk then takes the failing side of a branch on its token
+(``Footprints.known_segment``); a wgmma wait gives back only owner counts its warpgroup
+holds or may still take ("HG"; docs/engines.md, "Reductions and the stage buffers' ghost
+state").
 
 Cost (none of this changes a set: tests/test_por_speed.py compares every state's set with
 a frozen copy of the code before it): a round of the closure is a function of T in a
@@ -64,7 +70,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              TmaStore, TmemAlloc, TmemDealloc, TmemRelinquish, TmemWait,
                              GmemAtomic, GmemFence, GmemWait, GMEM_CTA,
                              TryWait, UmmaCommit, Wait, WgmmaWait, control_successors,
-                             is_acyclic)
+                             eval_dyn, is_acyclic)
 from ..model.groups import WARP_SIZE
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 from ..model.values import CONCRETE
@@ -94,6 +100,8 @@ _COMMUTE = {
     frozenset(["F"]),             # reads of CLC responses: each ORs "a failed response was
                                   # seen" into its CTA's flag (only a try_cancel reads it)
     frozenset(["PR"]),            # reads of the parameter values still possible
+    frozenset(["G"]),             # wgmma reads, commits and waits of one warpgroup
+                                  # (``Footprints._wg``)
     # "PB" (strict scopes: a release publishing acquired fills) commutes with nothing
 }
 
@@ -119,6 +127,10 @@ _CONFLICTS: dict = {}
 
 
 def _conflicts(m1: str, m2: str) -> bool:
+    # a wgmma wait's owner counts ("HG<warpgroup>", ``Footprints.hold_mode``) are
+    # owner counts like any other; only ``_Ctx._conflict`` reads the warpgroup
+    m1 = "H" if m1[:2] == "HG" else m1
+    m2 = "H" if m2[:2] == "HG" else m2
     # write_begin/write_end modes carry the fill they write: completions of the same fill
     # commute, and a write_begin commutes with a write_end of the same fill (with another
     # fill in flight, the write_begin is a violation only before that write_end lands)
@@ -205,6 +217,13 @@ class Footprints:
         self.has_cluster_arrive = any(isinstance(i, ClusterArrive)
                                       for ag in sysm.agents for i in ag.program.code)
         self.all_ctas = list(range(sysm.info.num_ctas))
+        #: ``hold_mode``'s modes by warpgroup, and back
+        self._hold_modes: dict = {}
+        self.hold_key: dict = {}
+        #: per warp and pc, the buffers its wgmma may still read (``_wgmma_reads_from``)
+        self.wgmma_reads_from: list[list[frozenset]] = [
+            self._wgmma_reads_from(a) if a in sysm.wgmma.group_of else []
+            for a in range(n)]
         # step footprint of (agent, pc): the instruction, its ghost effects and the local
         # control flow that follows it within the same step
         self.step: list[list[Footprint]] = []
@@ -222,10 +241,19 @@ class Footprints:
             code = sysm.code(a)
             self.step.append([self._step_fp(a, pc) for pc in range(len(code))])
             self.future_env.append([self._env_fp_of_instr(a, pc) for pc in range(len(code))])
+            # a try_wait never blocks, but its result decides where the warp goes: the
+            # segments stop at it so that a walk can take its failing side alone
+            # (``_Ctx._future``)
             self.blocking.append([isinstance(i, (Wait, NamedWait, ClusterWait, BulkWaitRead,
                                                  CpAsyncWaitGroup, TmemWait, GmemWait,
-                                                 WgmmaWait))
+                                                 WgmmaWait, TryWait))
                                   for i in code])
+        #: per warp, the locals its try_waits write (their tokens: 1 when the phase was
+        #: complete, else 0)
+        self.tokens: list[frozenset] = [
+            frozenset(i.dest for i in sysm.code(a) if isinstance(i, TryWait))
+            for a in range(n)]
+        self._known_memo: dict = {}
         for a in range(n):
             self._due()
             self.writers_from.append(self._suffix_writes(a))
@@ -324,9 +352,48 @@ class Footprints:
         """Warp ``a``'s share of its warpgroup's wgmma state (model/wgmma.py: its commit
         count and the groups its reads end with).  The warp's own wgmma reads and
         commits write it, and so does every wait of the warpgroup (which reads all the
-        members' counts and retires their groups); reads and commits of two sibling
-        warps touch different shares, and commute."""
-        return (("wg", a), "W")
+        members' counts and retires their groups).  Mode "G": these operations commute
+        whenever both are enabled.  A wait retires the warpgroup's groups up to an
+        absolute index fixed by its own warp's commits (``WgmmaState.retiring``), and
+        the counts are kept relative to the completed groups: two waits retire up to
+        the larger index in either order; a sibling's commit adds a group after that
+        index (an enabled wait needs no commit it has not got: its target is at most
+        the sibling's count); a sibling's read makes its buffer due at the group its
+        next commit closes, which is after the index too, so the due slot and the owner
+        count end equal in both orders.  What a commit *enables* (a sibling's blocked
+        wait) is the enabling relation, which ``_Ctx._enablers`` and
+        ``_Ctx._block_requirement`` follow; the owner counts a wait gives back are
+        the buffers' own footprint ("HG", ``_wg_hold``)."""
+        return (("wg", a), "G")
+
+    def hold_mode(self, key: tuple) -> str:
+        """The mode of the owner counts a ``WgmmaWait`` of warpgroup ``key`` gives back:
+        "H" for the conflict relation, and it names the warpgroup, so that a state
+        where no member holds the buffer, nor may read it before T moves, drops it
+        (``_Ctx._wg_may_hold``)."""
+        m = self._hold_modes.get(key)
+        if m is None:
+            m = self._hold_modes[key] = f"HG{len(self._hold_modes)}"
+            self.hold_key[m] = key
+        return m
+
+    def _wgmma_reads_from(self, a: int) -> list[frozenset]:
+        """For each pc of warp ``a``: the buffers its wgmma may read from there on (the
+        program's suffix, loops included)."""
+        code = self.sys.code(a)
+        out = [set(e.buf for e in ins.pre + ins.post if e.kind == "wgmma_read")
+               for ins in code]
+        if not any(out):
+            return [frozenset()] * len(code)
+        changed = True
+        while changed:
+            changed = False
+            for pc in range(len(code) - 1, -1, -1):
+                for q in self._successors(a, pc):
+                    if q < len(code) and not out[q] <= out[pc]:
+                        out[pc] |= out[q]
+                        changed = True
+        return [frozenset(o) for o in out]
 
     def _ghost(self, effects: Iterable[GhostEffect], a: int = -1) -> set:
         out = set()
@@ -409,7 +476,9 @@ class Footprints:
             # warps' wgmma may still read (model/wgmma.py)
             fp |= {self._wg(b) for b in sysm.wgmma.siblings(a)}
             key = sysm.wgmma.group_of.get(a)
-            fp |= {(("buf", b), "H") for _w, b in sysm.wgmma.bufs_of(key)} if key else set()
+            if key:
+                m = self.hold_mode(key)
+                fp |= {(("buf", b), m) for _w, b in sysm.wgmma.bufs_of(key)}
         elif t is NamedBarrierOp:
             fp.add((("nb", cta, ins.id), "NA"))
             if ins.id == 0 or ins.count is None:
@@ -572,6 +641,71 @@ class Footprints:
             fp |= self.future_env[a][p]
             work.extend(self._successors(a, p))
         return frozenset(fp), tuple(sorted(frontier))
+
+    def known_segment(self, a: int, pc: int, zero: frozenset, noncompleting: bool
+                      ) -> tuple[frozenset, dict, Optional[tuple], tuple]:
+        """``_segment`` from ``pc`` where the try_wait tokens ``zero`` are known to be 0
+        (each failed, ``_Ctx._future``): a branch on them takes one side.  Returns the
+        footprint, the arrival counts, the barrier operations (None: a loop inside) and
+        the nodes ``(pc, zero)`` where it stops: blocking instructions (a try_wait among
+        them), or where a token is written again (with the tokens still known)."""
+        key = (a, pc, zero, noncompleting)
+        r = self._known_memo.get(key)
+        if r is not None:
+            return r
+        code = self.sys.code(a)
+
+        def step(p: int) -> frozenset:
+            if noncompleting and self.noncompleting[a][p] is not None:
+                return self.noncompleting[a][p]
+            return self.step[a][p]
+
+        def succ(p: int) -> list[int]:
+            ins = code[p]
+            if isinstance(ins, Branch):
+                def get(name: str) -> int:
+                    if name in zero:
+                        return 0
+                    raise KeyError(name)
+                try:
+                    c = eval_dyn(CONCRETE, ins.cond, get)
+                except KeyError:  # reads a value not known here: both sides
+                    return [ins.then, ins.orelse]
+                return [ins.then if c else ins.orelse]
+            return self._successors(a, p)
+
+        fp: set = set(step(pc)) | set(self.future_env[a][pc])
+        counts = dict(self.arrival_counts(a, pc))
+        ops = list(self.bar_ops(a, pc))
+        frontier: set = set()
+        seen = {pc}
+        looped = False
+        work = succ(pc)
+        while work:
+            p = work.pop()
+            if p in seen:
+                looped = looped or not self.acyclic[a]
+                continue
+            seen.add(p)
+            ins = code[p]
+            if self.blocking[a][p]:
+                frontier.add((p, zero))
+                continue
+            if isinstance(ins, SetLocal) and ins.dest in zero:
+                frontier.add((p, zero - {ins.dest}))
+                continue
+            fp |= step(p)
+            fp |= self.future_env[a][p]
+            for b, c in self.arrival_counts(a, p).items():
+                counts[b] = counts.get(b, 0) + c
+            ops.extend(self.bar_ops(a, p))
+            work.extend(succ(p))
+        if looped:
+            counts = {b: INF for b in counts}
+        r = (frozenset(fp), counts, None if looped else tuple(ops),
+             tuple(sorted(frontier, key=lambda x: (x[0], sorted(x[1])))))
+        self._known_memo[key] = r
+        return r
 
     def arrivals_of(self, a: int, pc: int) -> set:
         """Barriers whose pending count the instruction at pc decrements, now or when the
@@ -985,8 +1119,29 @@ class _Ctx:
                 cta = self.sys.agents[a].cta
                 if holders.get(cta, set()) - {a}:
                     fp = fp - {(("exit", cta), "W")}
+            if isinstance(self.sys.code(a)[pc], WgmmaWait):
+                # it gives back only the owner counts its warpgroup holds now
+                fp = frozenset(x for x in fp if x[1][:2] != "HG"
+                               or self._wg_held(self.fp.hold_key[x[1]], x[0][1]))
             return fp
         return self.env_fps[u]
+
+    def _wg_held(self, key: tuple, buf: Any) -> bool:
+        """Does a member of warpgroup ``key`` hold an owner count of ``buf`` for its wgmma
+        reads now (``model/wgmma.py``: a non-zero due slot)?"""
+        due = self.sys.wgmma.due
+        return any(self.get(due[(w, buf)]) > 0 for w in self.sys.wgmma.members[key]
+                   if (w, buf) in due)
+
+    def _wg_may_hold(self, key: tuple, buf: Any, T: set) -> bool:
+        """May a wait of warpgroup ``key`` give back an owner count of ``buf`` before T
+        moves?  Only if a member holds one now, or a member outside T may still read
+        the buffer with its wgmma (the reads of the members in T wait for T to move)."""
+        if self._wg_held(key, buf):
+            return True
+        return any(("a", w) not in T and self.pcs[w] != DONE
+                   and buf in self.fp.wgmma_reads_from[w][self.pcs[w]]
+                   for w in self.sys.wgmma.members[key])
 
     def _nb_settle_free(self, index: dict, others: list, futures: dict) -> set:
         """Named barriers whose arrivals by T commute with what units outside T may do
@@ -1248,7 +1403,8 @@ class _Ctx:
         got = self._block_need.get(key)
         if got is None:
             ins = self.sys.code(a)[pc]
-            got = (self._block_requirement(a, pc), ins.bar if isinstance(ins, Wait) else None)
+            got = (self._block_requirement(a, pc),
+                   ins.bar if isinstance(ins, (Wait, TryWait)) else None)
             self._block_need[key] = got
         need, bar = got
         if need is None:
@@ -1263,8 +1419,14 @@ class _Ctx:
             r = self._cluster_frozen(T)
         else:
             kind, sets = need
-            r = kind == "any" and any(x <= T for x in sets)
-        if r:  # both tests only grow with T, which only grows within a stubborn call
+            if kind == "threads":
+                # a counted named barrier: blocked while the warps outside T that have
+                # not arrived cannot bring the current generation to its count
+                missing, may = sets
+                r = WARP_SIZE * sum(1 for v in may if v not in T) < missing
+            else:
+                r = kind == "any" and any(x <= T for x in sets)
+        if r:  # every test only grows with T, which only grows within a stubborn call
             self._frozen_true.add(key)
         return r
 
@@ -1272,7 +1434,12 @@ class _Ctx:
         """What T must contain for the instruction to stay blocked: None (it can proceed
         regardless), "cluster", or ("any", [sets]) -- blocked if T includes one of them."""
         ins = self.sys.code(a)[pc]
-        if self.pcs[a] == pc and self._enabled(("a", a)):
+        if type(ins) is TryWait:
+            # "blocked": its phase cannot complete before T moves, so it returns 0 --
+            # what keeps a blocking wait on the barrier waiting (a try_wait is always
+            # enabled, so this is asked at the warp's own pc too)
+            ins = Wait(bar=ins.bar, parity=ins.parity, ghost=ins.ghost)
+        elif self.pcs[a] == pc and self._enabled(("a", a)):
             return None
         g = _Getter(self.get)
         if isinstance(ins, Wait):
@@ -1280,11 +1447,14 @@ class _Ctx:
                 return None
             if self.sys._concrete_enabled(g, a, ins):
                 return None
-            options = [self._writers(("bar", ins.bar)) - {("a", a)}]
+            # the warp itself cannot change the barrier while it sits at this wait; one
+            # further down its program may follow its own arrivals on it
+            me = {("a", a)} if self.pcs[a] == pc else set()
+            options = [self._writers(("bar", ins.bar)) - me]
             # the phase cannot complete while arrivals are missing and every unit that may
             # still arrive on the barrier is frozen (byte completions alone never finish it)
             if self.get(self.sys.bar[ins.bar] + 1) > 0:
-                options.append(self._arrivers(ins.bar) - {("a", a)})
+                options.append(self._arrivers(ins.bar) - me)
             return ("any", options)
         if isinstance(ins, ClusterWait):
             return "cluster"
@@ -1311,6 +1481,20 @@ class _Ctx:
                         if b != a and self.pcs[b] != DONE
                         and not self._nb_arrived(("a", b), (cta, ins.id))]
                 return ("any", need) if need else None
+            key = (cta, ins.id)
+            count = self.fp.nb_count.get(key)
+            if count is not None:
+                # every warp uses the barrier with this thread count and waits right after
+                # arriving, so each user adds at most one warp to a generation.  While
+                # the current generation stays short of its count, neither it nor any
+                # later one completes: this wait, or one further down the warp's program
+                # (a later generation), stays blocked.  Warp ``a`` itself is outside T
+                # and counted among those that may arrive (PTX ISA 9.7.13.1, bar{.cta}:
+                # a generation completes when the expected number of threads arrived)
+                missing = count - self.get(self.sys.nb[key])
+                may = tuple(("a", b) for b in self.fp.nb_users.get(key, ())
+                            if self.pcs[b] != DONE and not self._nb_arrived(("a", b), key))
+                return ("threads", (missing, may))
             if self.sys._concrete_enabled(g, a, ins):
                 return None
             users = self.fp.nb_users.get((self.sys.agents[a].cta, ins.id), set())
@@ -1359,25 +1543,47 @@ class _Ctx:
             return node[1]
         segs = self.fp.seg_fp_nc[a] if frozen_cl else self.fp.seg_fp[a]
         blocking = self.fp.blocking[a]
-        visited: list[int] = []
+        code = self.sys.code(a)
+        # nodes (pc, try_wait tokens known to be 0): those 0 now, then each try_wait
+        # that cannot see its phase complete before T moves (asked like a wait on the
+        # barrier: ``_block_requirement``) -- a branch on a token then takes one side
+        locals_ = self.sys.agents[a].locals
+        zero0 = tuple(sorted(t for t in self.fp.tokens[a] if self.get(locals_[t]) == 0))
+        visited: list[tuple] = []
         asked: list[tuple[int, bool]] = []
-        seen = set()
-        work = [start]
+        seen: set = set()
+        seen_pcs: set = set()
+        work: list = [(start, zero0)]
         looped = False
         while work:
-            pc = work.pop()
-            if pc in seen:
-                looped = looped or not self.fp.acyclic[a]  # else: branches that rejoin
-                continue
-            seen.add(pc)
+            node = work.pop()
+            pc, zero = node
+            if node in seen or pc in seen_pcs:
+                # a pc again: a loop, or branches that rejoin (then it runs once, but
+                # perhaps with other tokens known: both are walked)
+                looped = looped or not self.fp.acyclic[a]
+                if node in seen:
+                    continue
+            seen.add(node)
+            seen_pcs.add(pc)
             if blocking[pc]:
                 blocked = self._blocked_frozen(a, pc, T)
                 if self._block_need[(a, pc)][0] is not None:  # else never blocked here
                     asked.append((pc, blocked))
-                if blocked:
+                ins = code[pc]
+                if type(ins) is TryWait:
+                    z = set(zero) - {ins.dest}
+                    if blocked:  # its phase cannot complete before T moves: token 0
+                        z.add(ins.dest)
+                    zero = tuple(sorted(z))
+                elif blocked:
                     continue
-            visited.append(pc)
-            work.extend(self.fp.seg_next[a][pc])
+            visited.append((pc, zero))
+            if zero:
+                nxt = self.fp.known_segment(a, pc, frozenset(zero), frozen_cl)[3]
+                work.extend((q, tuple(sorted(z))) for q, z in nxt)
+            else:
+                work.extend((q, ()) for q in self.fp.seg_next[a][pc])
         r = self._walk_result(a, frozen_cl, segs, visited, looped)
         self._remember_walk((a, frozen_cl), asked, r)
         return r
@@ -1397,7 +1603,7 @@ class _Ctx:
             holder, slot = node[2], blocked
         holder[slot] = ("result", r)
 
-    def _walk_result(self, a: int, frozen_cl: bool, segs: Any, visited: list[int],
+    def _walk_result(self, a: int, frozen_cl: bool, segs: Any, visited: list[tuple],
                      looped: bool) -> tuple[frozenset, dict, Optional[tuple]]:
         key = (a, frozen_cl, tuple(sorted(visited)), looped)
         r = self._walk_cache.get(key)
@@ -1405,11 +1611,15 @@ class _Ctx:
             fp: set = set()
             counts = {}
             ops_l: Optional[list] = []
-            for pc in visited:
-                fp |= segs[pc]
-                for b, c in self.fp.seg_arr[a][pc].items():
+            for pc, zero in visited:
+                if zero:
+                    sfp, sarr, so, _n = self.fp.known_segment(a, pc, frozenset(zero),
+                                                              frozen_cl)
+                else:
+                    sfp, sarr, so = segs[pc], self.fp.seg_arr[a][pc], self.fp.seg_ops[a][pc]
+                fp |= sfp
+                for b, c in sarr.items():
                     counts[b] = counts.get(b, 0) + c
-                so = self.fp.seg_ops[a][pc]
                 if so is None or ops_l is None:
                     ops_l = None
                 else:
@@ -1737,6 +1947,9 @@ class _Ctx:
                     continue
                 if obj in free and mode in _FREE_MODES:
                     continue
+                if mode[:2] == "HG" and not self._wg_may_hold(self.fp.hold_key[mode],
+                                                                obj[1], T):
+                    continue  # a wgmma wait with no owner count of the buffer to give back
                 if any(conflicts(mode, m) for m in ms):
                     if self.red.why is not None:
                         self.red.why.append((v, obj, mode, tuple(sorted(ms))))

@@ -22,6 +22,10 @@ Coding:
   makes a segment's operations unbounded; ``seg_arr`` is ``((bar id, count), ...)`` with
   ``por.INF`` for unbounded counts.
 
+* try_waits: ``try_bar`` / ``try_tok`` per pc; ``known_*`` re-code
+  ``Footprints.known_segment`` for every pc and every non-empty mask of the warp's tokens
+  known to be 0 (rows ``pc * 2**n_tok + mask`` per agent; ``known_next`` as ``(pc, mask)``).
+
 ``flat()`` gives the compressed-row arrays (offsets and data, int64) a C closure reads.
 """
 
@@ -30,8 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..model.program import ClusterWait, NamedWait, Wait, WgmmaWait, control_successors
+from ..model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
+                             control_successors)
 from .por import Footprints, conflicts
+
+#: the most try_wait tokens a warp may have for its known segments to be tabled (2**k
+#: masks a pc); a warp with more has none (``n_tok`` -1: a native walk that needs one
+#: gives up and the Python closure answers)
+MAX_TOKENS = 4
 
 #: operation kinds of ``Footprints.bar_ops`` -> small ints
 KINDS = ("A", "X", "W")
@@ -78,6 +88,24 @@ class PorTables:
     block_kind: Table
     #: the control successors of each pc (``model.program.control_successors``)
     succ: Table
+    #: the bar id of a ``TryWait`` at pc, else -1 (its parity, ghost phase and own-CTA
+    #: flag are in ``wait_parity``, ``wait_ghost``, ``wait_own``)
+    try_bar: Table
+    #: the bit of a ``TryWait``'s token in its warp's ``tokens``, else -1
+    try_tok: Table
+    #: per agent: ``Footprints.tokens`` in bit order (sorted)
+    tokens: tuple
+    #: per agent: ``len(tokens)``, or -1 where more than ``MAX_TOKENS`` (no known rows)
+    n_tok: tuple
+    #: ``Footprints.known_segment`` per agent, for each pc and each non-empty mask of
+    #: its tokens known to be 0 (row ``pc * 2**n_tok + mask``; mask 0 rows are empty):
+    #: the footprint (plain and non-completing), arrival counts, operations (None
+    #: after a loop) and the nodes where it stops, ``(pc, mask)`` each
+    known_fp: Table
+    known_fp_nc: Table
+    known_arr: Table
+    known_ops: Table
+    known_next: Table
 
     @property
     def n_modes(self) -> int:
@@ -111,12 +139,18 @@ class PorTables:
         for rows in self.step:
             out["pc_base"].append(out["pc_base"][-1] + len(rows))
         out["blocking"] = [int(x) for rows in self.blocking for x in rows]
-        for name in ("wait_bar", "wait_parity", "wait_ghost", "wait_own", "block_kind"):
+        for name in ("wait_bar", "wait_parity", "wait_ghost", "wait_own", "block_kind",
+                     "try_bar", "try_tok"):
             out[name] = [x for rows in getattr(self, name) for x in rows]
         out["acyclic"] = [int(x) for x in self.acyclic]
+        out["n_tok"] = list(self.n_tok)
+        out["known_base"] = [0]
+        for rows in self.known_fp:
+            out["known_base"].append(out["known_base"][-1] + len(rows))
         out["conflict"] = list(self.conflict)
         for name in ("step", "future_env", "seg_fp", "seg_fp_nc", "seg_next", "succ",
-                     "writers_from", "arrivers_from", "noncompleting", "seg_ops", "seg_arr"):
+                     "writers_from", "arrivers_from", "noncompleting", "seg_ops", "seg_arr",
+                     "known_fp", "known_fp_nc", "known_arr", "known_ops", "known_next"):
             off: list[int] = []
             data: list[int] = []
             for rows in getattr(self, name):
@@ -152,6 +186,8 @@ def build(fp: Footprints) -> PorTables:
             ops_rows.append(fp.seg_ops[a][pc] or ())
     objs = {o for f in fps for o, _m in f}
     objs |= {o for a in range(n) for pc in pcs[a] for o in fp.writers_from[a][pc]}
+    # the known segments' footprints are the steps' own (``known_segment``): no new
+    # objects or modes; their barriers are those of the steps' operations
     objects = tuple(sorted(objs, key=repr))
     # the modes a closure round may add (promotions "M", release flags "MR") or asks
     # about are numbered even where no footprint has them
@@ -161,7 +197,8 @@ def build(fp: Footprints) -> PorTables:
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.seg_arr[a][pc]}
     bar_set |= {b for a in range(n) for pc in pcs[a] for b in fp.arrivers_from[a][pc]}
     bar_set |= set(sysm.bar)
-    bar_set |= {ins.bar for a in range(n) for ins in sysm.code(a) if isinstance(ins, Wait)}
+    bar_set |= {ins.bar for a in range(n) for ins in sysm.code(a)
+                if isinstance(ins, (Wait, TryWait))}
     bars = tuple(sorted(bar_set, key=repr))
     oid = {o: i for i, o in enumerate(objects)}
     mid = {m: i for i, m in enumerate(modes)}
@@ -180,6 +217,30 @@ def build(fp: Footprints) -> PorTables:
 
     def per_pc(f: Any) -> Table:
         return tuple(tuple(f(a, pc) for pc in pcs[a]) for a in range(n))
+
+    tokens = tuple(tuple(sorted(fp.tokens[a])) for a in range(n))
+    n_tok = tuple(len(t) if len(t) <= MAX_TOKENS else -1 for t in tokens)
+    known: list = [[], [], [], [], []]
+    for a in range(n):
+        rows: list = [[], [], [], [], []]
+        if n_tok[a] > 0:
+            bit = {name: i for i, name in enumerate(tokens[a])}
+            for pc in pcs[a]:
+                for mask in range(1 << n_tok[a]):
+                    if mask == 0:
+                        for r in rows:
+                            r.append(())
+                        continue
+                    zero = frozenset(name for name, i in bit.items() if mask >> i & 1)
+                    kf, karr, kops, nxt = fp.known_segment(a, pc, zero, False)
+                    kf_nc = fp.known_segment(a, pc, zero, True)[0]
+                    rows[0].append(code(kf))
+                    rows[1].append(code(kf_nc))
+                    rows[2].append(tuple(sorted((bid[b], c) for b, c in karr.items())))
+                    rows[3].append(ops(kops))
+                    rows[4].append(tuple((q, sum(1 << bit[x] for x in z)) for q, z in nxt))
+        for k in range(5):
+            known[k].append(tuple(rows[k]))
 
     return PorTables(
         objects=objects, modes=modes, bars=bars,
@@ -208,6 +269,13 @@ def build(fp: Footprints) -> PorTables:
                                           and _wait(sysm, a, pc).bar in sysm.bar)),
         block_kind=per_pc(lambda a, pc: _block_kind(sysm.code(a)[pc])),
         succ=per_pc(lambda a, pc: tuple(control_successors(sysm.code(a), pc))),
+        try_bar=per_pc(lambda a, pc: bid[sysm.code(a)[pc].bar]
+                       if isinstance(sysm.code(a)[pc], TryWait) else -1),
+        try_tok=per_pc(lambda a, pc: tokens[a].index(sysm.code(a)[pc].dest)
+                       if isinstance(sysm.code(a)[pc], TryWait) and n_tok[a] > 0 else -1),
+        tokens=tokens, n_tok=n_tok,
+        known_fp=tuple(known[0]), known_fp_nc=tuple(known[1]), known_arr=tuple(known[2]),
+        known_ops=tuple(known[3]), known_next=tuple(known[4]),
     )
 
 
@@ -221,6 +289,8 @@ def _block_kind(ins: Any) -> int:
     return 0
 
 
-def _wait(sysm: Any, a: int, pc: int) -> Optional[Wait]:
+def _wait(sysm: Any, a: int, pc: int) -> Optional[Any]:
+    """The ``Wait`` or ``TryWait`` at pc (a try_wait asks what a wait on its barrier
+    asks: ``_Ctx._block_requirement``)."""
     ins = sysm.code(a)[pc]
-    return ins if isinstance(ins, Wait) else None
+    return ins if isinstance(ins, (Wait, TryWait)) else None

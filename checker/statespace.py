@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterator, Optional
 
-from ..model.program import TmaLoad, is_acyclic
+from ..model.program import TmaLoad, is_acyclic, live_locals
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .concrete import first_violation
@@ -73,6 +73,10 @@ class Explorer:
                 comps = [self.agent_comp[a] for a in g]
                 assert len(set(comps)) == len(comps)
         self.comp_groups = [[self.agent_comp[a] for a in g] for g in self.groups]
+        #: per warp with locals: (its component, the pc's offset in it, {pc: offsets of
+        #: the locals dead there}) -- ``forget``; with the reductions only, so that the
+        #: unreduced search stays the plain interleaving graph
+        self.dead: list[tuple[int, int, dict]] = self._dead_locals() if symmetry else []
         self.initial = self.canon(self.packer.initial)
         # does any warp's program loop (a back edge)?  Then runs may never end and the
         # engine must look for cycles nobody leaves, not only for deadlocks
@@ -84,8 +88,50 @@ class Explorer:
         if reduction is not None and not self.cyclic:
             self.reducer = reduction(self)
 
+    def _dead_locals(self) -> list[tuple[int, int, dict]]:
+        out = []
+        where = self.packer.where
+        for ag in self.sys.agents:
+            if not ag.locals:
+                continue
+            ci, pc_off = where[ag.pc]
+            offs = {name: where[slot][1] for name, slot in ag.locals.items()
+                    if where[slot][0] == ci}  # a warp's locals live with its pc
+            by_pc: dict = {}
+            for pc, live in enumerate(live_locals(ag.program.code)):
+                dead = tuple(sorted(o for name, o in offs.items() if name not in live))
+                if dead:
+                    by_pc[pc] = dead
+            by_pc[DONE] = tuple(sorted(offs.values()))
+            out.append((ci, pc_off, by_pc))
+        return out
+
+    def forget(self, st: tuple) -> tuple:
+        """``st`` with every warp's dead locals (``model.program.live_locals``: no run
+        from its pc reads them before writing them) set to 0, their initial value.  A
+        dead-variable reduction: states that differ only there have the same futures
+        step for step (no check, no enabledness and no later value reads a dead
+        local), so one stands for all (the try_wait tokens of a retried wait, for
+        instance, are dead once their branch is passed)."""
+        lst = None
+        table = self.packer.table
+        for ci, pc_off, by_pc in self.dead:
+            comp = table[st[ci]]
+            offs = by_pc.get(comp[pc_off])
+            if offs and any(comp[o] != 0 for o in offs):
+                c = list(comp)
+                for o in offs:
+                    c[o] = 0
+                if lst is None:
+                    lst = list(st)
+                lst[ci] = self.packer.intern(tuple(c))
+        return st if lst is None else tuple(lst)
+
     def canon(self, st: tuple) -> tuple:
-        """The representative of ``st`` under permutations of symmetric warps."""
+        """The representative of ``st`` under permutations of symmetric warps (after
+        ``forget``)."""
+        if self.dead:
+            st = self.forget(st)
         lst = None
         for g in self.comp_groups:
             vals = [st[c] for c in g]
@@ -100,6 +146,8 @@ class Explorer:
     def canon_perm(self, st: tuple) -> tuple[tuple, list[int]]:
         """``canon`` plus the permutation: warp position j of the result holds the warp
         that was at position ``perm[j]``."""
+        if self.dead:
+            st = self.forget(st)
         perm = list(range(len(self.sys.agents)))
         lst = list(st)
         for g in self.groups:

@@ -21,7 +21,7 @@ Terminology follows the research note ``cutlass-pipeline-semantics.md`` section 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional, Union
 
 from .ir import NOLOC, Loc
@@ -738,6 +738,47 @@ def back_edges(code: tuple[Instr, ...] | list) -> list[int]:
 
 def is_acyclic(code: tuple[Instr, ...] | list) -> bool:
     return not back_edges(code)
+
+
+def locals_read(ins: Instr) -> set[str]:
+    """The run-time locals an instruction reads (those of every dynamic expression it
+    carries: a ``Branch``'s condition, a ``SetLocal``'s value)."""
+    out: set[str] = set()
+    for f in fields(ins):
+        v = getattr(ins, f.name)
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, DynExpr):
+                out |= dyn_locals(x)
+    return out
+
+
+def locals_written(ins: Instr) -> set[str]:
+    """The run-time locals an instruction writes (a try_wait's token, ``SetLocal``)."""
+    dest = getattr(ins, "dest", "")
+    return {dest} if isinstance(ins, (TryWait, SetLocal)) and dest else set()
+
+
+def live_locals(code: tuple[Instr, ...] | list) -> list[frozenset[str]]:
+    """For each pc, the locals some run from it may read before writing them again
+    (backward liveness over ``control_successors``).  A local outside this set at a
+    warp's pc is *dead* there: no later step depends on its value."""
+    n = len(code)
+    reads = [locals_read(i) for i in code]
+    writes = [locals_written(i) for i in code]
+    live: list[set[str]] = [set(r) for r in reads]
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            out: set[str] = set()
+            for q in control_successors(code, pc):
+                if q < n:
+                    out |= live[q]
+            new = reads[pc] | (out - writes[pc])
+            if new != live[pc]:
+                live[pc] = new
+                changed = True
+    return [frozenset(x) for x in live]
 
 
 @dataclass(frozen=True)

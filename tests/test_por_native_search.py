@@ -62,3 +62,18 @@ def test_native_closure_searches_what_the_python_closure_does_everywhere(
 @pytest.mark.slow
 def test_native_closure_decides_k3_as_the_python_closure_does(monkeypatch: Any) -> None:
     _compare("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 100000, monkeypatch)
+
+
+def test_a_warp_with_more_try_wait_tokens_than_the_tables_take_falls_back(
+        monkeypatch: Any) -> None:
+    """With no known segments tabled (``por_tables.MAX_TOKENS`` 0), a walk that needs one
+    gives up: the Python closure answers those seeds (counted), and the search is the
+    same as with the Python closure alone."""
+    from pipeproof.checker import por_tables
+
+    name, states = "kernels/k3_blackwell_persistent_gemm_clc.pipe", 1000
+    python, _ = _run(name, {}, states, "python", monkeypatch)
+    monkeypatch.setattr(por_tables, "MAX_TOKENS", 0)
+    native, counts = _run(name, {}, states, "native", monkeypatch)
+    assert native == python
+    assert counts is not None and counts["fallbacks"] > 0

@@ -11,8 +11,9 @@ import pytest
 
 import generators as G
 from pipeproof.checker import por
-from pipeproof.checker.por_tables import KINDS, build
-from pipeproof.model.program import ClusterWait, NamedWait, Wait, WgmmaWait, control_successors
+from pipeproof.checker.por_tables import KINDS, MAX_TOKENS, build
+from pipeproof.model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
+                                     control_successors)
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
@@ -45,11 +46,34 @@ def _round_trip(name: str) -> None:
             assert t.block_kind[a][pc] == (1 if isinstance(ins, Wait) else
                                            2 if isinstance(ins, ClusterWait) else
                                            3 if isinstance(ins, (NamedWait, WgmmaWait)) else 0)
-            if isinstance(ins, Wait):
+            assert (t.bars[t.try_bar[a][pc]] if t.try_bar[a][pc] >= 0 else None) == \
+                (ins.bar if isinstance(ins, TryWait) else None)
+            if isinstance(ins, TryWait) and t.n_tok[a] > 0:
+                assert t.tokens[a][t.try_tok[a][pc]] == ins.dest
+            else:
+                assert t.try_tok[a][pc] == -1
+            if isinstance(ins, (Wait, TryWait)):
                 assert t.wait_parity[a][pc] == ins.parity
                 assert t.wait_ghost[a][pc] == (-1 if ins.ghost is None else ins.ghost)
                 assert t.wait_own[a][pc] == int(ins.bar.cta == fp.sys.agents[a].cta
                                                 and ins.bar in fp.sys.bar)
+        # the known segments: every pc, every non-empty mask of the warp's tokens
+        toks = t.tokens[a]
+        assert set(toks) == fp.tokens[a]
+        assert t.n_tok[a] == (len(toks) if len(toks) <= MAX_TOKENS else -1)
+        m = 1 << t.n_tok[a] if t.n_tok[a] > 0 else 0
+        assert len(t.known_fp[a]) == len(fp.sys.code(a)) * m
+        for pc in range(len(fp.sys.code(a))):
+            for mask in range(1, m):
+                zero = frozenset(x for i, x in enumerate(toks) if mask >> i & 1)
+                r = pc * m + mask
+                kf, karr, kops, nxt = fp.known_segment(a, pc, zero, False)
+                assert t.decode_fp(t.known_fp[a][r]) == kf
+                assert t.decode_fp(t.known_fp_nc[a][r]) == fp.known_segment(a, pc, zero, True)[0]
+                assert t.decode_arr(t.known_arr[a][r]) == karr
+                assert t.decode_ops(t.known_ops[a][r]) == kops
+                assert tuple((q, frozenset(x for i, x in enumerate(toks) if z >> i & 1))
+                             for q, z in t.known_next[a][r]) == nxt
     flat = t.flat()
     rows = flat["pc_base"][-1]
     assert rows == sum(len(fp.sys.code(a)) for a in range(len(fp.sys.agents)))

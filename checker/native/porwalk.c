@@ -33,6 +33,12 @@ typedef struct {
     const int64_t *arrivers_from_off, *arrivers_from; /* bar ids */
     const int64_t *block_kind;  /* 0 never blocked but now, 1 Wait, 2 ClusterWait, 3 ask */
     const int64_t *succ_off, *succ;                   /* control successors */
+    /* try_waits (por_tables: try_bar, try_tok) and the known segments of the warps
+     * with tokens: rows known_base[a] + pc * 2**n_tok[a] + mask */
+    const int64_t *try_bar, *try_tok, *n_tok, *known_base;
+    const int64_t *known_fp_off, *known_fp, *known_fp_nc_off, *known_fp_nc;
+    const int64_t *known_arr_off, *known_arr, *known_ops_off, *known_ops;
+    const int64_t *known_next_off, *known_next;     /* (pc, mask) pairs */
 } pw_tables;
 
 typedef struct {
@@ -63,70 +69,125 @@ static int answer_from_array(void *ctx, int32_t a, int32_t pc) {
 }
 
 static int walk_core(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
-                     pw_answer answer, void *ctx, pw_result *r);
+                     int32_t zero0, pw_answer answer, void *ctx, pw_result *r);
 
-/* 0: done; -1: a blocking pc without an answer was reached; -2: ops overflow */
+/* 0: done; -1: a blocking pc without an answer was reached; -2: ops overflow; -3: a
+ * try_wait token known to be 0 in a warp without known-segment tables.  ``zero0``: the
+ * mask of the warp's try_wait tokens that are 0 now (por_tables ``tokens`` order) */
 int pw_walk(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
-            const int8_t *blocked, pw_result *r) {
-    return walk_core(t, a, start, frozen_cl, answer_from_array, (void *)blocked, r);
+            int32_t zero0, const int8_t *blocked, pw_result *r) {
+    return walk_core(t, a, start, frozen_cl, zero0, answer_from_array, (void *)blocked, r);
 }
 
+/* The walk is over nodes (pc, mask of the try_wait tokens known to be 0), as
+ * _Ctx._future: a try_wait answered "blocked" (its phase cannot complete before T moves)
+ * sets its token, else clears it, and is entered either way; from a node with a
+ * non-empty mask the walk follows the known segment (por_tables known_*), from one
+ * without the plain segment.  A pc met again (with any mask) marks a loop unless the
+ * program is acyclic; a node met again is not entered again. */
 static int walk_core(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
-                     pw_answer answer, void *ctx, pw_result *r) {
+                     int32_t zero0, pw_answer answer, void *ctx, pw_result *r) {
     int64_t base = t->pc_base[a], n = t->pc_base[a + 1] - base;
+    int64_t ntok = t->n_tok[a];
+    int64_t M = ntok > 0 ? (int64_t)1 << ntok : 1;
+    int64_t kbase = t->known_base[a];
     const int64_t *fo = frozen_cl ? t->seg_fp_nc_off : t->seg_fp_off;
     const int64_t *fd = frozen_cl ? t->seg_fp_nc : t->seg_fp;
-    uint8_t *seen = calloc((size_t)n, 1);
-    int32_t *stack = malloc(sizeof(int32_t) * (size_t)(n * 4 + 4));
-    int32_t *visited = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    int64_t sp = 0, cap = n * 4 + 4, nv = 0;
+    const int64_t *ko = frozen_cl ? t->known_fp_nc_off : t->known_fp_off;
+    const int64_t *kd = frozen_cl ? t->known_fp_nc : t->known_fp;
+    if (zero0 != 0 && ntok <= 0) return -3;
+    uint8_t *seen = calloc((size_t)(n * M), 1);
+    uint8_t *seen_pc = calloc((size_t)n, 1);
+    int64_t cap = n * 4 + 4;
+    int32_t *stack = malloc(sizeof(int32_t) * 2 * (size_t)cap);
+    int32_t *visited = malloc(sizeof(int32_t) * 2 * (size_t)(n * M + 1));
+    int64_t sp = 0, nv = 0;
     int rc = 0, looped = 0;
     for (int64_t i = 0; i < r->n_fp; i++) r->fp[r->pairs[i]] = 0;
     r->n_fp = 0;
     for (int64_t b = 0; b < t->n_bars; b++) r->counts[b] = -1;
-    stack[sp++] = start;
+    stack[0] = start;
+    stack[1] = zero0;
+    sp = 1;
     while (sp > 0) {
-        int32_t pc = stack[--sp];
-        if (seen[pc]) {
+        sp--;
+        int32_t pc = stack[2 * sp], z = stack[2 * sp + 1];
+        int64_t node = (int64_t)pc * M + z;
+        if (seen[node] || seen_pc[pc]) {
             if (!t->acyclic[a]) looped = 1;
-            continue;
+            if (seen[node]) continue;
         }
-        seen[pc] = 1;
-        if (t->blocking[base + pc]) {
+        seen[node] = 1;
+        seen_pc[pc] = 1;
+        int64_t row = base + pc;
+        if (t->blocking[row]) {
             int b = answer(ctx, a, pc);
             if (b < 0) { rc = -1; goto out; }
-            if (b) continue;
+            if (t->try_bar[row] >= 0) {
+                int64_t tt = t->try_tok[row];
+                if (tt < 0) {  /* a warp with too many tokens for the tables */
+                    if (b) { rc = -3; goto out; }
+                } else {
+                    z &= ~(int32_t)(1 << tt);
+                    if (b) z |= (int32_t)(1 << tt);
+                }
+            } else if (b) {
+                continue;
+            }
         }
-        visited[nv++] = pc;
-        int64_t row = base + pc;
-        for (int64_t k = t->seg_next_off[row]; k < row_end(t->seg_next_off, row); k++) {
+        visited[2 * nv] = pc;
+        visited[2 * nv + 1] = z;
+        nv++;
+        const int64_t *noff = t->seg_next_off, *ndat = t->seg_next;
+        int64_t nrow = row, step = 1;
+        if (z) {
+            noff = t->known_next_off;
+            ndat = t->known_next;
+            nrow = kbase + (int64_t)pc * M + z;
+            step = 2;
+        }
+        for (int64_t k = noff[nrow]; k < row_end(noff, nrow); k += step) {
             if (sp == cap) {
                 cap *= 2;
-                stack = realloc(stack, sizeof(int32_t) * (size_t)cap);
+                stack = realloc(stack, sizeof(int32_t) * 2 * (size_t)cap);
             }
-            stack[sp++] = (int32_t)t->seg_next[k];
+            stack[2 * sp] = (int32_t)ndat[k];
+            stack[2 * sp + 1] = step == 2 ? (int32_t)ndat[k + 1] : 0;
+            sp++;
         }
     }
-    /* the result, in the order the pcs were entered */
+    /* the result, in the order the nodes were entered */
     int64_t nops = 0;
     int unbounded = looped;
     for (int64_t i = 0; i < nv; i++) {
-        int64_t row = base + visited[i];
-        for (int64_t k = fo[row]; k < row_end(fo, row); k++) {
-            if (!r->fp[fd[k]]) {
-                r->fp[fd[k]] = 1;
-                r->pairs[r->n_fp++] = fd[k];
+        int32_t pc = visited[2 * i], z = visited[2 * i + 1];
+        int64_t row = base + pc;
+        const int64_t *f_off = fo, *f_dat = fd, *a_off = t->seg_arr_off, *a_dat = t->seg_arr;
+        const int64_t *o_off = t->seg_ops_off, *o_dat = t->seg_ops;
+        if (z) {
+            row = kbase + (int64_t)pc * M + z;
+            f_off = ko;
+            f_dat = kd;
+            a_off = t->known_arr_off;
+            a_dat = t->known_arr;
+            o_off = t->known_ops_off;
+            o_dat = t->known_ops;
+        }
+        for (int64_t k = f_off[row]; k < row_end(f_off, row); k++) {
+            if (!r->fp[f_dat[k]]) {
+                r->fp[f_dat[k]] = 1;
+                r->pairs[r->n_fp++] = f_dat[k];
             }
         }
-        for (int64_t k = t->seg_arr_off[row]; k < row_end(t->seg_arr_off, row); k += 2) {
-            int64_t b = t->seg_arr[k], c = t->seg_arr[k + 1];
+        for (int64_t k = a_off[row]; k < row_end(a_off, row); k += 2) {
+            int64_t b = a_dat[k], c = a_dat[k + 1];
             r->counts[b] = (r->counts[b] < 0 ? 0 : r->counts[b]) + c;
         }
         if (unbounded) continue;
-        if (t->seg_ops_off[row] < 0) { unbounded = 1; continue; }
-        for (int64_t k = t->seg_ops_off[row]; k < row_end(t->seg_ops_off, row); k += 4) {
+        if (o_off[row] < 0) { unbounded = 1; continue; }
+        for (int64_t k = o_off[row]; k < row_end(o_off, row); k += 4) {
             if (nops == r->ops_cap) { rc = -2; goto out; }
-            memcpy(r->ops + 4 * nops, t->seg_ops + k, 4 * sizeof(int64_t));
+            memcpy(r->ops + 4 * nops, o_dat + k, 4 * sizeof(int64_t));
             nops++;
         }
     }
@@ -139,6 +200,7 @@ static int walk_core(const pw_tables *t, int32_t a, int32_t start, int32_t froze
     r->n_visited = (int32_t)nv;
 out:
     free(seen);
+    free(seen_pc);
     free(stack);
     free(visited);
     return rc;
@@ -193,6 +255,11 @@ typedef struct {
     const int64_t *wg_n;                    /* per row: a WgmmaWait's n, else -1 */
     const int64_t *wg_cm;                   /* per agent: its commit count now, -1: none */
     const int64_t *wg_sib_off, *wg_sib;     /* per agent: its warpgroup's members */
+    /* per unit: the mask of a warp's try_wait tokens that are 0 now */
+    const int32_t *zero0;
+    /* per key: the one thread count every warp uses it with (Footprints.nb_count), -1
+     * none; and the threads arrived now */
+    const int64_t *key_thr, *key_now;
 } pw_state;
 
 typedef struct {
@@ -244,15 +311,19 @@ void pw_prepare(const pw_tables *t, pw_state *s) {
 
 /* is the mbarrier wait at row closed now (model.system.System._concrete_enabled for
  * Wait false: a barrier of the warp's CTA, the parity and ghost phase it waits for)? */
-static int wait_closed(const pw_tables *t, const pw_state *s, int64_t row) {
+static int wait_closed_on(const pw_tables *t, const pw_state *s, int64_t row, int64_t b) {
     if (!t->wait_own[row]) return 0;
-    int64_t b = t->wait_bar[row], phase = s->phase[b];
+    int64_t phase = s->phase[b];
     if ((phase & 1) != t->wait_parity[row]) return 0;
     if (t->wait_ghost[row] >= 0) {
         int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
         if (d != 0 && d != 1) return 0;
     }
     return 1;
+}
+
+static int wait_closed(const pw_tables *t, const pw_state *s, int64_t row) {
+    return wait_closed_on(t, s, row, t->wait_bar[row]);
 }
 
 /* _Ctx._closed_waits of every warp unit: the barriers of the mbarrier waits it may
@@ -297,6 +368,11 @@ static void closed_waits(const pw_tables *t, pw_state *s) {
     free(mark);
 }
 
+/* a requirement of kind "threads" (_Ctx._block_requirement of a wait on a counted named
+ * barrier): blocked while 32 * |sets[0..w) - T| < (int64_t)sets[w] (the threads missing) */
+#define PW_THREADS (-10)
+#define PW_WARP_SIZE 32
+
 /* _Ctx._block_requirement of a named-barrier wait (-5: no room, ask) */
 static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
     int64_t k = s->nw_key[row];
@@ -312,6 +388,19 @@ static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *s
             cnt++;
         }
         return cnt ? cnt : -1;
+    }
+    if (s->key_thr[k] >= 0) {
+        /* every warp uses it with this thread count and waits right after arriving:
+         * the users not done that have not arrived (warp a among them) may make up the
+         * current generation's missing threads */
+        memset(sets, 0, sizeof(uint64_t) * 2 * (size_t)w);
+        for (int64_t i = s->key_users_off[k]; i < s->key_users_off[k + 1]; i++) {
+            int32_t b = (int32_t)s->key_users[i], ub = s->agent_unit[b];
+            if (ub < 0 || s->nb_arrived[k * n + ub]) continue;
+            sets[ub >> 6] |= (uint64_t)1 << (ub & 63);
+        }
+        sets[w] = (uint64_t)(s->key_thr[k] - s->key_now[k]);
+        return PW_THREADS;
     }
     if (ua < 0 || !s->nb_arrived[k * n + ua]) return -1;  /* its flag is clear: enabled */
     memset(sets, 0, sizeof(uint64_t) * (size_t)w);
@@ -341,21 +430,24 @@ static int32_t wgmma_need(const pw_state *s, int32_t a, int64_t row, uint64_t *s
     return cnt ? cnt : -1;
 }
 
-/* _Ctx._block_requirement of an mbarrier wait (model.system.System._concrete_enabled
- * for Wait: the phase parity, and the ghost phase where known) */
+/* _Ctx._block_requirement of an mbarrier wait on bar b (model.system.System.
+ * _concrete_enabled for Wait: the phase parity, and the ghost phase where known); a
+ * try_wait (is_try) asks the same of its barrier, also at the warp's own pc.  The warp
+ * itself is left out of the writers and arrivers only where it sits at the wait: one
+ * further down its program may follow its own arrivals on the barrier */
 static int32_t wait_need(const pw_tables *t, const pw_state *s, int32_t a, int32_t pc,
-                         int64_t row, uint64_t *sets) {
+                         int64_t row, int64_t b, int is_try, uint64_t *sets) {
     int32_t u = s->agent_unit[a], w = s->n_words;
-    if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) return -1;
-    if (!wait_closed(t, s, row)) return -1;
-    int64_t b = t->wait_bar[row];
+    int here = u >= 0 && s->pc[u] == pc;
+    if (!is_try && here && s->u_enabled[u]) return -1;
+    if (!wait_closed_on(t, s, row, b)) return -1;
     int32_t k = 0;
     memcpy(sets, s->writers_bar + b * w, sizeof(uint64_t) * (size_t)w);
-    if (u >= 0) sets[u >> 6] &= ~((uint64_t)1 << (u & 63));
+    if (here) sets[u >> 6] &= ~((uint64_t)1 << (u & 63));
     k++;
     if (s->pending[b] > 0) {
         memcpy(sets + w, s->arrivers_bar + b * w, sizeof(uint64_t) * (size_t)w);
-        if (u >= 0) sets[w + (u >> 6)] &= ~((uint64_t)1 << (u & 63));
+        if (here) sets[w + (u >> 6)] &= ~((uint64_t)1 << (u & 63));
         k++;
     }
     return k;
@@ -438,9 +530,10 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
     if (k == -3 && s->native_waits) {
         int32_t u = s->agent_unit[a];
         int64_t bk = t->block_kind[row];
-        if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) k = -1;
+        if (t->try_bar[row] >= 0) k = wait_need(t, s, a, pc, row, t->try_bar[row], 1, sets);
+        else if (u >= 0 && s->pc[u] == pc && s->u_enabled[u]) k = -1;
         else if (bk == 0) k = -1;
-        else if (bk == 1) k = wait_need(t, s, a, pc, row, sets);
+        else if (bk == 1) k = wait_need(t, s, a, pc, row, t->wait_bar[row], 0, sets);
         else if (bk == 2) k = -2;
         else if (bk == 3 && s->nw_key && s->nw_key[row] >= 0) {
             k = named_need(s, a, row, sets);
@@ -453,13 +546,19 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
     }
     if (k == -3) {
         k = s->need(a, pc, sets, PW_MAX_SETS);
-        if (k < -2) return -1;  /* more sets than room: no answer */
+        if (k < -2 && k != PW_THREADS) return -1;  /* more sets than room: no answer */
         s->need_kind[row] = k;
     }
     if (k == -1) return 0;
-    int64_t wb = t->wait_bar[row];
+    int64_t wb = t->wait_bar[row] >= 0 ? t->wait_bar[row] : t->try_bar[row];
     if (wb >= 0 && c->blocked[wb]) return 1;
     if (k == -2) return s->frozen_cl;
+    if (k == PW_THREADS) {
+        int64_t outside = 0;
+        for (int32_t j = 0; j < s->n_words; j++)
+            outside += __builtin_popcountll(sets[j] & ~s->T[j]);
+        return PW_WARP_SIZE * outside < (int64_t)sets[s->n_words];
+    }
     for (int32_t i = 0; i < k; i++)
         if (subset_of(sets + i * s->n_words, s->T, s->n_words)) return 1;
     return 0;
@@ -499,9 +598,9 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
             out->fp_off[i] = nfp;
             out->arr_off[i] = narr;
             if (s->kind[v] == 0) {
-                int w = walk_core(t, s->agent[v], s->pc[v], s->frozen_cl, answer_settle,
-                                  &ctx, r);
-                if (w == -1) { rc = -1; goto done; }
+                int w = walk_core(t, s->agent[v], s->pc[v], s->frozen_cl, s->zero0[v],
+                                  answer_settle, &ctx, r);
+                if (w == -1 || w == -3) { rc = -1; goto done; }
                 if (w != 0) { rc = -2; goto done; }
                 if (nfp + r->n_fp > out->fp_cap) { rc = -2; goto done; }
                 memcpy(out->fp + nfp, r->pairs, sizeof(int64_t) * (size_t)r->n_fp);
@@ -632,6 +731,12 @@ typedef struct {
     /* the grow memo of this state: keys and values, n_words words each */
     uint64_t *memo;
     int32_t memo_n, memo_cap;
+    /* wgmma waits' owner counts ("HG<warpgroup>" on a buffer): per pair its slot, else
+     * -1 (-2: no member ever holds nor reads it); per slot, whether a member of the warpgroup holds the buffer now, and the
+     * members that are live and may still read it with their wgmma (_Ctx._wg_may_hold) */
+    const int32_t *hg_slot;
+    const int8_t *hg_held;
+    const uint64_t *hg_readers;
 } pw_closure;
 
 static int bit(const uint64_t *T, int32_t u) { return (T[u >> 6] >> (u & 63)) & 1; }
@@ -861,6 +966,16 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
                 }
             }
             if (freeo[o] && c->free_mode[mode]) continue;
+            if (c->hg_slot[p] == -2) continue;  /* never held nor read by its warpgroup */
+            if (c->hg_slot[p] >= 0) {
+                /* a wgmma wait with no owner count of the buffer to give back before T
+                 * moves: none held now, and no member outside T may still read it */
+                int32_t sl = c->hg_slot[p];
+                int may = c->hg_held[sl];
+                for (int32_t j = 0; j < w && !may; j++)
+                    if (c->hg_readers[(int64_t)sl * w + j] & ~T[j]) may = 1;
+                if (!may) continue;
+            }
             for (int32_t m = 0; m < nm; m++)
                 if (tidx[o * nm + m] && c->conflict[mode * nm + m]) { hit = 1; break; }
         }

@@ -15,12 +15,16 @@ Three layers, each tested against its Python original state by state:
 The state is read in Python once per state (``NativeClosure._state``: pcs, enabled
 units, current footprints and operations, barrier counts, named-barrier flags, the
 environment units' futures) through the same ``_Ctx`` helpers the Python closure uses; what
-mbarrier, cluster and named-barrier waits need of T to stay blocked, and the closed waits,
-are computed in C from the tables; a wgmma wait's requirement and a disabled warp's
-enablers are asked back through callbacks (``_Ctx._block_requirement``,
-``_Ctx._enablers``).  A state the C does not take (more than 256 units, an object outside
-the tables, a requirement with more than 32 sets) raises ``SettleUnavailable``: the
-reducer runs the Python closure for that seed and counts it.
+mbarrier waits and try_waits, cluster, named-barrier (counted ones: "threads") and wgmma
+waits need of T to stay blocked, and the closed waits, are computed in C from the tables;
+a walk goes over (pc, try_wait tokens known to be 0) with the known segments tabled
+(``por_tables``); a wgmma wait's owner counts ("HG") are held-now flags and readers per
+state; a disabled warp's enablers are asked back through a callback (``_Ctx._enablers``),
+and so is any requirement where the C does not answer (``_Ctx._block_requirement``).  A
+state the C does not take (more than 256 units, an object outside the tables, a
+requirement with more than 32 sets, a token known 0 in a warp with more than
+``por_tables.MAX_TOKENS``) raises ``SettleUnavailable``: the reducer runs the Python
+closure for that seed and counts it.
 
 Compiled once per machine (the source does not depend on the kernel: the tables are
 data), with the native engine's compiler and cache (``build``).
@@ -53,6 +57,10 @@ typedef struct {
     const int64_t *arrivers_from_off, *arrivers_from;
     const int64_t *block_kind;
     const int64_t *succ_off, *succ;
+    const int64_t *try_bar, *try_tok, *n_tok, *known_base;
+    const int64_t *known_fp_off, *known_fp, *known_fp_nc_off, *known_fp_nc;
+    const int64_t *known_arr_off, *known_arr, *known_ops_off, *known_ops;
+    const int64_t *known_next_off, *known_next;
 } pw_tables;
 typedef struct {
     uint8_t *fp;
@@ -66,7 +74,7 @@ typedef struct {
     int64_t n_fp;
 } pw_result;
 int pw_walk(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
-            const int8_t *blocked, pw_result *r);
+            int32_t zero0, const int8_t *blocked, pw_result *r);
 typedef struct {
     int32_t n_units, n_words;
     const int32_t *kind;
@@ -100,6 +108,8 @@ typedef struct {
     const int64_t *wg_n;
     const int64_t *wg_cm;
     const int64_t *wg_sib_off, *wg_sib;
+    const int32_t *zero0;
+    const int64_t *key_thr, *key_now;
 } pw_state;
 void pw_prepare(const pw_tables *t, pw_state *s);
 typedef struct {
@@ -157,6 +167,9 @@ typedef struct {
     uint64_t *en_sets;
     uint64_t *memo;
     int32_t memo_n, memo_cap;
+    const int32_t *hg_slot;
+    const int8_t *hg_held;
+    const uint64_t *hg_readers;
 } pw_closure;
 void pw_closure_reset(pw_closure *c, int32_t n_units);
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
@@ -222,12 +235,19 @@ class NativeWalk:
                      "seg_fp_nc", "seg_next_off", "seg_next", "seg_ops_off", "seg_ops",
                      "seg_arr_off", "seg_arr", "wait_bar", "wait_parity", "wait_ghost",
                      "wait_own", "writers_from_off", "writers_from", "arrivers_from_off",
-                     "arrivers_from", "block_kind", "succ_off", "succ"):
+                     "arrivers_from", "block_kind", "succ_off", "succ", "try_bar", "try_tok",
+                     "n_tok", "known_base", "known_fp_off", "known_fp", "known_fp_nc_off",
+                     "known_fp_nc", "known_arr_off", "known_arr", "known_ops_off", "known_ops",
+                     "known_next_off", "known_next"):
             arr = ffi.new("int64_t[]", flat[name] or [0])
             self._keep.append(arr)
             setattr(st, name, arr)
         self.max_pcs = max((len(r) for r in tables.blocking), default=0)
-        n_ops = sum(len(o) for rows in tables.seg_ops for o in rows if o) + 1
+        # a walk enters each node (pc, mask of tokens known 0) once, and each holds the
+        # operations of one segment, plain or known
+        masks = max([1 << k for k in tables.n_tok if k > 0] + [1])
+        n_ops = masks * (sum(len(o) for rows in tables.seg_ops for o in rows if o)
+                         + sum(len(o) for rows in tables.known_ops for o in rows if o)) + 1
         res = self.c_result = ffi.new("pw_result *")
         self._fp = ffi.new("uint8_t[]", max(st.n_pairs, 1))
         self._counts = ffi.new("int64_t[]", max(st.n_bars, 1))
@@ -237,19 +257,26 @@ class NativeWalk:
         res.pairs, res.n_fp = self._pairs, 0
         self._blocked = ffi.new("int8_t[]", max(self.max_pcs, 1))
 
-    def walk(self, a: int, start: int, frozen_cl: bool,
-             blocked: dict[int, bool]) -> Optional[tuple[frozenset, dict, Optional[tuple], bool]]:
+    def zero_mask(self, a: int, zero: Any) -> int:
+        """The mask of warp ``a``'s try_wait tokens named in ``zero`` (those 0 now); 1
+        for any where the warp has more than the tables take (the walk gives up)."""
+        return zero_mask(self.t, a, lambda name: name in zero)
+
+    def walk(self, a: int, start: int, frozen_cl: bool, blocked: dict[int, bool],
+             zero: Any = ()) -> Optional[tuple[frozenset, dict, Optional[tuple], bool]]:
         """(footprint, arrival counts, barrier operations or None, looped) of warp ``a``'s
-        walk from ``start``, where ``blocked`` answers for the blocking pcs it reaches;
-        None where it reaches one without an answer."""
+        walk from ``start``, where ``blocked`` answers for the blocking pcs it reaches and
+        ``zero`` names the try_wait tokens that are 0 now; None where it reaches a pc
+        without an answer, or needs known segments the tables do not have."""
         b = self._blocked
         n = len(self.t.blocking[a])
         for pc in range(n):
             b[pc] = -1
         for pc, x in blocked.items():
             b[pc] = 1 if x else 0
-        rc = self.lib.pw_walk(self.c_tables, a, start, int(frozen_cl), b, self.c_result)
-        if rc == -1:
+        rc = self.lib.pw_walk(self.c_tables, a, start, int(frozen_cl), self.zero_mask(a, zero),
+                              b, self.c_result)
+        if rc in (-1, -3):
             return None
         if rc != 0:
             raise RuntimeError(f"pw_walk failed ({rc})")
@@ -266,6 +293,16 @@ class NativeWalk:
             ops = tuple((t.bars[o[4 * k]], KINDS[o[4 * k + 1]], o[4 * k + 2],
                          o[4 * k + 3]) for k in range(res.n_ops))
         return fp, counts, ops, bool(res.looped)
+
+
+def zero_mask(t: PorTables, a: int, is_zero: Any) -> int:
+    """The mask (``t.tokens[a]`` order) of warp ``a``'s try_wait tokens for which
+    ``is_zero`` holds; where the warp has more tokens than the tables take (``n_tok``
+    -1), 1 if any (``pw_walk`` then gives up)."""
+    bits = [i for i, name in enumerate(t.tokens[a]) if is_zero(name)]
+    if t.n_tok[a] < 0:
+        return 1 if bits else 0
+    return sum(1 << i for i in bits)
 
 
 class SettleUnavailable(NativeClosureUnavailable):
@@ -350,19 +387,26 @@ class NativeSettle:
         self.units = units
         self.uidx = {u: i for i, u in enumerate(units)}
         self.words = words
-        kind, agent, pc = [], [], []
+        kind, agent, pc, zero0 = [], [], [], []
         efo, ef, eao, ea, eoo, eo, cwo, cw = [0], [], [0], [], [0], [], [0], []
         for u in units:
             if u[0] == "a":
                 kind.append(0)
                 agent.append(u[1])
                 pc.append(ctx.pcs[u[1]])
+                # _Ctx._future: the try_wait tokens that are 0 now
+                if t.tokens[u[1]]:
+                    loc = ctx.sys.agents[u[1]].locals
+                    zero0.append(zero_mask(t, u[1], lambda name: ctx.get(loc[name]) == 0))
+                else:
+                    zero0.append(0)
                 if not self._native_waits:
                     cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
             else:
                 kind.append(1)
                 agent.append(-1)
                 pc.append(-1)
+                zero0.append(0)
                 f = ctx._future(u, set())
                 ef.extend(self._pairs(f[0]))
                 for b, c in sorted((self.bid[b], c) for b, c in f[1].items()):
@@ -414,6 +458,7 @@ class NativeSettle:
         st.n_units, st.n_words = n, words
         st.kind, st.agent, st.pc = arr("int32_t[]", kind), arr("int32_t[]", agent), \
             arr("int32_t[]", pc)
+        st.zero0 = arr("int32_t[]", zero0)
         st.env_fp_off, st.env_fp = arr("int64_t[]", efo), arr("int64_t[]", ef)
         st.env_arr_off, st.env_arr = arr("int64_t[]", eao), arr("int64_t[]", ea)
         st.env_ops_off, st.env_ops = arr("int64_t[]", eoo), arr("int64_t[]", eo)
@@ -427,6 +472,7 @@ class NativeSettle:
         st.native_waits = 0
         st.nw_key = ffi.NULL
         st.wg_n = ffi.NULL
+        st.key_thr = st.key_now = self._buf("no_keys", "int64_t[]", n=1)
         st.agent_unit = arr("int32_t[]", agent_unit)
         st.phase = arr("int64_t[]", phase)
         st.obj_bar = self._obj_bar
@@ -466,18 +512,30 @@ class NativeSettle:
             ctx = self._ctx
             key = (a, pc)
             got = ctx._block_need.get(key)
-            if got is None:
-                from ...model.program import Wait
+            if got is None:  # as _Ctx._blocked_frozen fills the cache
+                from ...model.program import TryWait, Wait
                 ins = ctx.sys.code(a)[pc]
-                got = (ctx._block_requirement(a, pc), ins.bar if isinstance(ins, Wait) else None)
+                got = (ctx._block_requirement(a, pc),
+                       ins.bar if isinstance(ins, (Wait, TryWait)) else None)
                 ctx._block_need[key] = got
             need = got[0]
             if need is None:
                 return -1
             if need == "cluster":
                 return -2
-            k = 0
             w = self.words
+            if need[0] == "threads":
+                # porwalk.c PW_THREADS: the units that may arrive, then the threads missing
+                missing, may = need[1]
+                bits = [0] * w
+                for u in may:
+                    i = self.uidx[u]
+                    bits[i >> 6] |= 1 << (i & 63)
+                for j in range(w):
+                    sets[j] = bits[j]
+                sets[w] = missing & ((1 << 64) - 1)
+                return -10
+            k = 0
             for x in need[1]:
                 if any(u not in self.uidx for u in x):
                     continue  # never within T
@@ -595,6 +653,8 @@ class NativeClosure(NativeSettle):
                            if isinstance(ins, NamedWait) else -1)
         self._nw_key = arr("int64_t[]", nwk)
         self._key_all_only = arr("int8_t[]", [int(k in fpt.nb_all_only) for k in self._keys])
+        # counted named barriers (_Ctx._block_requirement "threads")
+        self._key_thr = arr("int64_t[]", [fpt.nb_count.get(k, -1) for k in self._keys])
         self._key_cta = arr("int32_t[]", [k[0] for k in self._keys])
         uo, us = [0], []
         for k in self._keys:
@@ -670,6 +730,28 @@ class NativeClosure(NativeSettle):
         c.ca_pair = self.oid[ca] * nm + self.mid["CA"] if ca in self.oid and "CA" in self.mid \
             else -1
         c.in_sys = arr("int8_t[]", [int(b in sysm.bar) for b in t.bars])
+        # wgmma waits' owner counts (Footprints.hold_mode): a slot per ("buf", b) pair
+        # of an "HG" mode that a member of the warpgroup may ever hold (a due slot) or
+        # read (wgmma_reads_from); -2 for the others (_Ctx._wg_may_hold is always False)
+        hg_slot = [-1] * self.n_pairs
+        self._hg: list = []  # per slot: (warpgroup key, buffer)
+        for m, key in sorted(fpt.hold_key.items()):
+            if m not in self.mid:
+                continue
+            members = wg.members[key]
+            for o in t.objects:
+                if o[0] != "buf":
+                    continue
+                b = o[1]
+                ever = any((w_, b) in wg.due for w_ in members) or \
+                    any(b in r for w_ in members for r in fpt.wgmma_reads_from[w_])
+                p = self.oid[o] * nm + self.mid[m]
+                if ever:
+                    hg_slot[p] = len(self._hg)
+                    self._hg.append((key, b))
+                else:
+                    hg_slot[p] = -2
+        c.hg_slot = arr("int32_t[]", hg_slot)
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
         c.memo_cap = 256
@@ -702,6 +784,7 @@ class NativeClosure(NativeSettle):
             return self._buf(f"c{next(_names)}", ty, xs)
 
         ClusterArrive, Exit, NamedBarrierOp = self._kinds
+        from ...model.program import WgmmaWait
         enabled, cfo, cf, coo, co = [], [0], [], [0], []
         exit_pair, ucta, cl_cand, carr0, carr_not1 = [], [], [], [], []
         exit_sync, exit_nbkey, sync_nbkey = [], [], []
@@ -719,6 +802,10 @@ class NativeClosure(NativeSettle):
                     o = ("exit", cta)
                     if o in self.oid:
                         ep = self.oid[o] * nm + self.mid["W"]
+                if isinstance(ins, WgmmaWait):
+                    # _Ctx._current_fp: only the owner counts its warpgroup holds now
+                    fp = frozenset(x for x in fp if x[1][:2] != "HG"
+                                   or ctx._wg_held(fpt.hold_key[x[1]], x[0][1]))
                 carr = ctx.get(sysm.agents[a].carr)
                 c0, cn1 = int(carr == 0), int(carr != 1)
                 if isinstance(ins, (ClusterArrive, Exit)) and not ctx._completes(a, pc) \
@@ -769,6 +856,7 @@ class NativeClosure(NativeSettle):
                 if i >= 0 and ctx.get(slot) == 1:
                     arrived[k * n + i] = 1
         c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
+        st.key_thr, st.key_now = self._key_thr, c.nb_count
         c.arrived = arr("int8_t[]", arrived)
         st.nb_arrived = c.arrived
         st.nw_key = self._nw_key if NATIVE_WAITS else ffi.NULL
@@ -781,6 +869,16 @@ class NativeClosure(NativeSettle):
         st.wg_n = self._wg_n if NATIVE_WAITS else ffi.NULL
         st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
+        # _Ctx._wg_may_hold, less T: held now, and the members that may still read
+        held, readers = [], [0] * max(len(self._hg) * self.words, 1)
+        for sl, (key, b) in enumerate(self._hg):
+            held.append(int(ctx._wg_held(key, b)))
+            for w_ in wg.members[key]:
+                i = self._agent_unit_list[w_]
+                if i >= 0 and b in fpt.wgmma_reads_from[w_][ctx.pcs[w_]]:
+                    readers[sl * self.words + (i >> 6)] |= 1 << (i & 63)
+        c.hg_held = arr("int8_t[]", held)
+        c.hg_readers = arr("uint64_t[]", readers)
         obs = []
         for b in t.bars:
             base = sysm.bar.get(b)
