@@ -68,14 +68,15 @@ def compiler() -> str:
     raise NativeUnavailable("the native engine needs a C compiler (cc or gcc, or set CC)")
 
 
-def _ffi() -> Any:
+def _ffi(cdef: str = CDEF) -> Any:
+    """A cffi ``FFI`` declaring ``cdef`` (the engine's interface by default)."""
     try:
         import cffi
     except ImportError as e:
         raise NativeUnavailable("the native engine needs cffi: pip install 'pipeproof[native]'") \
             from e
     ffi = cffi.FFI()
-    ffi.cdef(CDEF)
+    ffi.cdef(cdef)
     return ffi
 
 

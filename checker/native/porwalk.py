@@ -39,7 +39,7 @@ from typing import Any, Optional
 
 from ..por import Footprints, NativeClosureUnavailable
 from ..por_tables import KINDS, PorTables, build
-from .build import BuildFailed, NativeUnavailable, _compile, cache_dir, compiler
+from .build import BuildFailed, NativeUnavailable, _compile, _ffi, cache_dir, compiler
 
 CDEF = """
 typedef struct {
@@ -192,13 +192,7 @@ def _library() -> tuple[Any, Any]:
     """(ffi, library) of ``porwalk.c``, compiled unless the cache has it."""
     if _LIB:
         return _LIB[0]
-    try:
-        import cffi
-    except ImportError as e:
-        raise NativeUnavailable("the native engine needs cffi: pip install 'pipeproof[native]'") \
-            from e
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
+    ffi = _ffi(CDEF)
     source = Path(__file__).with_name("porwalk.c").read_text()
     cc = compiler()
     digest = hashlib.sha256("\0".join(["porwalk", cc, *PW_CFLAGS, source]).encode()
