@@ -6,30 +6,25 @@ counted and must not occur on these kernels.  Skipped without cffi or a C compil
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 import generators as G
+from por_cases import ROOT, cases, others
 from pipeproof.checker import por
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
 from pipeproof.checker.por_tables import build
 
+
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
-ROOT = Path(__file__).resolve().parent.parent
-CASES = [
-    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 4, "k_tiles": 8}, 300),
-    ("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 300),
-    ("kernels/k5_hopper_fmha.pipe", {}, 300),
-    ("kernels/k1_hopper_persistent_gemm.pipe", {}, 600),
-    ("textbook/named_barrier.pipe", {}, 300),
-    ("bugs/p9-bug.pipe", {}, 300),
-]
-ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
+CASES = cases({"textbook/pipeline_tma_async_multicast.pipe": 300,
+                "kernels/k3_blackwell_persistent_gemm_clc.pipe": 300,
+                "kernels/k5_hopper_fmha.pipe": 300, "kernels/k1_hopper_persistent_gemm.pipe": 600,
+                "textbook/named_barrier.pipe": 300, "bugs/p9-bug.pipe": 300})
 
 
 def _compare(name: str, params: dict, states: int, monkeypatch: Any,
@@ -72,7 +67,7 @@ def test_native_closure_equals_the_python_closure(name: str, params: dict, state
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in ALL if n not in {c[0] for c in CASES}])
+@pytest.mark.parametrize("name", others(CASES))
 def test_native_closure_equals_the_python_closure_everywhere(name: str,
                                                              monkeypatch: Any) -> None:
     done, skipped = _compare(name, {}, 300, monkeypatch)

@@ -6,26 +6,22 @@ without cffi or a C compiler."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import generators as G
+from por_cases import ROOT, cases, others
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
 
+
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
-ROOT = Path(__file__).resolve().parent.parent
-CASES = [
-    ("textbook/pipeline_tma_async_multicast.pipe", {}, 3000),
-    ("kernels/k1_hopper_persistent_gemm.pipe", {}, 3000),
-    ("kernels/k5_hopper_fmha.pipe", {}, 1500),
-    ("bugs/p9-bug.pipe", {}, 3000),
-    ("textbook/named_barrier.pipe", {}, 3000),
-]
-ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
+CASES = cases({"textbook/pipeline_tma_async_multicast.pipe": 3000,
+                "kernels/k1_hopper_persistent_gemm.pipe": 3000, "kernels/k5_hopper_fmha.pipe": 1500,
+                "bugs/p9-bug.pipe": 3000, "textbook/named_barrier.pipe": 3000},
+               multicast=("textbook/pipeline_tma_async_multicast.pipe", {}))
 
 
 def _run(name: str, params: dict, states: int, closure: str, monkeypatch: Any) -> tuple:
@@ -53,7 +49,7 @@ def test_native_closure_searches_what_the_python_closure_does(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in ALL if n not in {c[0] for c in CASES}])
+@pytest.mark.parametrize("name", others(CASES))
 def test_native_closure_searches_what_the_python_closure_does_everywhere(
         name: str, monkeypatch: Any) -> None:
     _compare(name, {}, 20000, monkeypatch)

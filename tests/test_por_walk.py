@@ -8,30 +8,25 @@ barrier operations and loop flag.  Skipped without cffi or a C compiler."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import generators as G
+from por_cases import ROOT, cases, others
 from pipeproof.checker import por
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
 from pipeproof.checker.por_tables import build
 from pipeproof.model.system import DONE
 
+
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
-ROOT = Path(__file__).resolve().parent.parent
-CASES = [
-    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 4, "k_tiles": 8}, 250),
-    ("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 200),
-    ("kernels/k5_hopper_fmha.pipe", {}, 150),
-    ("kernels/k1_hopper_persistent_gemm.pipe", {}, 100),
-    ("textbook/named_barrier.pipe", {}, 200),
-    ("bugs/p9-bug.pipe", {}, 200),
-]
-ALL = sorted(str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*.pipe"))
+CASES = cases({"textbook/pipeline_tma_async_multicast.pipe": 250,
+                "kernels/k3_blackwell_persistent_gemm_clc.pipe": 200,
+                "kernels/k5_hopper_fmha.pipe": 150, "kernels/k1_hopper_persistent_gemm.pipe": 100,
+                "textbook/named_barrier.pipe": 200, "bugs/p9-bug.pipe": 200})
 
 
 def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> int:
@@ -87,6 +82,6 @@ def test_native_walk_equals_the_python_walk(name: str, params: dict, states: int
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in ALL if n not in {c[0] for c in CASES}])
+@pytest.mark.parametrize("name", others(CASES))
 def test_native_walk_equals_the_python_walk_everywhere(name: str, monkeypatch: Any) -> None:
     _compare(name, {}, 300, monkeypatch)
