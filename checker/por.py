@@ -72,6 +72,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              TryWait, UmmaCommit, Wait, WgmmaWait, control_successors,
                              eval_dyn, is_acyclic)
 from ..model.groups import WARP_SIZE
+from ..model.mbarrier import PHASE_MOD
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 from ..model.values import CONCRETE
 from .errors import SetupTimeout
@@ -291,6 +292,9 @@ class Footprints:
         # refinement): computed when a state asks (``waits_from``), for the pcs the search
         # reaches -- all of them up front cost a walk of the program per pc
         self._waits_from: dict = {}
+        self._wait_comp: dict = {}
+        self._inits_from: dict = {}
+        self._wait_bars: dict = {}
         # barrier operations per segment (for the settle analysis); None marks a loop
         self.seg_ops: list[list[Optional[tuple]]] = []
         for a in range(n):
@@ -343,6 +347,84 @@ class Footprints:
                     ws.append(p)
                 work.extend(self._successors(a, p))
             r = self._waits_from[(a, pc)] = tuple(ws)
+        return r
+
+    def wait_completions(self, a: int, start: int, bar: BarRef, phase: int) -> dict:
+        """``{pc: n}`` for the mbarrier waits (``Wait``, ``TryWait``) on ``bar`` that warp
+        ``a`` may reach from ``start``, the barrier being in ``phase`` (mod
+        ``PHASE_MOD``): n is the fewest completions of ``bar`` (capped at 2) that some
+        path to the wait needs before the wait can return True.
+
+        Along a path every blocking wait on ``bar`` must see its condition hold (parity
+        differs from the phase, or the stale-parity violation, ``model/mbarrier.py``);
+        the phase only moves forward, one step per completion, so the fewest completions
+        before each wait are found greedily.  A ``TryWait`` may fail: the path after it
+        goes on with the count before it.  Memoized (a pure function of the programs)."""
+        key = (a, start, bar, phase)
+        r = self._wait_comp.get(key)
+        if r is not None:
+            return r
+        code = self.sys.code(a)
+        out: dict = {}
+        seen: set = set()
+        work = [(start, 0)]
+        while work:
+            pc, m = work.pop()
+            if (pc, m) in seen or pc >= len(code):
+                continue
+            seen.add((pc, m))
+            ins = code[pc]
+            nxt = m
+            if type(ins) in (Wait, TryWait) and ins.bar == bar:
+                k = m
+                while k < 2 and not _wait_passes(ins, phase + k):
+                    k += 1
+                if k < out.get(pc, 3):
+                    out[pc] = k
+                if type(ins) is Wait:
+                    nxt = k
+            work.extend((q, nxt) for q in self._successors(a, pc))
+        self._wait_comp[key] = out
+        return out
+
+    def wait_bars_from(self, a: int, pc: int) -> frozenset:
+        """Barriers of the mbarrier waits (``Wait``, ``TryWait``) warp ``a`` may reach from
+        ``pc`` (memoized)."""
+        r = self._wait_bars.get((a, pc))
+        if r is None:
+            code = self.sys.code(a)
+            out = set()
+            seen: set = set()
+            work = [pc]
+            while work:
+                p = work.pop()
+                if p in seen or p >= len(code):
+                    continue
+                seen.add(p)
+                if type(code[p]) in (Wait, TryWait):
+                    out.add(code[p].bar)
+                work.extend(self._successors(a, p))
+            r = self._wait_bars[(a, pc)] = frozenset(out)
+        return r
+
+    def inits_from(self, a: int, pc: int) -> frozenset:
+        """(cta, array) of the barriers an ``MbarInit`` warp ``a`` may reach from ``pc``
+        initializes (memoized): their phase may start again at 0."""
+        r = self._inits_from.get((a, pc))
+        if r is None:
+            code = self.sys.code(a)
+            out = set()
+            seen: set = set()
+            work = [pc]
+            while work:
+                p = work.pop()
+                if p in seen or p >= len(code):
+                    continue
+                seen.add(p)
+                if isinstance(code[p], MbarInit):
+                    out.update((code[p].cta, name) for name, _ in code[p].arrays)
+                work.extend(self._successors(a, p))
+            r = self._inits_from[(a, pc)] = frozenset(out)
         return r
 
     # ------------------------------------------------------------------ per instruction
@@ -1087,6 +1169,14 @@ class _Ctx:
         self._frozen_true: set = set()
         self._walk_tree: dict = {}
         self._settle_blocked: set = set()
+        #: barriers whose phase cannot complete twice from what the units outside T do
+        #: before T moves (``_settle_futures``): a wait that needs two completions
+        #: (``Footprints.wait_completions``) stays blocked
+        self._settle_blocked2: set = set()
+        #: per warp: {pc: barrier} of the waits ahead that need two completions
+        self._later_cache: dict = {}
+        #: (cta, array) some live warp may still initialize (None: not computed)
+        self._reinit: Optional[frozenset] = None
         #: where ``_settle_futures`` collects the barriers of ``_settle_blocked`` that
         #: stopped the walk of the future it computes (None: not collecting)
         self._stopped_by: Optional[set] = None
@@ -1407,6 +1497,13 @@ class _Ctx:
                    ins.bar if isinstance(ins, (Wait, TryWait)) else None)
             self._block_need[key] = got
         need, bar = got
+        if bar is not None and self._settle_blocked2 and bar in self._settle_blocked2 \
+                and self._later_waits(a).get(pc) == bar:
+            # a wait further down that needs a second completion of a barrier that
+            # cannot complete twice before T moves
+            if self._stopped_by is not None:
+                self._stopped_by.add(("2", bar))
+            return True
         if need is None:
             return False
         if bar is not None and bar in self._settle_blocked:
@@ -1568,8 +1665,8 @@ class _Ctx:
             seen_pcs.add(pc)
             if blocking[pc]:
                 blocked = self._blocked_frozen(a, pc, T)
-                if self._block_need[(a, pc)][0] is not None:  # else never blocked here
-                    asked.append((pc, blocked))
+                if self._block_need[(a, pc)][0] is not None or pc in self._later_waits(a):
+                    asked.append((pc, blocked))  # else never blocked here
                 ins = code[pc]
                 if type(ins) is TryWait:
                     z = set(zero) - {ins.dest}
@@ -1652,6 +1749,20 @@ class _Ctx:
             if len(memo) > _MEMO_LIMIT:
                 memo.clear()
             r = memo[key] = _can_complete(pending, tx, ops, proper_of)
+        return r
+
+    def _may_complete(self, bar: BarRef, ops: Any, twice: bool = False) -> bool:
+        """``_may_complete`` for ``bar`` in this state (memoised by the reducer): may the
+        operations complete its current phase (``twice``: and the next)?"""
+        base = self.sys.bar[bar]
+        pending, expected, tx = self.get(base + 1), self.get(base + 2), self.get(base + 3)
+        key = ("phases", twice, pending, expected, tx, tuple(ops))
+        memo = self.red._complete_memo
+        r = memo.get(key)
+        if r is None:
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            r = memo[key] = _may_complete(pending, expected, tx, ops, twice)
         return r
 
     def _settle_free(self, bar: BarRef, t_ops: list, non_t: list, t_waits: bool) -> bool:
@@ -1775,6 +1886,32 @@ class _Ctx:
             r = self._waits_cache[a] = frozenset(out)
         return r
 
+    def _later_waits(self, a: int) -> dict:
+        """``{pc: barrier}`` of the mbarrier waits ahead of warp ``a`` that need at least
+        two completions of their barrier from its current phase (``Footprints.
+        wait_completions``), on initialized barriers no live warp may initialize again
+        (a property of the state alone: cached)."""
+        r = self._later_cache.get(a)
+        if r is None:
+            r = {}
+            start = self.pcs[a]
+            if start != DONE:
+                if self._reinit is None:
+                    self._reinit = frozenset().union(*(
+                        self.fp.inits_from(v, p) for v, p in enumerate(self.pcs)
+                        if p != DONE))
+                cta = self.sys.agents[a].cta
+                for b in self.fp.wait_bars_from(a, start):
+                    if b.cta != cta or b not in self.sys.bar \
+                            or (b.cta, b.array) in self._reinit:
+                        continue
+                    phase = self.get(self.sys.bar[b]) % PHASE_MOD
+                    for pc, n in self.fp.wait_completions(a, start, b, phase).items():
+                        if n >= 2:
+                            r[pc] = b
+            self._later_cache[a] = r
+        return r
+
     def _settle_futures(self, others: list, T: set) -> tuple[dict, dict, set]:
         """Futures of the units outside T, with the waits that stay blocked before T moves.
 
@@ -1788,10 +1925,15 @@ class _Ctx:
         so none passes.  (A least fixpoint from the empty set would miss the case where
         a release needed by one blocked wait sits behind another one.)"""
         cands: set = set()
+        cands2: set = set()
         for v in others:
             if v[0] == "a":
                 cands |= self._closed_waits(v[1])
+                cands2.update(self._later_waits(v[1]).values())
         blocked = cands
+        # the barriers that cannot complete twice: the same greatest fixpoint, for the
+        # waits further down that need a second completion (``_later_waits``)
+        blocked2 = cands2
         # a warp's future from the last round, with the barriers of ``blocked`` that
         # stopped its walk: it is the same while none of those is dropped (every other
         # answer of ``_blocked_frozen`` does not depend on ``blocked``)
@@ -1803,6 +1945,7 @@ class _Ctx:
         changed: Optional[set] = None
         while True:
             self._settle_blocked = blocked
+            self._settle_blocked2 = blocked2
             self._walk_cache_round = None
             futures = {}
             for v in others:
@@ -1828,11 +1971,14 @@ class _Ctx:
             # answer (the same question again: the futures only grow as barriers drop)
             keep = {b for b in blocked if b not in unbounded
                     and ((changed is not None and bar_id.get(b) not in changed)
-                         or not self._can_complete(b, ops_by_bar.get(b, ())))}
-            if keep == blocked:
+                         or not self._may_complete(b, ops_by_bar.get(b, ())))}
+            keep2 = {b for b in blocked2 if b not in unbounded
+                     and ((changed is not None and bar_id.get(b) not in changed)
+                          or not self._may_complete(b, ops_by_bar.get(b, ()), True))}
+            if keep == blocked and keep2 == blocked2:
                 return futures, ops_by_bar, unbounded
-            dropped = blocked - keep
-            blocked = keep
+            dropped = (blocked - keep) | {("2", b) for b in blocked2 - keep2}
+            blocked, blocked2 = keep, keep2
             changed = set() if INCREMENTAL_SETTLE else None
 
     def stubborn(self, seed: tuple, best_size: Optional[int]) -> Optional[set]:
@@ -2040,6 +2186,50 @@ def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> 
         if am == pending and tx + tm == 0:
             return True
     return False
+
+
+def _wait_passes(ins: Any, phase: int) -> bool:
+    """Would the mbarrier wait ``ins`` return True with its barrier in ``phase`` (mod
+    ``PHASE_MOD``)?  ``System._concrete_enabled``'s rule: the parity differs, or the
+    waiter's ghost phase is stale (a violation step, enabled too)."""
+    phase %= PHASE_MOD
+    if phase % 2 != ins.parity:
+        return True
+    return ins.ghost is not None and (phase - ins.ghost) % PHASE_MOD not in (0, 1)
+
+
+def _may_complete(pending: int, expected: int, tx: int, ops: Any, twice: bool) -> bool:
+    """Can the operations ``ops`` of units outside T complete the barrier's current
+    phase (``twice``: that phase and the next), in some order?
+
+    A phase completes when its pending count and tx-count both reach 0 (PTX ISA
+    mbarrier, 'Phase Completion'); the next starts with the expected count and tx-count
+    0.  So a completion needs a set of the operations whose arrivals make up the
+    pending count exactly and whose tx-count changes cancel the tx-count; two need two
+    disjoint such sets.  An order in which an arrival finds no pending arrival left is
+    an ``arrival-overflow`` violation (``model/mbarrier.arrive``), which ends that run
+    before any completion, so such sets are not counted (the violation step itself is
+    in the unit's future, and the conflicts with it are ``_settle_free``'s, which does
+    count over-arrivals).  True when unsure: an unknown operation or too many partial
+    sums."""
+    states = {(0, 0, 0, 0, 0)}
+    for kind, count, dtx in ops:
+        if kind == "W":
+            return True
+        da, dt = (count, dtx) if kind == "A" else (0, -count)
+        new = set()
+        for (a1, t1, a2, t2, k) in states:
+            if a1 + da <= pending:
+                new.add((a1 + da, t1 + dt, a2, t2, k | 1))
+            if twice and a2 + da <= expected:
+                new.add((a1, t1, a2 + da, t2 + dt, k | 2))
+        states |= new
+        if len(states) > 4096:
+            return True
+    if twice:
+        return any(k == 3 and a1 == pending and tx + t1 == 0 and a2 == expected and t2 == 0
+                   for (a1, t1, a2, t2, k) in states)
+    return any(k and a1 == pending and tx + t1 == 0 for (a1, t1, _a2, _t2, k) in states)
 
 
 class _Getter:

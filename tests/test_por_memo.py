@@ -18,7 +18,7 @@ from pipeproof.checker.explicit import check_explicit
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES = [
-    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 4, "k_tiles": 8}, 450),
+    ("kernels/k2_blackwell_persistent_gemm.pipe", {}, 450),
     ("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 250),
     ("kernels/k5_hopper_fmha.pipe", {}, 250),
 ]

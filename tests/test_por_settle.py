@@ -44,6 +44,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[in
     def settle(self: Any, others: list, T: set) -> tuple:
         futures, ops_by_bar, unbounded = r = orig(self, others, T)
         blocked = set(self._settle_blocked)
+        blocked2 = set(self._settle_blocked2)
         ns = natives.get(id(self.red))
         if ns is None:
             ns = natives[id(self.red)] = (self.red, NativeSettle(build(self.fp)))
@@ -54,6 +55,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[in
             return r
         where = (name, self.pcs, sorted(map(repr, T)))
         assert nb == blocked, where
+        assert ns[1].blocked2 == blocked2, where
         assert nu == unbounded, where
         assert set(nf) == set(futures), where
         for v in others:

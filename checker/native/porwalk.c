@@ -260,6 +260,10 @@ typedef struct {
     /* per key: the one thread count every warp uses it with (Footprints.nb_count), -1
      * none; and the threads arrived now */
     const int64_t *key_thr, *key_now;
+    /* the waits further down that need two completions (_Ctx._later_waits): per unit
+     * their barriers, per row (pc_base numbering) the barrier, else -1; per bar the
+     * expected count */
+    const int64_t *lw_off, *lw, *lw_row, *expected;
 } pw_state;
 
 typedef struct {
@@ -274,6 +278,7 @@ typedef struct {
     int64_t *bar_at;         /* n_bars + 1: where each barrier's operations start */
     int64_t *gathered;       /* the operations of the bounded futures, per barrier */
     int64_t gathered_cap;    /* in operations */
+    uint8_t *blocked2;       /* n_bars: those that cannot complete twice */
 } pw_settled;
 
 void pw_reset(int64_t rows, int32_t *need_kind) {
@@ -507,10 +512,72 @@ int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_o
     return 0;
 }
 
+/* _may_complete(pending, expected, tx, ops, twice) of checker/por.py: may the
+ * operations complete the current phase (twice: and the next one)?  Partial sums of
+ * the operations given to each of the two phases, an arrival beyond a phase's count
+ * not counted (an arrival-overflow ends the run); the same search, in the same order,
+ * with the same give-up bound (more than 4096 partial sums: yes). */
+#define MC_SLOTS 16384
+typedef struct { int64_t a1, t1, a2, t2, k; } mc_t;
+static int mc_add(mc_t *slots, uint8_t *used, mc_t *list, int64_t *n, mc_t x) {
+    uint64_t h = (uint64_t)x.a1 * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t)x.t1 * 0xC2B2AE3D27D4EB4FULL + (h << 6) + (h >> 2);
+    h ^= (uint64_t)x.a2 * 0x165667B19E3779F9ULL + (h << 6) + (h >> 2);
+    h ^= (uint64_t)x.t2 * 0x27D4EB2F165667C5ULL + (h << 6) + (h >> 2);
+    h ^= (uint64_t)x.k * 0x85EBCA77C2B2AE63ULL + (h << 6) + (h >> 2);
+    h &= MC_SLOTS - 1;
+    while (used[h]) {
+        if (slots[h].a1 == x.a1 && slots[h].t1 == x.t1 && slots[h].a2 == x.a2 &&
+            slots[h].t2 == x.t2 && slots[h].k == x.k) return 0;
+        h = (h + 1) & (MC_SLOTS - 1);
+    }
+    used[h] = 1;
+    slots[h] = x;
+    list[(*n)++] = x;
+    return 1;
+}
+int pw_may_complete(int64_t pending, int64_t expected, int64_t tx, const int64_t *ops,
+                    int64_t n_ops, int64_t stride, int32_t twice) {
+    static mc_t slots[MC_SLOTS], list[MC_SLOTS], fresh[2 * MC_SLOTS];
+    static uint8_t used[MC_SLOTS];
+    memset(used, 0, sizeof used);
+    int64_t n = 0;
+    mc_add(slots, used, list, &n, (mc_t){0, 0, 0, 0, 0});
+    for (int64_t i = 0; i < n_ops; i++) {
+        const int64_t *o = ops + stride * i;
+        int64_t kind = o[1], count = o[2], dtx = o[3];
+        if (kind == 2) return 1;
+        int64_t da = kind == 0 ? count : 0, dt = kind == 0 ? dtx : -count;
+        int64_t nf = 0;
+        for (int64_t j = 0; j < n; j++) {
+            mc_t x = list[j];
+            if (x.a1 + da <= pending)
+                fresh[nf++] = (mc_t){x.a1 + da, x.t1 + dt, x.a2, x.t2, x.k | 1};
+            if (twice && x.a2 + da <= expected)
+                fresh[nf++] = (mc_t){x.a1, x.t1, x.a2 + da, x.t2 + dt, x.k | 2};
+        }
+        for (int64_t j = 0; j < nf; j++) {
+            mc_add(slots, used, list, &n, fresh[j]);
+            if (n > 4096) return 1;
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        mc_t x = list[j];
+        if (twice) {
+            if (x.k == 3 && x.a1 == pending && tx + x.t1 == 0 && x.a2 == expected && x.t2 == 0)
+                return 1;
+        } else if (x.k && x.a1 == pending && tx + x.t1 == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 typedef struct {
     const pw_tables *t;
     pw_state *s;
     const uint8_t *blocked;
+    const uint8_t *blocked2;
 } settle_ctx;
 
 static int subset_of(const uint64_t *x, const uint64_t *T, int32_t w) {
@@ -544,6 +611,9 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
         }
         if (k != -3) s->need_kind[row] = k;
     }
+    /* a wait further down that needs a second completion of a barrier that cannot
+     * complete twice (before the requirement: such a wait may pass now) */
+    if (s->lw_row[row] >= 0 && c->blocked2[s->lw_row[row]]) return 1;
     if (k == -3) {
         k = s->need(a, pc, sets, PW_MAX_SETS);
         if (k < -2 && k != PW_THREADS) return -1;  /* more sets than room: no answer */
@@ -581,13 +651,17 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
     int64_t *bar_at = out->bar_at;
     int64_t *gathered = out->gathered;
     int rc = 0;
+    uint8_t *blocked2 = out->blocked2;
+    uint8_t *keep2 = calloc((size_t)nb + 1, 1);
     memset(blocked, 0, (size_t)nb);
+    memset(blocked2, 0, (size_t)nb);
     for (int32_t i = 0; i < n_others; i++) {
         int32_t v = others[i];
         if (s->kind[v] != 0) continue;
         for (int64_t k = s->cw_off[v]; k < s->cw_off[v + 1]; k++) blocked[s->cw[k]] = 1;
+        for (int64_t k = s->lw_off[v]; k < s->lw_off[v + 1]; k++) blocked2[s->lw[k]] = 1;
     }
-    settle_ctx ctx = {t, s, blocked};
+    settle_ctx ctx = {t, s, blocked, blocked2};
     out->rounds = 0;
     for (;;) {
         out->rounds++;
@@ -667,15 +741,21 @@ int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_
         int same = 1;
         for (int64_t b = 0; b < nb; b++) {
             keep[b] = blocked[b] && !unb[b] &&
-                !pw_can_complete(s->pending[b], s->tx[b], gathered + 4 * bar_at[b],
-                                 bar_at[b + 1] - bar_at[b], 4, -1);
+                !pw_may_complete(s->pending[b], s->expected[b], s->tx[b],
+                                 gathered + 4 * bar_at[b], bar_at[b + 1] - bar_at[b], 4, 0);
             if (keep[b] != blocked[b]) same = 0;
+            keep2[b] = blocked2[b] && !unb[b] &&
+                !pw_may_complete(s->pending[b], s->expected[b], s->tx[b],
+                                 gathered + 4 * bar_at[b], bar_at[b + 1] - bar_at[b], 4, 1);
+            if (keep2[b] != blocked2[b]) same = 0;
         }
         if (same) break;
         memcpy(blocked, keep, (size_t)nb);
+        memcpy(blocked2, keep2, (size_t)nb);
     }
 done:
     free(keep);
+    free(keep2);
     free(per_bar);
     return rc;
 }

@@ -110,6 +110,7 @@ typedef struct {
     const int64_t *wg_sib_off, *wg_sib;
     const int32_t *zero0;
     const int64_t *key_thr, *key_now;
+    const int64_t *lw_off, *lw, *lw_row, *expected;
 } pw_state;
 void pw_prepare(const pw_tables *t, pw_state *s);
 typedef struct {
@@ -123,10 +124,13 @@ typedef struct {
     int64_t *bar_at;
     int64_t *gathered;
     int64_t gathered_cap;
+    uint8_t *blocked2;
 } pw_settled;
 void pw_reset(int64_t rows, int32_t *need_kind);
 int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_ops,
                     int64_t stride, int64_t proper_of);
+int pw_may_complete(int64_t pending, int64_t expected, int64_t tx, const int64_t *ops,
+                    int64_t n_ops, int64_t stride, int32_t twice);
 int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_others,
               pw_result *r, pw_settled *out);
 typedef struct {
@@ -333,7 +337,17 @@ class NativeSettle:
         self._need_sets = ffi.new("uint64_t[]", max(self.rows, 1) * MAX_SETS * MAX_WORDS)
         nb = max(len(tables.bars), 1)
         self._blocked = ffi.new("uint8_t[]", nb)
+        self._blocked2 = ffi.new("uint8_t[]", nb)
         self._unb = ffi.new("uint8_t[]", nb)
+        #: per row (pc_base numbering): the barrier of a wait further down that needs two
+        #: completions (``_Ctx._later_waits``), else -1; the rows set for this state
+        self._pc_base = [0]
+        for r in tables.blocking:
+            self._pc_base.append(self._pc_base[-1] + len(r))
+        self._lw_row = ffi.new("int64_t[]", [-1] * max(self.rows, 1))
+        self._lw_set: list = []
+        #: the barriers the last ``settle`` found unable to complete twice
+        self.blocked2: set = set()
         self._ctx: Any = None
         #: mbarrier waits (closed waits, requirements) answered in C: ``NativeClosure``
         self._native_waits = False
@@ -383,8 +397,20 @@ class NativeSettle:
         self.words = words
         kind, agent, pc, zero0 = [], [], [], []
         efo, ef, eao, ea, eoo, eo, cwo, cw = [0], [], [0], [], [0], [], [0], []
+        lwo, lw = [0], []
+        lw_row = self._lw_row
+        for r in self._lw_set:
+            lw_row[r] = -1
+        self._lw_set = lw_set = []
         for u in units:
             if u[0] == "a":
+                later = ctx._later_waits(u[1])
+                if later:
+                    lw.extend(sorted({self.bid[b] for b in later.values()}))
+                    base = self._pc_base[u[1]]
+                    for lpc, b in later.items():
+                        lw_row[base + lpc] = self.bid[b]
+                        lw_set.append(base + lpc)
                 kind.append(0)
                 agent.append(u[1])
                 pc.append(ctx.pcs[u[1]])
@@ -411,7 +437,9 @@ class NativeSettle:
             eao.append(len(ea))
             eoo.append(len(eo))
             cwo.append(len(cw))
+            lwo.append(len(lw))
         pending = [0] * len(t.bars)
+        expected = [0] * len(t.bars)
         tx = [0] * len(t.bars)
         phase = [0] * len(t.bars)
         for i, b in enumerate(t.bars):
@@ -419,6 +447,7 @@ class NativeSettle:
             if base is not None:
                 phase[i] = ctx.get(base)
                 pending[i] = ctx.get(base + 1)
+                expected[i] = ctx.get(base + 2)
                 tx[i] = ctx.get(base + 3)
         # the environment's part of _Ctx._writers / _Ctx._arrivers (_env_writer_index)
         ewo, ew, eao2, ea2 = [0], [], [0], []
@@ -462,6 +491,9 @@ class NativeSettle:
         else:
             st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
         st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
+        st.expected = arr("int64_t[]", expected)
+        st.lw_off, st.lw = arr("int64_t[]", lwo), arr("int64_t[]", lw)
+        st.lw_row = self._lw_row
         st.pair_bar = self._pair_bar
         st.native_waits = 0
         st.nw_key = ffi.NULL
@@ -485,6 +517,7 @@ class NativeSettle:
         n_pairs = len(t.objects) * self.nm
         o = self._out = self.__dict__.get("_out") or ffi.new("pw_settled *")
         o.blocked, o.unbounded = self._blocked, self._unb
+        o.blocked2 = self._blocked2
         o.fp_off = self._buf("fp_off", "int64_t[]", n=n + 1)
         o.arr_off = self._buf("arr_off", "int64_t[]", n=n + 1)
         o.ops_off = self._buf("ops_off", "int64_t[]", n=n + 1)
@@ -566,6 +599,7 @@ class NativeSettle:
             raise SettleUnavailable(f"pw_settle: {rc}")
         t, o, nm = self.t, self._out, self.nm
         blocked = {t.bars[b] for b in range(len(t.bars)) if self._blocked[b]}
+        self.blocked2 = {t.bars[b] for b in range(len(t.bars)) if self._blocked2[b]}
         unbounded = {t.bars[b] for b in range(len(t.bars)) if self._unb[b]}
         futures = {}
         for i, v in enumerate(others):
