@@ -1223,14 +1223,18 @@ class _Ctx:
         return any(self.get(due[(w, buf)]) > 0 for w in self.sys.wgmma.members[key]
                    if (w, buf) in due)
 
-    def _wg_may_hold(self, key: tuple, buf: Any, T: set) -> bool:
+    def _wg_may_hold(self, key: tuple, buf: Any, T: set, futures: dict) -> bool:
         """May a wait of warpgroup ``key`` give back an owner count of ``buf`` before T
-        moves?  Only if a member holds one now, or a member outside T may still read
-        the buffer with its wgmma (the reads of the members in T wait for T to move)."""
+        moves?  Only if a member holds one now, or a member outside T may read the
+        buffer with its wgmma before T moves: within its future (``futures``, which
+        stops at the waits that stay blocked; a wgmma read's footprint is mode "AR" on
+        the buffer).  The reads of the members in T wait for T to move."""
         if self._wg_held(key, buf):
             return True
+        ar = (("buf", buf), "AR")
         return any(("a", w) not in T and self.pcs[w] != DONE
                    and buf in self.fp.wgmma_reads_from[w][self.pcs[w]]
+                   and ar in futures[("a", w)][0]
                    for w in self.sys.wgmma.members[key])
 
     def _nb_settle_free(self, index: dict, others: list, futures: dict) -> set:
@@ -2074,10 +2078,11 @@ class _Ctx:
             # the pairs does not matter)
             fobj = futures[v][5]
             pairs = ((obj, fobj[obj], ms) for obj, ms in index.items() if obj in fobj)
-            if self._conflict(v, pairs, holders, free, T):
+            if self._conflict(v, pairs, holders, free, T, futures):
                 T.add(v)
 
-    def _conflict(self, v: tuple, pairs: Iterable, holders: dict, free: set, T: set) -> bool:
+    def _conflict(self, v: tuple, pairs: Iterable, holders: dict, free: set, T: set,
+                  futures: dict) -> bool:
         """Does some operation of unit v's future (``modes`` on ``obj``) conflict with an
         operation of an enabled step of T on it (``ms``)?  ``pairs``: (obj, modes, ms)."""
         for obj, modes, ms in pairs:
@@ -2094,7 +2099,7 @@ class _Ctx:
                 if obj in free and mode in _FREE_MODES:
                     continue
                 if mode[:2] == "HG" and not self._wg_may_hold(self.fp.hold_key[mode],
-                                                                obj[1], T):
+                                                                obj[1], T, futures):
                     continue  # a wgmma wait with no owner count of the buffer to give back
                 if any(conflicts(mode, m) for m in ms):
                     if self.red.why is not None:

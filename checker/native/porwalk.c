@@ -817,6 +817,9 @@ typedef struct {
     const int32_t *hg_slot;
     const int8_t *hg_held;
     const uint64_t *hg_readers;
+    /* per slot: the pair of a wgmma read of its buffer (mode "AR"), -1 none: a reader
+     * outside T may read before T moves only where its future holds it */
+    const int64_t *hg_ar;
 } pw_closure;
 
 static int bit(const uint64_t *T, int32_t u) { return (T[u >> 6] >> (u & 63)) & 1; }
@@ -1049,11 +1052,20 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
             if (c->hg_slot[p] == -2) continue;  /* never held nor read by its warpgroup */
             if (c->hg_slot[p] >= 0) {
                 /* a wgmma wait with no owner count of the buffer to give back before T
-                 * moves: none held now, and no member outside T may still read it */
+                 * moves: none held now, and no member outside T reads it within its
+                 * future (a unit outside T now was outside it when the round began) */
                 int32_t sl = c->hg_slot[p];
                 int may = c->hg_held[sl];
-                for (int32_t j = 0; j < w && !may; j++)
-                    if (c->hg_readers[(int64_t)sl * w + j] & ~T[j]) may = 1;
+                int64_t ar = c->hg_ar[sl];
+                for (int32_t j = 0; j < w && !may && ar >= 0; j++) {
+                    uint64_t x = c->hg_readers[(int64_t)sl * w + j] & ~T[j];
+                    while (x && !may) {
+                        int32_t ri = oi[j * 64 + __builtin_ctzll(x)];
+                        x &= x - 1;
+                        for (int64_t q = out->fp_off[ri]; q < out->fp_off[ri + 1]; q++)
+                            if (out->fp[q] == ar) { may = 1; break; }
+                    }
+                }
                 if (!may) continue;
             }
             for (int32_t m = 0; m < nm; m++)

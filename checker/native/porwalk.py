@@ -174,6 +174,7 @@ typedef struct {
     const int32_t *hg_slot;
     const int8_t *hg_held;
     const uint64_t *hg_readers;
+    const int64_t *hg_ar;
 } pw_closure;
 void pw_closure_reset(pw_closure *c, int32_t n_units);
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
@@ -780,6 +781,9 @@ class NativeClosure(NativeSettle):
                 else:
                     hg_slot[p] = -2
         c.hg_slot = arr("int32_t[]", hg_slot)
+        c.hg_ar = arr("int64_t[]", [
+            self.oid[("buf", b)] * nm + self.mid["AR"]
+            if ("buf", b) in self.oid and "AR" in self.mid else -1 for _key, b in self._hg])
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
         c.memo_cap = 256
