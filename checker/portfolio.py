@@ -371,6 +371,21 @@ def _explicit_por(system: System, por: Optional[bool]) -> bool:
     return system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
 
 
+#: after the quick stage, the explicit engine of the later stages also runs with stubborn
+#: sets on one CTA of this many warps (below ``explicit.POR_AUTO_WARPS``): the small
+#: kernels the quick stage decides keep its speed, and a kernel it did not decide is
+#: large enough that the reduction pays (``bench/results/cute_examples.md``: NVIDIA's
+#: Hopper GEMM 1x1, 8 warps, 73,646 states without it, 927 with it)
+POR_AFTER_QUICK_WARPS = 8
+
+
+def _stage_por(system: System, por: Optional[bool]) -> Optional[bool]:
+    """``por`` for the explicit engine of the stages after the quick one."""
+    if por is None and len(system.agents) >= POR_AFTER_QUICK_WARPS:
+        return True
+    return por
+
+
 def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: int,
                         symmetry: bool, on_found: Optional[Callable[[Verdict], None]],
                         note: Callable[[str, Verdict], None]) -> Verdict:
@@ -472,6 +487,8 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
         if left() <= 0:
             return done(q)
     e: Optional[Verdict] = None
+    por = _stage_por(system, por)
+    explicit_kw["por"] = por
     if racing:
         from . import bmc  # noqa: F401  (z3 once, here: both forked stages have it)
 
