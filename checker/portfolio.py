@@ -51,11 +51,11 @@ of its other reductions), alongside the explicit engine: the first of the two to
 wins and the other is stopped.  Both verdicts are sound on their own (the native
 engine's counterexamples are breadth-first, so shortest, and replayed on the concrete
 model); where the explicit engine's partial-order reduction shrinks the state space
-most (multi-CTA clusters) it answers first, where it is off (one CTA of fewer than 10
-warps) the native search's 20-500x states per second can.  Without cffi or a C
+most (multi-CTA clusters) it answers first, where it is off (one CTA of fewer than 8
+warps, ``POR_AFTER_QUICK_WARPS``) the native search's 20-500x states per second can.  Without cffi or a C
 compiler, or with less than ``MIN_NATIVE_SECONDS`` left, there is no native stage and
 ``stats.extra["auto"]`` says why (``bench/results/scale.md``).  Where the explicit engine
-runs with stubborn sets (clusters of several CTAs, CTAs of 10 or more warps) there is no
+runs with stubborn sets (clusters of several CTAs, CTAs of 8 or more warps) there is no
 native stage either: measured, it decided none of those kernels first, and on a machine
 whose CPUs are already busy it slowed the explicit engine down (``_explicit_por``).
 """
