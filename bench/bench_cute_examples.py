@@ -220,6 +220,8 @@ def configs(src: str) -> list[tuple[str, str, Callable[[], Any]]]:
          hopper_persistent(src, 2, 1, 2, 1)),
         ("hopper dense_gemm_persistent 1x1, 2 stages, 3 k-tiles, 2 tiles", "sm_90a",
          hopper_persistent(src, 1, 1, 3, 2, stages=2)),
+        ("hopper dense_gemm_persistent 2x1, 6 stages, 4 k-tiles, 2 tiles", "sm_90a",
+         hopper_persistent(src, 2, 1, 4, 2, stages=6)),
         ("blackwell dense_gemm_persistent 2-CTA 2x1, 2 k-tiles, 1 tile", "sm_100a",
          blackwell_persistent(src, 2, 1, 2, 1)),
         ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 2 k-tiles, 1 tile", "sm_100a",
