@@ -2,7 +2,8 @@
 ``cute.compile`` produces (``frontend/cute/sync_ops.py`` states them): the MLIR shows a
 whole-warp ``cute.copy`` of a TMA atom, the PTX an ``elect.sync``-guarded issue; a
 multicast load is one ``.multicast::cluster`` copy; a 2-CTA load completes on the pair
-leader's barrier (``.cta_group::2``); remote arrives go through ``mapa``.  Skipped where
+leader's barrier (``.cta_group::2``); remote arrives go through ``mapa``; the bytes
+per CTA of the multicast boxes make up the ``arrive.expect_tx`` count.  Skipped where
 nvidia-cutlass-dsl is not installed."""
 
 from __future__ import annotations
@@ -107,3 +108,51 @@ def test_tma_store_is_not_elected_by_the_lowering():
               and "bulk_group" in s]
     assert stores and not any(_elect_guarded(lines, i) for i in stores)
     assert any(isinstance(i, TmaStore) for p in ck.programs for i in p.code)
+
+
+def _expect_tx_values(lines: list[str]) -> set[int]:
+    """The tx-counts of the PTX's ``mbarrier.arrive.expect_tx``: an immediate, or a
+    register set by one ``mov`` of an immediate."""
+    movs = {}
+    for s in lines:
+        m = re.match(r"\s*mov\.b32\s+(%r\d+),\s*(\d+);", s)
+        if m:
+            movs.setdefault(m.group(1), set()).add(int(m.group(2)))
+    out: set[int] = set()
+    for s in lines:
+        m = re.search(r"mbarrier\.arrive\.expect_tx\S*\s+\S+,\s*\[[^\]]+\],\s*(%r\d+|\d+);", s)
+        if m:
+            x = m.group(1)
+            got = {int(x)} if x.isdigit() else movs.get(x)
+            assert got and len(got) == 1, f"tx-count of {s.strip()} is not one constant"
+            out |= got
+    return out
+
+
+@pytest.mark.parametrize("name", ["pipeline_tma_async_multicast", "pipeline_tma_async_2x1"])
+def test_multicast_box_bytes_per_cta_make_up_the_expect_tx(name):
+    """The bytes per CTA the lifter gives each multicast box (a share of the box per
+    destination) add up, for every CTA and stage, to the tx-count the compiled kernel's
+    ``arrive.expect_tx`` announces: counted as the whole box per destination, a correct
+    kernel would look like a tx-count overflow or a deadlock."""
+    ck, lines = _lift_and_ptx(name)
+    expect = _expect_tx_values(lines)
+    assert len(expect) == 1, expect
+    got: dict = {}
+    fills: dict = {}
+    for p in ck.programs:
+        for i in p.code:
+            if isinstance(i, TmaLoad):
+                assert len({d.bar.cta for d in i.deliveries}) == len(i.deliveries)
+                for d in i.deliveries:
+                    got[d.bar] = got.get(d.bar, 0) + d.bytes
+            if isinstance(i, Arrive):
+                for a in i.arrivals:
+                    if a.tx:
+                        fills[a.bar] = fills.get(a.bar, 0) + 1
+    multicast = [i for p in ck.programs for i in p.code
+                 if isinstance(i, TmaLoad) and len(i.deliveries) > 1]
+    assert multicast, "no multicast load lifted"
+    assert got and set(got) == set(fills)
+    (e,) = expect
+    assert {b: got[b] / fills[b] for b in got} == {b: e for b in got}
