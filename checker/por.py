@@ -293,8 +293,7 @@ class Footprints:
         # reaches -- all of them up front cost a walk of the program per pc
         self._waits_from: dict = {}
         self._wait_comp: dict = {}
-        self._inits_from: dict = {}
-        self._wait_bars: dict = {}
+        self._reach_memo: dict = {}
         # barrier operations per segment (for the settle analysis); None marks a loop
         self.seg_ops: list[list[Optional[tuple]]] = []
         for a in range(n):
@@ -387,13 +386,12 @@ class Footprints:
         self._wait_comp[key] = out
         return out
 
-    def wait_bars_from(self, a: int, pc: int) -> frozenset:
-        """Barriers of the mbarrier waits (``Wait``, ``TryWait``) warp ``a`` may reach from
-        ``pc`` (memoized)."""
-        r = self._wait_bars.get((a, pc))
+    def _reach(self, a: int, pc: int) -> frozenset:
+        """The pcs warp ``a`` may reach from ``pc`` by control flow, ``pc`` included
+        (memoized, as the sets below derived from it: keys ("w" | "i", a, pc))."""
+        r = self._reach_memo.get((a, pc))
         if r is None:
             code = self.sys.code(a)
-            out = set()
             seen: set = set()
             work = [pc]
             while work:
@@ -401,30 +399,29 @@ class Footprints:
                 if p in seen or p >= len(code):
                     continue
                 seen.add(p)
-                if type(code[p]) in (Wait, TryWait):
-                    out.add(code[p].bar)
                 work.extend(self._successors(a, p))
-            r = self._wait_bars[(a, pc)] = frozenset(out)
+            r = self._reach_memo[(a, pc)] = frozenset(seen)
+        return r
+
+    def wait_bars_from(self, a: int, pc: int) -> frozenset:
+        """Barriers of the mbarrier waits (``Wait``, ``TryWait``) warp ``a`` may reach from
+        ``pc``."""
+        r = self._reach_memo.get(("w", a, pc))
+        if r is None:
+            code = self.sys.code(a)
+            r = self._reach_memo[("w", a, pc)] = frozenset(
+                code[p].bar for p in self._reach(a, pc) if type(code[p]) in (Wait, TryWait))
         return r
 
     def inits_from(self, a: int, pc: int) -> frozenset:
         """(cta, array) of the barriers an ``MbarInit`` warp ``a`` may reach from ``pc``
-        initializes (memoized): their phase may start again at 0."""
-        r = self._inits_from.get((a, pc))
+        initializes: their phase may start again at 0."""
+        r = self._reach_memo.get(("i", a, pc))
         if r is None:
             code = self.sys.code(a)
-            out = set()
-            seen: set = set()
-            work = [pc]
-            while work:
-                p = work.pop()
-                if p in seen or p >= len(code):
-                    continue
-                seen.add(p)
-                if isinstance(code[p], MbarInit):
-                    out.update((code[p].cta, name) for name, _ in code[p].arrays)
-                work.extend(self._successors(a, p))
-            r = self._inits_from[(a, pc)] = frozenset(out)
+            r = self._reach_memo[("i", a, pc)] = frozenset(
+                (code[p].cta, name) for p in self._reach(a, pc)
+                if isinstance(code[p], MbarInit) for name, _ in code[p].arrays)
         return r
 
     # ------------------------------------------------------------------ per instruction
