@@ -600,9 +600,15 @@ class Footprints:
             # reads and narrows the set of parameter values still possible: two splits
             # conflict (one may decide the other's condition)
             fp.add(PARAM_FP)
-        elif t in (TmemAlloc, TmemDealloc, TmemRelinquish):
+        elif t is TmemRelinquish:
+            # sets only its own CTA's permit flag, which only an alloc reads
+            # (System._tmem_exec): no tensor-memory access or dealloc touches it
+            fp.add((("tmem_permit", cta), "W"))
+        elif t in (TmemAlloc, TmemDealloc):
             pair = sysm.tmem_pair_of(cta) if getattr(ins, "cta_group", 1) == 2 else (cta,)
             fp |= {(("tmem", c), "W") for c in pair}
+            if t is TmemAlloc:  # refused after the CTA's own relinquish
+                fp.add((("tmem_permit", cta), "R"))
             if t is TmemDealloc:  # the accumulators must be idle: reads wip and owners
                 fp |= {(("buf", r), "R") for c in pair for r in sysm.tmem_bufs.get(c, ())}
             for c in pair:

@@ -293,3 +293,15 @@ MISUSES = [
                          ids=[i for _, _, i in MISUSES])
 def test_protocol_misuse_is_tmem_misuse(engine, kernel, params):
     assert verdict(kernel, engine, **params) == ("VIOLATED", "tmem-misuse")
+
+
+@pytest.mark.parametrize("name", ["t1-bug", "t1-fixed", "t2-bug", "t3-bug", "t3-fixed",
+                                  "t4-bug", "textbook"])
+def test_reduced_search_agrees_with_the_full_graph(name):
+    """The partial-order reduction's tensor-memory footprints (``por.Footprints``: a
+    relinquish writes only its CTA's permit, which only an alloc reads) lose no
+    violation: verdict and property equal to the unreduced search's."""
+    from test_por import _compare_por
+
+    path = TEXTBOOK if name == "textbook" else BUGS / f"{name}.pipe"
+    _compare_por(path.read_text(), name)
