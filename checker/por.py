@@ -334,18 +334,8 @@ class Footprints:
         r = self._waits_from.get((a, pc))
         if r is None:
             code = self.sys.code(a)
-            ws = []
-            seen = set()
-            work = [pc]
-            while work:
-                p = work.pop()
-                if p in seen or p >= len(code):
-                    continue
-                seen.add(p)
-                if isinstance(code[p], Wait):
-                    ws.append(p)
-                work.extend(self._successors(a, p))
-            r = self._waits_from[(a, pc)] = tuple(ws)
+            r = self._waits_from[(a, pc)] = tuple(
+                sorted(p for p in self._reach(a, pc) if isinstance(code[p], Wait)))
         return r
 
     def wait_completions(self, a: int, start: int, bar: BarRef, phase: int) -> dict:
