@@ -36,8 +36,11 @@ A wait on a counted named barrier stays blocked while the warps outside T that h
 arrived cannot make up the count; a ``try_wait`` whose phase cannot complete before T
 moves returns 0, and a walk then takes the failing side of a branch on its token
 (``Footprints.known_segment``); a wgmma wait gives back only owner counts its warpgroup
-holds or may still take ("HG"; docs/engines.md, "Reductions and the stage buffers' ghost
-state").
+holds or takes within its members' futures ("HG"; docs/engines.md, "Reductions and the
+stage buffers' ghost state").  A wait further down a warp's program that needs its
+barrier's next phase (``Footprints.wait_completions``) stays blocked while the operations
+outside T cannot complete the barrier twice (``_may_complete``; orders that over-arrive
+end in a violation, not a completion).
 
 Cost (none of this changes a set: tests/test_por_speed.py compares every state's set with
 a frozen copy of the code before it): a round of the closure is a function of T in a
