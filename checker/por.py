@@ -75,6 +75,7 @@ from ..model.program import (Arrive, BarRef, Branch, BulkCommit, BulkWaitRead,
                              TryWait, UmmaCommit, Wait, WgmmaWait, control_successors,
                              eval_dyn, is_acyclic)
 from ..model.groups import WARP_SIZE
+from ..model import mbarrier as mb
 from ..model.mbarrier import PHASE_MOD
 from ..model.system import BULK_MARK, DONE, VIS_CLUSTER, VIS_CTA, System
 from ..model.values import CONCRETE
@@ -2191,12 +2192,13 @@ def _can_complete(pending: int, tx: int, ops: Any, proper_of: Optional[int]) -> 
 
 def _wait_passes(ins: Any, phase: int) -> bool:
     """Would the mbarrier wait ``ins`` return True with its barrier in ``phase`` (mod
-    ``PHASE_MOD``)?  ``System._concrete_enabled``'s rule: the parity differs, or the
-    waiter's ghost phase is stale (a violation step, enabled too)."""
-    phase %= PHASE_MOD
-    if phase % 2 != ins.parity:
+    ``PHASE_MOD``)?  The model's rules (``model/mbarrier.py``, as ``System`` applies them):
+    its phase is complete (``wait_done``), or the waiter's ghost phase is stale, a
+    violation step that is enabled too (``stale_check``)."""
+    b = mb.MBarrier(phase % PHASE_MOD, 0, 0, 0, 1)
+    if mb.wait_done(CONCRETE, b, ins.parity):
         return True
-    return ins.ghost is not None and (phase - ins.ghost) % PHASE_MOD not in (0, 1)
+    return ins.ghost is not None and bool(mb.stale_check(CONCRETE, b, ins.ghost).condition)
 
 
 def _may_complete(pending: int, expected: int, tx: int, ops: Any, twice: bool) -> bool:
@@ -2211,8 +2213,10 @@ def _may_complete(pending: int, expected: int, tx: int, ops: Any, twice: bool) -
     an ``arrival-overflow`` violation (``model/mbarrier.arrive``), which ends that run
     before any completion, so such sets are not counted (the violation step itself is
     in the unit's future, and the conflicts with it are ``_settle_free``'s, which does
-    count over-arrivals).  True when unsure: an unknown operation or too many partial
-    sums."""
+    count over-arrivals).  Arrival counts are never negative (a pending-count increment
+    is an unknown operation, "W", in ``Footprints.bar_ops``), so a set whose arrivals fit
+    the count over-arrives in no order, and the sums need no order.  True when unsure:
+    an unknown operation or too many partial sums."""
     states = {(0, 0, 0, 0, 0)}
     for kind, count, dtx in ops:
         if kind == "W":

@@ -225,6 +225,8 @@ class NativeWalk:
         self.t = tables
         ffi, lib = self.ffi, self.lib = _library()
         flat = tables.flat()
+        #: the first row of each agent in the flat tables, then the end
+        self.pc_base: list[int] = flat["pc_base"]
         self._keep = []  # the arrays the C struct points into
         st = self.c_tables = ffi.new("pw_tables *")
         st.n_agents = len(tables.acyclic)
@@ -340,11 +342,9 @@ class NativeSettle:
         self._blocked = ffi.new("uint8_t[]", nb)
         self._blocked2 = ffi.new("uint8_t[]", nb)
         self._unb = ffi.new("uint8_t[]", nb)
-        #: per row (pc_base numbering): the barrier of a wait further down that needs two
-        #: completions (``_Ctx._later_waits``), else -1; the rows set for this state
-        self._pc_base = [0]
-        for r in tables.blocking:
-            self._pc_base.append(self._pc_base[-1] + len(r))
+        #: per row (``NativeWalk.pc_base`` numbering): the barrier of a wait further down
+        #: that needs two completions (``_Ctx._later_waits``), else -1; the rows set for
+        #: this state
         self._lw_row = ffi.new("int64_t[]", [-1] * max(self.rows, 1))
         self._lw_set: list = []
         #: the barriers the last ``settle`` found unable to complete twice
@@ -408,7 +408,7 @@ class NativeSettle:
                 later = ctx._later_waits(u[1])
                 if later:
                     lw.extend(sorted({self.bid[b] for b in later.values()}))
-                    base = self._pc_base[u[1]]
+                    base = self.w.pc_base[u[1]]
                     for lpc, b in later.items():
                         lw_row[base + lpc] = self.bid[b]
                         lw_set.append(base + lpc)
