@@ -126,10 +126,10 @@ def close(client: Any) -> None:
 
 
 class PortableExplorer(Explorer):
-    """``Explorer`` whose warp-symmetry representative does not depend on the process:
-    warps of a symmetric group are sorted by the ``repr`` of their component tuples
-    instead of by component numbers (interned in visiting order, so different in every
-    partition).  Any total order on the components gives one representative per class,
+    """``Explorer`` whose symmetry representative does not depend on the process: warps
+    of a symmetric group are sorted, and the states renamed by CTAs compared, by the
+    ``repr`` of their component tuples instead of by component numbers (interned in
+    visiting order, so different in every partition).  Any total order on the components gives one representative per class,
     so the state count is the explicit engine's; the client replays with this class too,
     so the steps' warp positions mean the same thing everywhere."""
 
@@ -140,36 +140,8 @@ class PortableExplorer(Explorer):
             keys.append(repr(table[len(keys)]))
         return keys
 
-    def canon(self, st: tuple) -> tuple:
-        if self.dead:
-            st = self.forget(st)
-        lst = None
-        keys = None
-        for g in self.comp_groups:
-            vals = [st[c] for c in g]
-            if keys is None:
-                keys = self._keys()
-            sv = sorted(vals, key=keys.__getitem__)
-            if sv != vals:
-                if lst is None:
-                    lst = list(st)
-                for c, v in zip(g, sv):
-                    lst[c] = v
-        return st if lst is None else tuple(lst)
-
-    def canon_perm(self, st: tuple) -> tuple[tuple, list[int]]:
-        if self.dead:
-            st = self.forget(st)
-        perm = list(range(len(self.sys.agents)))
-        lst = list(st)
-        keys = self._keys()
-        for g in self.groups:
-            comps = [self.agent_comp[a] for a in g]
-            order = sorted(range(len(g)), key=lambda j: keys[st[comps[j]]])
-            for j, src in enumerate(order):
-                lst[comps[j]] = st[comps[src]]
-                perm[g[j]] = g[src]
-        return tuple(lst), perm
+    def _component_keys(self) -> list[str]:
+        return self._keys()
 
     # ----------------------------------------------------------- process-free states
 
@@ -202,7 +174,7 @@ def make_explorer(system: System, symmetry: bool, por: Optional[bool],
     """The explorer every partition and the client use (``por=None``: no reduction
     besides symmetry; else ``stubborn_sets(full=por)``)."""
     red = None if por is None else stubborn_sets(full=por, deadline=deadline)
-    return PortableExplorer(system, symmetry=symmetry, reduction=red)
+    return PortableExplorer(system, symmetry=symmetry, reduction=red, cta_symmetry=symmetry)
 
 
 class Partition:
@@ -232,12 +204,14 @@ class Partition:
 
     def initial(self) -> tuple:
         """The initial state (portable) and the partition that owns it."""
-        return self.ex.owner(self.ex.initial, self.parts), self.ex.portable(self.ex.initial)
+        return self.ex.owner(self.ex.orbit_key(self.ex.initial), self.parts), \
+            self.ex.portable(self.ex.initial)
 
     def _add(self, st: tuple, src: tuple[int, int], step: Any) -> None:
-        i = self.index.get(st)
+        k = self.ex.orbit_key(st)
+        i = self.index.get(k)
         if i is None:
-            i = self.index[st] = len(self.states)
+            i = self.index[k] = len(self.states)
             self.states.append(st)
             self.parent.append((src[0], src[1], step))
             self.next.append(i)
@@ -271,7 +245,8 @@ class Partition:
         comps, self.parent, self.frontier, self.next, self.edges, self.received = dumped
         local = self.ex.local
         self.states = [local(c) for c in comps]
-        self.index = {st: i for i, st in enumerate(self.states)}
+        key = self.ex.orbit_key
+        self.index = {key(st): i for i, st in enumerate(self.states)}
         return len(self.states)
 
     def expand(self, depth: int, depth_limit: Optional[int], deadline: float
@@ -297,7 +272,7 @@ class Partition:
                 if viol is not None:
                     cands.append((depth + 1, PRIORITY.get(viol[0], 99), (me, si), step, viol))
                     continue
-                o = ex.owner(nxt, parts)
+                o = ex.owner(ex.orbit_key(nxt), parts)
                 if o == me:
                     self._add(nxt, (me, si), step)
                 else:
@@ -547,6 +522,8 @@ class _Search:
             stats.extra["states_per_partition"] = list(counts)
             stats.extra["states_sent"] = sent
             stats.extra["symmetric_groups"] = [len(g) for g in ex.groups]
+            if ex.cta_perms:
+                stats.extra["cta_automorphisms"] = len(ex.cta_perms) + 1
             v.stats = stats
             return v
 

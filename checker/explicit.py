@@ -39,7 +39,8 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                    reduce: bool = True, por: Optional[bool] = None,
                    confirm_timeout: float = CONFIRM_TIMEOUT,
                    on_found: Optional[Callable[[Verdict], None]] = None,
-                   cpu_seconds: Optional[float] = None) -> Verdict:
+                   cpu_seconds: Optional[float] = None,
+                   cta_symmetry: Optional[bool] = None) -> Verdict:
     """Exhaustive breadth-first search.
 
     The reported violation is a shortest one (fewest steps); among violations of equal
@@ -73,13 +74,18 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
     skips the confirmation (``stats.extra["confirm_skipped"]``).  ``cpu_seconds``: a
     bound on this process's CPU time for both searches (the default engine's quick
     stage, ``portfolio.quick_search``: on a loaded machine wall-clock seconds say little
-    about the work done)."""
+    about the work done).  ``cta_symmetry`` (default: ``reduce``) also keeps one state
+    per class of states equal up to renaming identical CTAs of the cluster
+    (``checker/cta_symmetry.py``; kernels whose warps all end), which keeps run lengths
+    too."""
     t0 = time.perf_counter()
+    if cta_symmetry is None:
+        cta_symmetry = reduce
     cpu_end = None if cpu_seconds is None else time.process_time() + cpu_seconds
     if por is None:
         por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
     try:
-        ex = Explorer(system, symmetry=reduce,
+        ex = Explorer(system, symmetry=reduce, cta_symmetry=cta_symmetry,
                       reduction=stubborn_sets(full=por, deadline=t0 + timeout,
                                               native=closure_factory() if por else None)
                       if reduce else None)
@@ -110,7 +116,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
             v.stats.seconds = time.perf_counter() - t0
             on_found(replace(v, stats=replace(v.stats, extra=dict(
                 v.stats.extra, confirming=round(budget, 1)))))
-        exact = Explorer(system, symmetry=reduce)
+        exact = Explorer(system, symmetry=reduce, cta_symmetry=cta_symmetry)
         confirm_progress = (None if progress is None else
                             lambda n, d, t, _p=progress, _D=v.depth: _p(n, d, t, confirm=_D))
         w = _bfs(exact, max_states, budget, confirm_progress, v.depth, time.perf_counter(),
@@ -173,10 +179,11 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
     """One breadth-first search; ``depth_limit`` bounds the length of runs explored;
     ``cpu_end``: a ``time.process_time()`` value past which it stops (UNKNOWN)."""
     init = ex.initial
-    index: dict[tuple, int] = {init: 0}
+    key = ex.orbit_key
+    index: dict[tuple, int] = {key(init): 0}
     parent: list[tuple[int, Any]] = [(-1, None)]
     depth_of: list[int] = [0]
-    queue: deque[tuple] = deque([init])
+    queue: deque[tuple[tuple, int]] = deque([(init, 0)])
     states: list[tuple] = [init]
     succ_lists: Optional[list[list[tuple[int, Any]]]] = [] if ex.cyclic else None
     stats = Stats(engine="explicit")
@@ -204,6 +211,8 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
         stats.seconds = time.perf_counter() - t0
         stats.extra["components"] = len(ex.packer.table)
         stats.extra["symmetric_groups"] = [len(g) for g in ex.groups]
+        if ex.cta_perms:
+            stats.extra["cta_automorphisms"] = len(ex.cta_perms) + 1
         v.stats = stats
         return v
 
@@ -229,8 +238,7 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
                               depth=len(steps)))
 
     while queue:
-        state = queue.popleft()
-        si = index[state]
+        state, si = queue.popleft()
         d = depth_of[si]
         if found_len is not None and d >= found_len:
             break  # every run shorter than the violation found has been explored
@@ -246,15 +254,16 @@ def _bfs(ex: Explorer, max_states: int, timeout: float,
                                   viol, None))
                     found_len = d + 1
                 continue
-            ni = index.get(nxt)
+            k = key(nxt)
+            ni = index.get(k)
             if ni is None:
-                ni = index[nxt] = len(parent)
+                ni = index[k] = len(parent)
                 parent.append((si, step))
                 depth_of.append(d + 1)
                 states.append(nxt)
                 if d + 1 > max_depth:
                     max_depth = d + 1
-                queue.append(nxt)
+                queue.append((nxt, ni))
             if succ_lists is not None:
                 out_edges.append((ni, ("a", step[1]) if step[0] == "a" else ("e", step[1])))
         if succ_lists is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.properties import ALL_PROPERTIES, Prop
+from ..model.properties import ALL_PROPERTIES, CATALOGUE_RANK, Prop
 
 
 @dataclass(frozen=True)
@@ -127,4 +127,4 @@ DEADLOCK_MSG = ("no warp can move and no asynchronous operation is in flight, bu
                 "warps have not exited")
 #: the order among counterexamples of one length (catalogue order): every engine reports
 #: the first, so the answer does not depend on the search order
-PRIORITY = {p: i for i, p in enumerate(ALL_PROPERTIES)}
+PRIORITY = CATALOGUE_RANK

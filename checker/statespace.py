@@ -16,6 +16,7 @@ from ..model.program import TmaLoad, is_acyclic, live_locals
 from ..model.system import DONE, ConcreteState, System
 from ..model.values import CONCRETE
 from .concrete import first_violation
+from .cta_symmetry import CtaPermutation, cta_automorphisms
 from .packed import FlatState, PackedState, Packer
 from .trace import Event, Trace, barrier_changes, env_fields, instr_fields
 
@@ -55,10 +56,15 @@ class Explorer:
     the state space by up to n! for a group of n such warps.  Everything a warp owns --
     its pc, locals, barrier bookkeeping and queues -- lives in its own component, so the
     permutation is exact.
+
+    With ``cta_symmetry`` too (and no warp that loops), states equal up to renaming
+    identical CTAs of the cluster (``checker/cta_symmetry.py``) are one state of the
+    search: it keys its visited set by ``orbit_key``.
     """
 
     def __init__(self, system: System, symmetry: bool = True,
-                 reduction: Optional[Callable[["Explorer"], Any]] = None):
+                 reduction: Optional[Callable[["Explorer"], Any]] = None,
+                 cta_symmetry: bool = False):
         self.sys = system
         flat = list(system.initial_state())
         S = ConcreteState(flat)
@@ -77,16 +83,59 @@ class Explorer:
         #: the locals dead there}) -- ``forget``; with the reductions only, so that the
         #: unreduced search stays the plain interleaving graph
         self.dead: list[tuple[int, int, dict]] = self._dead_locals() if symmetry else []
-        self.initial = self.canon(self.packer.initial)
         # does any warp's program loop (a back edge)?  Then runs may never end and the
         # engine must look for cycles nobody leaves, not only for deadlocks
         self.cyclic = not all(is_acyclic(ag.program.code) for ag in system.agents)
+        #: the automorphisms renaming CTAs (``cta_symmetry``; not where some warp loops:
+        #: the starvation search follows each warp along cycles), each as a permutation of
+        #: the components and the pool's position -- ``_rename``
+        self.cta_perms: list[CtaPermutation] = []
+        self._cta_packed: list[tuple[list[int], CtaPermutation]] = []
+        if symmetry and cta_symmetry and not self.cyclic:
+            self._set_cta_perms(cta_automorphisms(system))
+        self.initial = self.canon(self.packer.initial)
         #: the reducer whose ``reduce(state, successors)`` keeps a stubborn set
         #: (``por.stubborn_sets`` builds it); not where some warp loops: the reductions
         #: would not preserve livelocks
         self.reducer = None
         if reduction is not None and not self.cyclic:
             self.reducer = reduction(self)
+
+    def _set_cta_perms(self, perms: list[CtaPermutation]) -> None:
+        """Keep ``perms`` if each maps whole components onto whole components, slot for
+        slot (the layout keeps a CTA's objects and a warp's slots together): then a
+        renaming permutes component numbers and changes only the pool's value."""
+        p = self.packer
+        packed = []
+        for g in perms:
+            comp_perm = []
+            for ci, slots in enumerate(p.comp_slots):
+                cj = p.comp_of_slot[g.slots[slots[0]]]
+                if [g.slots[s] for s in slots] != p.comp_slots[cj]:
+                    return  # not a component permutation: no CTA symmetry at all
+                comp_perm.append(cj)
+            packed.append((comp_perm, g))
+        self.cta_perms = list(perms)
+        self._cta_packed = packed
+        self._pool_at = p.where[self.sys.pool]
+
+    def _rename(self, comp_perm: list[int], g: CtaPermutation, st: tuple) -> tuple:
+        """The packed state ``st`` renamed by the automorphism ``g``."""
+        lst = [0] * len(st)
+        for ci, cj in enumerate(comp_perm):
+            lst[cj] = st[ci]
+        pci, off = self._pool_at  # the pool's slot is no CTA's: its component stays
+        comp = self.packer.table[lst[pci]]
+        if comp[off]:
+            c = list(comp)
+            c[off] = g.pool(comp[off])
+            lst[pci] = self.packer.intern(tuple(c))
+        return tuple(lst)
+
+    def _component_keys(self) -> Optional[list]:
+        """The order of component values in the representative: None for their numbers
+        (``PortableExplorer``: an order that does not depend on the process)."""
+        return None
 
     def _dead_locals(self) -> list[tuple[int, int, dict]]:
         out = []
@@ -129,13 +178,38 @@ class Explorer:
 
     def canon(self, st: tuple) -> tuple:
         """The representative of ``st`` under permutations of symmetric warps (after
-        ``forget``)."""
+        ``forget``): each group's warps sorted by component (``_component_keys``)."""
         if self.dead:
             st = self.forget(st)
+        return self._sorted_warps(st)
+
+    def orbit_key(self, st: tuple) -> tuple:
+        """What the search keeps ``st`` (a ``canon`` state) under in its visited set: the
+        least, in component order, of ``st`` and its renamings by the CTA automorphisms
+        (each with its warps sorted again) -- the same for every state of an orbit,
+        because the renamings are a whole group.  The search goes on from the state it
+        reached first, not from the least one: the partial-order reduction's choices
+        (lowest warp first) then follow one run, where a renamed state would make them
+        jump from CTA to CTA (measured: NVIDIA's 2x2 Hopper GEMM, 3,689 states without
+        CTA symmetry, over 215,000 when the least state was expanded instead)."""
+        if not self._cta_packed:
+            return st
+        best = st
+        for comp_perm, g in self._cta_packed:
+            img = self._sorted_warps(self._rename(comp_perm, g, st))
+            keys = self._component_keys()
+            if (img < best) if keys is None else \
+                    [keys[c] for c in img] < [keys[c] for c in best]:
+                best = img
+        return best
+
+    def _sorted_warps(self, st: tuple) -> tuple:
+        """``st`` with each group of symmetric warps sorted by component."""
         lst = None
+        keys = self._component_keys() if self.comp_groups else None
         for g in self.comp_groups:
             vals = [st[c] for c in g]
-            sv = sorted(vals)
+            sv = sorted(vals) if keys is None else sorted(vals, key=keys.__getitem__)
             if sv != vals:
                 if lst is None:
                     lst = list(st)
@@ -150,9 +224,11 @@ class Explorer:
             st = self.forget(st)
         perm = list(range(len(self.sys.agents)))
         lst = list(st)
+        keys = self._component_keys()
         for g in self.groups:
             comps = [self.agent_comp[a] for a in g]
-            order = sorted(range(len(g)), key=lambda j: st[comps[j]])
+            order = sorted(range(len(g)), key=(lambda j: st[comps[j]]) if keys is None
+                           else (lambda j: keys[st[comps[j]]]))
             for j, src in enumerate(order):
                 lst[comps[j]] = st[comps[src]]
                 perm[g[j]] = g[src]
@@ -219,7 +295,8 @@ class Explorer:
 
         Steps name warps by their position in the (canonical) state they were taken
         from; ``who`` follows the symmetry permutations so that every event names the warp
-        that really acted."""
+        that really acted.  (Renamings of CTAs need nothing here: the search keeps the
+        state it reached, only its visited set is keyed by orbit -- ``orbit_key``.)"""
         sysm = self.sys
         state = self.initial
         who = list(range(len(sysm.agents)))

@@ -1904,33 +1904,8 @@ def _grid_info(info: KernelInfo, loc: ir.Loc) -> KernelInfo:
 
 def _relocate(x: Any, base: int) -> Any:
     """Program ``x`` compiled for a CTA of cluster 0, moved to the CTAs ``base...`` of
-    another cluster: every CTA it names (its own, its barriers', its buffers') shifts by
-    ``base``; global-memory buffers (``GMEM_CTA``) and flags stay."""
-    if isinstance(x, (_program.BarRef, _program.BufRef)):
-        return x if x.cta == _program.GMEM_CTA else replace(x, cta=x.cta + base)
-    if isinstance(x, tuple):
-        return tuple(_relocate(y, base) for y in x)
-    if isinstance(x, list):
-        return [_relocate(y, base) for y in x]
-    if isinstance(x, AgentProgram):
-        return replace(x, cta=x.cta + base, code=_relocate(x.code, base))
-    if isinstance(x, (_program.MbarInit, _program.FenceMbarInit)):
-        return replace(_relocate_fields(x, base), cta=x.cta + base)
-    if hasattr(x, "__dataclass_fields__") and not isinstance(x, _program.FlagRef):
-        return _relocate_fields(x, base)
-    return x
-
-
-def _relocate_fields(x: Any, base: int) -> Any:
-    changes = {}
-    for f in x.__dataclass_fields__:
-        if f in ("loc", "cta"):
-            continue
-        v = getattr(x, f)
-        nv = _relocate(v, base)
-        if nv is not v and nv != v:
-            changes[f] = nv
-    return replace(x, **changes) if changes else x
+    another cluster: every CTA it names shifts by ``base`` (``program.map_ctas``)."""
+    return _program.map_ctas(x, lambda c: c + base)
 
 
 def _check_grid_program(prog: AgentProgram, info: KernelInfo) -> None:

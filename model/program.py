@@ -21,8 +21,8 @@ Terminology follows the research note ``cutlass-pipeline-semantics.md`` section 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Optional, Union
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Optional, Union
 
 from .ir import NOLOC, Loc
 
@@ -794,6 +794,33 @@ class AgentProgram:
     @property
     def name(self) -> str:
         return f"cta{self.cta}.w{self.warp}"
+
+
+def map_ctas(x: Any, f: Callable[[int], int]) -> Any:
+    """``x`` (a program, an instruction or any part of one) with every CTA it names --
+    its own, its barriers', its buffers', an ``mbarrier.init``'s -- replaced by ``f`` of
+    it; global memory (``GMEM_CTA``, ``FlagRef``) and source locations stay.  Used to
+    relocate a program to another cluster of the grid (``compile``) and to map programs
+    by a permutation of a cluster's CTAs (``checker/cta_symmetry.py``)."""
+    if isinstance(x, (BarRef, BufRef)):
+        return x if x.cta == GMEM_CTA else replace(x, cta=f(x.cta))
+    if isinstance(x, tuple):
+        return tuple(map_ctas(y, f) for y in x)
+    if isinstance(x, list):
+        return [map_ctas(y, f) for y in x]
+    if isinstance(x, FlagRef) or not hasattr(x, "__dataclass_fields__"):
+        return x
+    changes = {}
+    for name in x.__dataclass_fields__:
+        if name == "loc":
+            continue
+        v = getattr(x, name)
+        # the CTA an AgentProgram runs in, or an mbarrier.init / fence.mbarrier_init acts on
+        nv = f(v) if name == "cta" and isinstance(x, (AgentProgram, MbarInit, FenceMbarInit)) \
+            else map_ctas(v, f)
+        if nv is not v and nv != v:
+            changes[name] = nv
+    return replace(x, **changes) if changes else x
 
 
 #: steps that complete when a wait returns (a blocking or polling wait on an mbarrier,

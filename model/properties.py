@@ -57,6 +57,21 @@ ALL_PROPERTIES: tuple[str, ...] = tuple(
 )
 
 
+#: a property's place in the catalogue (its rank when one step violates several)
+CATALOGUE_RANK: dict[str, int] = {p: i for i, p in enumerate(ALL_PROPERTIES)}
+
+
+def ranked(checks: list) -> list:
+    """``checks`` with the properties first in the catalogue first (stable): a step that
+    violates several properties is named by the one first in the catalogue, whatever
+    the order an instruction lists its destinations in -- so that renaming the CTAs of
+    a cluster (``checker/cta_symmetry.py``), which reorders a multicast's destinations,
+    names the same property."""
+    if len(checks) < 2:
+        return checks
+    return sorted(checks, key=lambda c: CATALOGUE_RANK.get(c.prop, len(CATALOGUE_RANK)))
+
+
 class Check(NamedTuple):
     """``condition`` true means the step violates ``prop``; ``detail`` says how, in words."""
 

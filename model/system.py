@@ -37,7 +37,7 @@ from .program import (NO_DATA, PARITY_TAG, AgentProgram, Arrive, BarRef, Branch,
                       GmemAtomic, GmemFence, GmemWait, control_successors)
 from .pipelines.gmem import GMEM_BUFFER, GMEM_FLAGS
 from .errors import ConfigError
-from .properties import Check, Prop, add_check
+from .properties import Check, Prop, add_check, ranked
 from .values import CONCRETE
 from .wgmma import WgmmaState
 
@@ -178,6 +178,10 @@ class Outcome:
     enabled: Any
     checks: list[Check]
     what: str = ""
+
+    def __post_init__(self) -> None:
+        # the engines report a step's first failing check: first in the catalogue
+        self.checks = ranked(self.checks)
 
 
 _BLOCKED = Outcome(False, [], "blocked")

@@ -45,7 +45,7 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
       "explain", "render", "render.lanes", "render.timeline", "render.perfetto",
       "render.html"}),
     ("the state space: concrete steps, explorer, replay, shortening, lasso reports",
-     {"concrete", "statespace", "tracebuild", "shorten", "lasso"}),
+     {"concrete", "cta_symmetry", "statespace", "tracebuild", "shorten", "lasso"}),
     ("the symbolic encoding and the reductions",
      {"por", "por_tables", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
       "chain", "native", "native.ccode", "native.build", "native.porwalk"}),
