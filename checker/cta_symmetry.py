@@ -207,7 +207,6 @@ def _check(system: System, sigma: tuple[int, ...], by_place: dict,
     if system.tmem_paired and any(sigma[c ^ 1] != sigma[c] ^ 1
                                   for c in range(len(sigma)) if c ^ 1 < len(sigma)):
         return None
-    agents = [0] * len(system.agents)
     deliveries = []
     for ag in system.agents:
         b = by_place.get((sigma[ag.cta], ag.warp))
@@ -227,17 +226,37 @@ def _check(system: System, sigma: tuple[int, ...], by_place: dict,
                 return None
             if "deliveries" in how:
                 deliveries.append(((ag.index, pc), how["deliveries"]))
-        agents[ag.index] = b
+    return renaming(system, sigma, tuple(deliveries), by_place, slot_of)
+
+
+def renaming(system: System, sigma: tuple[int, ...],
+             deliveries: tuple[tuple[tuple[int, int], tuple[int, ...]], ...] = (),
+             by_place: Optional[dict] = None, slot_of: Optional[dict] = None
+             ) -> Optional[CtaPermutation]:
+    """The renaming of warps and slots by ``sigma``, whether or not the programs agree
+    (``cta_automorphisms`` checks that first; tests build wrong renamings with it): None
+    where a warp or a slot has no image, or a slot of no CTA is one this module does not
+    know to be CTA-free."""
+    if by_place is None:
+        by_place = {(ag.cta, ag.warp): ag.index for ag in system.agents}
     names = system.layout.names
+    if slot_of is None:
+        slot_of = {n: i for i, n in enumerate(names)}
+    agents = []
+    for ag in system.agents:
+        b = by_place.get((sigma[ag.cta], ag.warp))
+        if b is None:
+            return None
+        agents.append(b)
     init = system.layout.init
     slots = []
     for i, name in enumerate(names):
         if not _CTA.search(name) and not (name in _SHARED or name.startswith("param[")):
-            return None  # state of no CTA this module does not know to be CTA-free
+            return None
         j = slot_of.get(_CTA.sub(lambda m: f"{m.group(1)}cta{sigma[int(m.group(2))]}", name))
         if j is None or init[j] != init[i]:
             return None
         slots.append(j)
     if len(set(slots)) != len(slots):
         return None
-    return CtaPermutation(sigma, tuple(agents), tuple(slots), tuple(deliveries))
+    return CtaPermutation(sigma, tuple(agents), tuple(slots), deliveries)

@@ -46,8 +46,8 @@ counterexample length do not (``tests/test_portfolio.py``).  ``jobs=1`` keeps th
 sequential order, one answer for every run.
 
 Racing, the CPU the certificate leaves when it gives up goes to the native engine
-(``checker/native/``: the explicit engine's search in C, with its warp symmetry but none
-of its other reductions), alongside the explicit engine: the first of the two to decide
+(``checker/native/``: the explicit engine's search in C, with its warp and CTA symmetry
+but none of its other reductions), alongside the explicit engine: the first of the two to decide
 wins and the other is stopped.  Both verdicts are sound on their own (the native
 engine's counterexamples are breadth-first, so shortest, and replayed on the concrete
 model); where the explicit engine's partial-order reduction shrinks the state space

@@ -382,11 +382,14 @@ def _expand_fn(nagents: int) -> list[str]:
             + ["  return expand_env(x, y);", "}"])
 
 
-def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
+def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]],
+              cta: Sequence[Sequence[int]] = ()) -> list[str]:
     """``static void canon(x)``: for each group of interchangeable warps (``blocks``:
     group -> warp -> its keys, aligned), sort the warps' key blocks by value
-    (lexicographic over the keys in order, signed): the representative of the state's
-    class (``search.canon_order`` is the same order in Python)."""
+    (lexicographic over the keys in order, signed); then, for each renaming of the
+    cluster's CTAs (``cta``: the key each key takes its value from), the renamed state
+    with its warps sorted again, keeping the least (lexicographic over the keys): the
+    representative of the state's class (``search.canon_keys`` is the same in Python)."""
     out = ["static int blk_cmp(const int32_t *x, const int *a, const int *b, int L) {",
            "  for (int i = 0; i < L; i++) { int32_t u = x[a[i]], v = x[b[i]];",
            "    if (u != v) return u < v ? -1 : 1; }",
@@ -402,7 +405,24 @@ def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]]) -> list[str]:
         flat = [k for blk in g for k in blk]
         out.append(f"static const int GK{gi}[] = {{{', '.join(map(str, flat))}}};")
         body.append(f"  canon_group(x, GK{gi}, {len(g)}, {len(g[0])});")
-    out += ["static void canon(int32_t *x) {", *body, "  (void)x;", "}"]
+    out += ["static void canon_warps(int32_t *x) {", *body, "  (void)x;", "}"]
+    if not cta:
+        return out + ["static void canon(int32_t *x) { canon_warps(x); }"]
+    for ci, src in enumerate(cta):
+        out.append(f"static const int CS{ci}[NK] = {{{', '.join(map(str, src))}}};")
+    out += ["static const int *const CS[] = {"
+            + ", ".join(f"CS{ci}" for ci in range(len(cta))) + "};",
+            "static void canon(int32_t *x) {",
+            "  int32_t x0[NK], y[NK];",
+            "  canon_warps(x);",
+            "  memcpy(x0, x, sizeof x0);",
+            f"  for (int c = 0; c < {len(cta)}; c++) {{",
+            "    for (int k = 0; k < NK; k++) y[k] = x0[CS[c][k]];",
+            "    canon_warps(y);",
+            "    for (int k = 0; k < NK; k++)",
+            "      if (y[k] != x[k]) { if (y[k] < x[k]) memcpy(x, y, sizeof y); break; }",
+            "  }",
+            "}"]
     return out
 
 
@@ -423,10 +443,12 @@ def _safe_fn(enc: Encoding, safe: dict[int, frozenset[int]]) -> list[str]:
 
 def generate(enc: Encoding, core: str,
              blocks: Sequence[Sequence[Sequence[int]]] = (),
-             safe: Optional[dict[int, frozenset[int]]] = None) -> Program:
+             safe: Optional[dict[int, frozenset[int]]] = None,
+             cta: Sequence[Sequence[int]] = ()) -> Program:
     """The C source of ``enc``: the transition functions, ``expand``, the packing of a
     state's keys into bytes, the initial state, the canonical form under the warp
-    symmetry ``blocks`` (``_canon_fn``; none: the identity), the safe points ``safe``
+    symmetry ``blocks`` and the CTA renamings ``cta`` (``_canon_fn``; none: the
+    identity), the safe points ``safe``
     (``_safe_fn``; none: no point is safe), and ``core`` (the search, ``bfs.c``) after
     them.
 
@@ -482,7 +504,7 @@ def generate(enc: Encoding, core: str,
                      f"x[{k}] = v; }}")
     lines.append("}")
     lines += _expand_fn(nag)
-    lines += _canon_fn(blocks)
+    lines += _canon_fn(blocks, cta)
     lines += _safe_fn(enc, safe or {})
     lines.append(core)
     return Program("\n".join(lines) + "\n", enc.nkeys, sb,

@@ -38,12 +38,13 @@ unfinished reduced search claims nothing about bounded runs.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from ...model.properties import ALL_PROPERTIES
 from ...model.program import is_acyclic
 from ...model.system import System
 from ..concrete import ConcreteRunner
+from ..cta_symmetry import CtaPermutation, cta_automorphisms
 from ..errors import InternalError
 from ..graphs import fair_cycle, starving_component
 from ..lasso import poll_pcs, report_lasso
@@ -80,7 +81,8 @@ def _storage_range(lo: int, hi: int) -> tuple[int, int]:
 class _Shape:
     """The encoding's sizes: key ranges by name and queue capacities by slot."""
 
-    def __init__(self, system: System, groups: list[list[int]]):
+    def __init__(self, system: System, groups: list[list[int]],
+                 perms: Sequence[CtaPermutation] = ()):
         self.system = system
         sample = sample_ranges(system, max_states=SAMPLE_STATES, seconds=1e9,
                                exact_seconds=1e9, reduced_seconds=0.0)
@@ -99,20 +101,30 @@ class _Shape:
                 self.ranges[names[slot]] = _storage_range(int(init[slot]), int(init[slot]))
         for it, n in sample.pool.items():
             self.ranges[f"in_flight{list(it)}"] = _storage_range(0, max(1, n))
-        # interchangeable warps swap values: the keys of twins get one range
-        self.twins = [list(zip(*[[names[s] for s in warp_slots(system, a)] for a in g]))
-                      for g in groups]
+        # interchangeable warps swap values, and so do CTAs a renaming maps onto each
+        # other: the keys of twins get one range, the queues of twins one capacity
+        self.twins = [names_ for g in groups
+                      for names_ in zip(*[[names[s] for s in warp_slots(system, a)]
+                                          for a in g])]
+        self.twins += _renaming_classes(system, perms)
+        qslots = {q for ag in system.agents for q in (ag.qtc, ag.qcp, ag.qbs)}
+        self.queue_twins = [[q, *(g.slots[q] for g in perms)] for q in sorted(qslots)
+                            if perms]
         self._unify()
 
     def _unify(self) -> None:
-        for g in self.twins:
-            for names in g:
-                rs = [self.ranges[n] for n in names if n in self.ranges]
-                if rs:
-                    r = (min(x[0] for x in rs), max(x[1] for x in rs))
-                    for n in names:
-                        if n in self.ranges:
-                            self.ranges[n] = r
+        for names in self.twins:
+            rs = [self.ranges[n] for n in names if n in self.ranges]
+            if rs:
+                r = (min(x[0] for x in rs), max(x[1] for x in rs))
+                for n in names:
+                    if n in self.ranges:
+                        self.ranges[n] = r
+        for qs in self.queue_twins:
+            cs = [self.caps[q] for q in qs if q in self.caps]
+            if cs:
+                for q in qs:
+                    self.caps[q] = max(cs)
 
     def encoding(self) -> Encoding:
         return Encoding(self.system, caps=dict(self.caps), ranges=dict(self.ranges),
@@ -173,9 +185,73 @@ def canon_order(vals: list[int], blocks: list[list[int]]) -> list[int]:
     return sorted(range(len(blocks)), key=lambda j: [vals[k] for k in blocks[j]])
 
 
+def _renaming_classes(system: System, perms: Sequence[CtaPermutation]) -> list[list[str]]:
+    """Key names a CTA renaming maps onto each other (slots and in-flight items), each
+    with its images under every renaming of the group."""
+    if not perms:
+        return []
+    names = system.layout.names
+    out = [[names[i], *(names[g.slots[i]] for g in perms)] for i in range(system.n)]
+    for it in system.static_env_items():
+        if it[0] == "tma":
+            out.append([f"in_flight{list(it[1:])}",
+                        *(f"in_flight{list(g.pool((it[1:],))[0])}" for g in perms)])
+    return out
+
+
+def cta_sources(enc: Encoding, perms: Sequence[CtaPermutation]) -> list[list[int]]:
+    """Per CTA renaming, the key each key of the renamed state takes its value from
+    (``ccode._canon_fn``): a slot's key from its preimage's, a queue's entries and
+    length from its preimage's, an in-flight item's counter from its preimage's.
+    Raises ``Unsupported`` where the encoding does not map onto itself (a key or a
+    queue of another size)."""
+    out = []
+    for g in perms:
+        src = [-1] * enc.nkeys
+        for s, k in enc.key_of_slot.items():
+            src[enc.key_of_slot[g.slots[s]]] = k
+        for q, (ents, ln) in enc.qkeys.items():
+            ents2, ln2 = enc.qkeys[g.slots[q]]
+            if len(ents2) != len(ents):
+                raise Unsupported("CTAs renamed onto each other with queues of other sizes")
+            for a, b in zip(ents, ents2):
+                src[b] = a
+            src[ln2] = ln
+        for it, k in enc.pool_keys.items():
+            src[enc.pool_keys[g.pool((it,))[0]]] = k
+        if sorted(src) != list(range(enc.nkeys)) or \
+                any(enc.key_range[k] != enc.key_range[src[k]] for k in range(enc.nkeys)):
+            raise Unsupported("a CTA renaming does not map the encoding onto itself")
+        out.append(src)
+    return out
+
+
+def canon_keys(vals: Sequence[int], blocks: list[list[list[int]]],
+               sources: list[list[int]]) -> list[int]:
+    """The generated ``canon`` in Python: each group's warp blocks sorted, then the least
+    of that and its CTA renamings (``sources``), each with its warps sorted."""
+    def warps(x: list[int]) -> list[int]:
+        for bl in blocks:
+            order = canon_order(x, bl)
+            vals_ = [[x[k] for k in bl[j]] for j in order]
+            for blk, v in zip(bl, vals_):
+                for k, xv in zip(blk, v):
+                    x[k] = xv
+        return x
+
+    best = warps(list(vals))
+    x0 = list(best)
+    for src in sources:
+        y = warps([x0[src[k]] for k in range(len(x0))])
+        if y < best:
+            best = y
+    return best
+
+
 def check_native(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 symmetry: bool = False, safe_steps: bool = False) -> Verdict:
+                 symmetry: bool = False, safe_steps: bool = False,
+                 cta_symmetry: Optional[bool] = None) -> Verdict:
     """Exhaustive breadth-first search in native code (module docstring).
 
     ``symmetry``: explore one state per class of states equal up to a permutation of
@@ -183,7 +259,10 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
     symmetry with another representative (warp blocks sorted by value); not where some
     warp loops for ever (the starvation analysis follows each warp, as the explicit
     engine's).  ``safe_steps``: the safe-step reduction (module docstring), likewise
-    not where some warp loops for ever.  ``progress`` is not called: the search runs in
+    not where some warp loops for ever.  ``cta_symmetry`` (default: ``symmetry``, not
+    with ``safe_steps``): also one state per class of states equal up to renaming
+    identical CTAs of the cluster (``checker/cta_symmetry.py``), the least renaming of
+    the keys (``ccode._canon_fn``).  ``progress`` is not called: the search runs in
     C to its end or limit.
     Raises ``NativeUnavailable`` where cffi or a C compiler is missing."""
     t0 = time.perf_counter()
@@ -191,16 +270,22 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
     acyclic = all(is_acyclic(ag.program.code) for ag in system.agents)
     groups = symmetric_groups(system) if symmetry and acyclic else []
     stats.extra["symmetric_groups"] = [len(g) for g in groups]
+    if cta_symmetry is None:
+        cta_symmetry = symmetry
+    perms = cta_automorphisms(system) if cta_symmetry and acyclic and not safe_steps else []
+    if perms:
+        stats.extra["cta_automorphisms"] = len(perms) + 1
     try:
-        shape = _Shape(system, groups)
+        shape = _Shape(system, groups, perms)
         restarts = 0
         while True:
             enc = shape.encoding()
             blocks = warp_blocks(enc, groups)
+            sources = cta_sources(enc, perms)
             safe: dict[int, frozenset[int]] = {}
             if safe_steps and acyclic:
                 safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
-            prog = generate(enc, core_source(), blocks, safe)
+            prog = generate(enc, core_source(), blocks, safe, sources)
             t_build = time.perf_counter()
             ffi, lib = load(prog.source, timeout - (t_build - t0))
             # sampling ranges, building the templates and proving safe points;
@@ -216,8 +301,10 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
             if st != ST_OVERFLOW:
                 break
             # a step left the encoding: see on the concrete model which keys it overflowed
-            steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
-            states, _viol = ConcreteRunner(system).run(_real(enc, groups, blocks, steps))
+            run = _Real(enc, groups, blocks, sources, ffi, lib, prog)
+            steps = run(lib.pp_ovf_state(), lib.pp_ovf_tid(),
+                        lambda nxt, viol: any(enc.out_of_range(nxt)))
+            states, _viol = ConcreteRunner(system).run(steps)
             restarts += 1
             if restarts > MAX_RESTARTS or not shape.widen(enc, states[-1]):
                 lib.pp_free()
@@ -229,7 +316,7 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         stats.extra["keys"] = enc.nkeys
         stats.extra["state_bytes"] = prog.state_bytes
         try:
-            real = lambda steps: _real(enc, groups, blocks, steps)  # noqa: E731
+            real = _Real(enc, groups, blocks, sources, ffi, lib, prog)
             v = _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
                         real, reduced=bool(safe))
             if v.status == VIOLATED and safe:
@@ -271,7 +358,7 @@ def _safe_points(system: System, enc: Encoding, seconds: float, stats: Stats
 
 def _confirm(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, v: Verdict,
              max_states: int, timeout: float, t0: float,
-             real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+             real: "_Real") -> Verdict:
     """A counterexample of the reduced search: the unreduced search (same compiled
     program, reduction off), bounded by ``CONFIRM_SECONDS``, gives a shortest one; where
     it stops first, ``v`` is kept and marked perhaps not shortest."""
@@ -315,6 +402,56 @@ def _path(lib: Any, prog: Program, i: int) -> list[tuple]:
         i = lib.pp_parent(i)
     steps.reverse()
     return steps
+
+
+class _Real:
+    """The run to a state of the search (by its parent links), as steps of the unreduced
+    system naming the real warps.  Without CTA renamings: ``_real``.  With them, each
+    step is found again on the concrete model: a step of the real state whose successor
+    has the search's next state as its representative (``canon_keys``); the last step
+    (a violation, an overflow) is any step of the last real state that ``last_ok``
+    accepts -- the renamed image of the search's own last step is one."""
+
+    def __init__(self, enc: Encoding, groups: list[list[int]],
+                 blocks: list[list[list[int]]], sources: list[list[int]], ffi: Any,
+                 lib: Any, prog: Program):
+        self.enc, self.groups, self.blocks, self.sources = enc, groups, blocks, sources
+        self.ffi, self.lib, self.prog = ffi, lib, prog
+
+    def __call__(self, si: int, tid: int,
+                 last_ok: Callable[[tuple, Optional[tuple]], bool]) -> list[tuple]:
+        lib, prog = self.lib, self.prog
+        if not self.sources:
+            steps = _path(lib, prog, si) + ([prog.steps[tid]] if tid >= 0 else [])
+            return _real(self.enc, self.groups, self.blocks, steps)
+        ids = [si]
+        while ids[-1] > 0:
+            ids.append(lib.pp_parent(ids[-1]))
+        ids.reverse()
+        buf = self.ffi.new("int32_t[]", prog.nkeys)
+        runner = ConcreteRunner(self.enc.sys)
+        flat = runner.initial
+        out: list[tuple] = []
+        for j, v in enumerate(ids[1:], 1):
+            lib.pp_state(v, buf)
+            want = list(buf)
+            for step, nxt, viol in runner.successors(flat):
+                if viol is None and canon_keys(self.enc.encode_concrete(nxt)[0], self.blocks,
+                                               self.sources) == want:
+                    out.append(step)
+                    flat = nxt
+                    break
+            else:
+                raise InternalError(f"step {j} of the native run has no step of the real "
+                                    "state with the same representative")
+        if tid >= 0:
+            step = next((st for st, nxt, viol in runner.successors(flat)
+                         if last_ok(nxt, viol)), None)
+            if step is None:
+                raise InternalError("the last step of the native run has no counterpart "
+                                    "in the real state")
+            out.append(step)
+        return out
 
 
 def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
@@ -361,7 +498,7 @@ def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
 
 def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st: int,
             max_states: int, timeout: float, stats: Stats, t0: float,
-            real: Callable[[list[tuple]], list[tuple]], reduced: bool = False) -> Verdict:
+            real: "_Real", reduced: bool = False) -> Verdict:
     stats.states = lib.pp_nstates()
     stats.transitions = lib.pp_ntrans()
     stats.depth = max_depth = lib.pp_maxdepth()
@@ -398,15 +535,12 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
 
 
 def _counterexample(system: System, lib: Any, prog: Program, rank: int, si: int,
-                    tid: int, real: Callable[[list[tuple]], list[tuple]]) -> Verdict:
+                    tid: int, real: "_Real") -> Verdict:
     """The candidate as the explicit engine reports it, after the concrete model agreed."""
     runner = ConcreteRunner(system)
     ex = Explorer(system, symmetry=False)
-    steps = _path(lib, prog, si)
-    if tid >= 0:
-        steps = real(steps + [prog.steps[tid]])
-    else:
-        steps = real(steps)
+    prop = ALL_PROPERTIES[rank] if rank < len(ALL_PROPERTIES) else None
+    steps = real(si, tid, lambda nxt, viol: viol is not None and viol[0] == prop)
     if tid < 0:  # a deadlock: the last state has no step and some warp has not exited
         states, _ = runner.run(steps)
         last = states[-1]
@@ -421,7 +555,6 @@ def _counterexample(system: System, lib: Any, prog: Program, rank: int, si: int,
         return Verdict(VIOLATED, "deadlock", trace.detail or DEADLOCK_MSG, trace,
                        depth=len(steps))
     _states, viol = runner.run(steps)
-    prop = ALL_PROPERTIES[rank] if rank < len(ALL_PROPERTIES) else None
     if viol is None or (prop is not None and viol[0] != prop):
         raise InternalError(f"the native engine's last step violates {prop}, the concrete "
                             f"model says {viol and viol[0]}")
