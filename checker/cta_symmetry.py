@@ -103,6 +103,11 @@ class CtaPermutation:
 _UNORDERED = ("deliveries", "arrivals", "bars", "effects", "pre", "post")
 
 
+#: ghost effects (``System.ghost``) that read and write their own buffer's ghost only
+_COMMUTING = frozenset({"read", "write_begin", "write_end", "async_write_begin",
+                        "async_write_end", "hold", "unhold", "dirty", "clean", "async_read"})
+
+
 def _objects(item: Any) -> Optional[tuple]:
     """The barriers and buffers one item of an ``_UNORDERED`` field acts on (None: an
     item this module does not know, never reordered)."""
@@ -111,7 +116,10 @@ def _objects(item: Any) -> Optional[tuple]:
     if isinstance(item, Arrival):
         return (item.bar,)
     if isinstance(item, GhostEffect):
-        return (item.buf,)
+        # only effects that touch their own buffer's ghost alone commute; a wgmma
+        # commit closes the group of the reads before it, a tensor-memory use reads the
+        # CTA's allocation state
+        return (item.buf,) if item.kind in _COMMUTING else None
     if isinstance(item, BarRef):
         return (item,)
     return None

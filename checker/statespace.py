@@ -10,6 +10,7 @@ knows of them.
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any, Callable, Iterator, Optional
 
 from ..model.program import TmaLoad, is_acyclic, live_locals
@@ -90,7 +91,7 @@ class Explorer:
         #: the starvation search follows each warp along cycles), each as a permutation of
         #: the components and the pool's position -- ``_rename``
         self.cta_perms: list[CtaPermutation] = []
-        self._cta_packed: list[tuple[list[int], CtaPermutation]] = []
+        self._cta_packed: list[tuple[Callable[[tuple], tuple], CtaPermutation, dict]] = []
         if symmetry and cta_symmetry and not self.cyclic:
             self._set_cta_perms(cta_automorphisms(system))
         self.initial = self.canon(self.packer.initial)
@@ -114,22 +115,35 @@ class Explorer:
                 if [g.slots[s] for s in slots] != p.comp_slots[cj]:
                     return  # not a component permutation: no CTA symmetry at all
                 comp_perm.append(cj)
-            packed.append((comp_perm, g))
+            inv = [0] * len(comp_perm)
+            for ci, cj in enumerate(comp_perm):
+                inv[cj] = ci
+            packed.append((_gather(inv), g, {}))
         self.cta_perms = list(perms)
         self._cta_packed = packed
         self._pool_at = p.where[self.sys.pool]
 
-    def _rename(self, comp_perm: list[int], g: CtaPermutation, st: tuple) -> tuple:
-        """The packed state ``st`` renamed by the automorphism ``g``."""
-        lst = [0] * len(st)
-        for ci, cj in enumerate(comp_perm):
-            lst[cj] = st[ci]
+    def _rename(self, take: Callable[[tuple], tuple], g: CtaPermutation, memo: dict,
+                st: tuple) -> tuple:
+        """The packed state ``st`` renamed by the automorphism ``g`` (``take`` gathers
+        each component from its preimage's position; ``memo``: the pool's component
+        number -> the renamed one's)."""
+        out = take(st)
         pci, off = self._pool_at  # the pool's slot is no CTA's: its component stays
-        comp = self.packer.table[lst[pci]]
-        if comp[off]:
-            c = list(comp)
-            c[off] = g.pool(comp[off])
-            lst[pci] = self.packer.intern(tuple(c))
+        cid = out[pci]
+        new = memo.get(cid)
+        if new is None:
+            comp = self.packer.table[cid]
+            new = cid
+            if comp[off]:
+                c = list(comp)
+                c[off] = g.pool(comp[off])
+                new = self.packer.intern(tuple(c))
+            memo[cid] = new
+        if new == cid:
+            return out
+        lst = list(out)
+        lst[pci] = new
         return tuple(lst)
 
     def _component_keys(self) -> Optional[list]:
@@ -195,8 +209,8 @@ class Explorer:
         if not self._cta_packed:
             return st
         best = st
-        for comp_perm, g in self._cta_packed:
-            img = self._sorted_warps(self._rename(comp_perm, g, st))
+        for take, g, memo in self._cta_packed:
+            img = self._sorted_warps(self._rename(take, g, memo, st))
             keys = self._component_keys()
             if (img < best) if keys is None else \
                     [keys[c] for c in img] < [keys[c] for c in best]:
@@ -351,6 +365,13 @@ class Explorer:
                              f"{_rename(sysm.blocked_reason(flat, ag.index), sysm, who)}"
                              for ag in sysm.agents if flat[ag.pc] != DONE]
         return trace
+
+
+def _gather(idx: list[int]) -> Callable[[tuple], tuple]:
+    """``f(t) == tuple(t[i] for i in idx)``, at C speed."""
+    if len(idx) == 1:
+        return lambda t, _i=idx[0]: (t[_i],)
+    return itemgetter(*idx)
 
 
 def _rename(text: str, sysm: System, who: list[int]) -> str:

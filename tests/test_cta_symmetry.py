@@ -214,3 +214,27 @@ def test_a_step_reports_its_catalogue_first_property() -> None:
     assert ranked([early, late]) == [early, late]
     other = Check(True, Prop.MISSING_PROXY_FENCE, "other")
     assert ranked([late, other]) == [late, other]  # stable within a property
+
+
+def test_only_commuting_items_may_come_in_another_order() -> None:
+    """Multicast destinations (distinct barriers and buffers) may be listed in another
+    order; a wgmma read and the commit that closes its group may not, nor may two items
+    acting on one barrier."""
+    from pipeproof.checker.cta_symmetry import _match
+    from pipeproof.model.program import (Arrival, BarRef, BufRef, Delivery, GhostEffect,
+                                         Nop, TmaLoad)
+
+    b = [BarRef(c, "ab.full", 0) for c in range(2)]
+    f = [BufRef(c, "ab.buf", 0) for c in range(2)]
+    dl = [Delivery(b[c], 1024, f[c], 0) for c in range(2)]
+    x = TmaLoad(deliveries=(dl[0], dl[1]), kind="tma")
+    y = TmaLoad(deliveries=(dl[1], dl[0]), kind="tma")
+    assert _match(x, y) == {"deliveries": (1, 0)}
+    read = GhostEffect("wgmma_read", f[0], 0)
+    commit = GhostEffect("wgmma_commit", f[1], 0)
+    assert _match(Nop(pre=(read, commit)), Nop(pre=(commit, read))) is None
+    w0, w1 = GhostEffect("write_begin", f[0], 0), GhostEffect("write_begin", f[1], 0)
+    assert _match(Nop(pre=(w0, w1)), Nop(pre=(w1, w0))) == {"pre": (1, 0)}
+    a1, a2 = Arrival(b[0], 1, 0, None), Arrival(b[0], 1, 512, None)
+    from pipeproof.model.program import Arrive
+    assert _match(Arrive(arrivals=(a1, a2)), Arrive(arrivals=(a2, a1))) is None
