@@ -487,6 +487,17 @@ def queue_pushes(code: Sequence[Any]) -> tuple[int, int, int]:
     return tc, cp, bs
 
 
+def join_ranges(ranges: dict, twins: Sequence[Any]) -> None:
+    """Give each of ``twins`` that has a range in ``ranges`` the union of their ranges
+    (keys whose values a symmetry swaps)."""
+    rs = [ranges[k] for k in twins if k in ranges]
+    if rs:
+        r = (min(x[0] for x in rs), max(x[1] for x in rs))
+        for k in twins:
+            if k in ranges:
+                ranges[k] = r
+
+
 @dataclass
 class Sample:
     """Value ranges seen in a bounded concrete exploration (a guess for the encoding's
@@ -588,12 +599,7 @@ def sample_ranges(system: System, max_states: int = 50_000, seconds: float = 2.0
         for g in out.symmetry:
             comps = [sym.packer.comp_slots[sym.agent_comp[a]] for a in g]
             for twins in zip(*comps):
-                rs = [out.slot[s] for s in twins if s in out.slot]
-                if rs:
-                    r = (min(x[0] for x in rs), max(x[1] for x in rs))
-                    for s in twins:
-                        if s in out.slot:
-                            out.slot[s] = r
+                join_ranges(out.slot, twins)
                 if twins[0] in out.qlen:
                     n = max(out.qlen.get(s, 0) for s in twins)
                     for s in twins:

@@ -51,7 +51,7 @@ from ..lasso import poll_pcs, report_lasso
 from ..properties import DEADLOCK_MSG, PRIORITY
 from ..packed import component_of
 from ..statespace import Explorer, symmetric_groups
-from ..symbolic import Encoding, bits_for, same_shape, sample_ranges
+from ..symbolic import Encoding, bits_for, join_ranges, same_shape, sample_ranges
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 from .build import BuildFailed, NativeUnavailable, core_source, load
 from .ccode import Program, Unsupported, generate
@@ -114,12 +114,7 @@ class _Shape:
 
     def _unify(self) -> None:
         for names in self.twins:
-            rs = [self.ranges[n] for n in names if n in self.ranges]
-            if rs:
-                r = (min(x[0] for x in rs), max(x[1] for x in rs))
-                for n in names:
-                    if n in self.ranges:
-                        self.ranges[n] = r
+            join_ranges(self.ranges, names)
         for qs in self.queue_twins:
             cs = [self.caps[q] for q in qs if q in self.caps]
             if cs:
@@ -281,7 +276,12 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
         while True:
             enc = shape.encoding()
             blocks = warp_blocks(enc, groups)
-            sources = cta_sources(enc, perms)
+            try:
+                sources = cta_sources(enc, perms)
+            except Unsupported as e:  # not expected (the shape unifies them): no renaming
+                sources = []
+                stats.extra["cta_symmetry_off"] = str(e)
+                stats.extra.pop("cta_automorphisms", None)
             safe: dict[int, frozenset[int]] = {}
             if safe_steps and acyclic:
                 safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
