@@ -108,6 +108,8 @@ def run(label: str, make: Callable[[], Any], max_states: int, timeout: float,
 
 def _cell(r: dict) -> str:
     v = r["status"] + (f" {r['property']}" if r["property"] else "")
+    if r["status"] == "UNKNOWN":
+        v += f" (depth {r['depth']} reached)"
     return f"{v}, {r['states']:,} states, {r['seconds']} s"
 
 
@@ -131,6 +133,16 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                      else "-")
             out.append(f"| {r['label']} | {r['group']} | {name} | {_cell(e['off'])} | "
                        f"{_cell(e['on'])} | {ratio} | {'yes' if e['agree'] else '**no**'} |")
+    both = [(r[n]["off"]["states"] / max(1, r[n]["on"]["states"]), n)
+            for r in rows for n in ("explicit", "explicit, stubborn sets", "native")
+            if n in r and "UNKNOWN" not in (r[n]["off"]["status"], r[n]["on"]["status"])]
+    agree = sum(r[n]["agree"] for r in rows for n in ("explicit", "explicit, stubborn sets",
+                                                         "native") if n in r)
+    runs = sum(n in r for r in rows for n in ("explicit", "explicit, stubborn sets", "native"))
+    if both:
+        out += ["", f"Decided both ways: {len(both)} pairs; states off/on "
+                f"{min(x for x, _ in both):.1f}x-{max(x for x, _ in both):.1f}x.  Verdicts "
+                f"agree in {agree} of {runs} pairs."]
     return "\n".join(out) + "\n"
 
 
