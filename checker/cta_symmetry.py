@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Iterator, Optional
 
 from ..model.program import Arrival, BarRef, Delivery, GhostEffect, map_ctas
-from ..model.system import System
+from ..model.system import BUFFER_LOCAL_EFFECTS, System
 
 #: CTAs of a cluster up to which every permutation is tried; larger clusters try the
 #: permutations of the cluster's rows times those of its columns
@@ -45,11 +45,6 @@ ALL_PERMUTATIONS_UP_TO = 4
 
 #: a CTA in a slot name: the warp's ("cta0.w1.pc") or the object's ("ab.full[0]@cta0.phase")
 _CTA = re.compile(r"(^|@)cta(\d+)(?=\.|$)")
-
-
-#: the slots of no CTA (besides the parameter bits): their values name no CTA or warp,
-#: but for the deliveries in flight (``CtaPermutation.pool``)
-_SHARED = frozenset({"cluster_barrier.gen", "in_flight"})
 
 
 @dataclass(frozen=True)
@@ -103,11 +98,6 @@ class CtaPermutation:
 _UNORDERED = ("deliveries", "arrivals", "bars", "effects", "pre", "post")
 
 
-#: ghost effects (``System.ghost``) that read and write their own buffer's ghost only
-_COMMUTING = frozenset({"read", "write_begin", "write_end", "async_write_begin",
-                        "async_write_end", "hold", "unhold", "dirty", "clean", "async_read"})
-
-
 def _objects(item: Any) -> Optional[tuple]:
     """The barriers and buffers one item of an ``_UNORDERED`` field acts on (None: an
     item this module does not know, never reordered)."""
@@ -116,10 +106,8 @@ def _objects(item: Any) -> Optional[tuple]:
     if isinstance(item, Arrival):
         return (item.bar,)
     if isinstance(item, GhostEffect):
-        # only effects that touch their own buffer's ghost alone commute; a wgmma
-        # commit closes the group of the reads before it, a tensor-memory use reads the
-        # CTA's allocation state
-        return (item.buf,) if item.kind in _COMMUTING else None
+        # only effects on their own buffer's ghost alone commute (the model says which)
+        return (item.buf,) if item.kind in BUFFER_LOCAL_EFFECTS else None
     if isinstance(item, BarRef):
         return (item,)
     return None
@@ -257,9 +245,12 @@ def renaming(system: System, sigma: tuple[int, ...],
             return None
         agents.append(b)
     init = system.layout.init
+    # the slots of no CTA known to name no CTA or warp (but for the deliveries in flight,
+    # ``CtaPermutation.pool``): the cluster barrier's generation, the pool, the parameters
+    shared = {system.cluster_gen, system.pool, *system.param_bits}
     slots = []
     for i, name in enumerate(names):
-        if not _CTA.search(name) and not (name in _SHARED or name.startswith("param[")):
+        if not _CTA.search(name) and i not in shared:
             return None
         j = slot_of.get(_CTA.sub(lambda m: f"{m.group(1)}cta{sigma[int(m.group(2))]}", name))
         if j is None or init[j] != init[i]:

@@ -487,6 +487,12 @@ def queue_pushes(code: Sequence[Any]) -> tuple[int, int, int]:
     return tc, cp, bs
 
 
+def pool_key_name(item: Sequence[Any]) -> str:
+    """The key name of the counter of one TMA/CLC delivery in flight, ``(agent, pc,
+    delivery, choice)`` (``Encoding.pool_keys``)."""
+    return f"in_flight{list(item)}"
+
+
 def join_ranges(ranges: dict, twins: Sequence[Any]) -> None:
     """Give each of ``twins`` that has a range in ``ranges`` the union of their ranges
     (keys whose values a symmetry swaps)."""
@@ -720,7 +726,7 @@ class Encoding:
             if slot == system.pool:
                 for it in tma_items:
                     n = sample.pool.get(it, 1)
-                    self.pool_keys[it] = key(f"in_flight{list(it)}", (0, max(1, n)))
+                    self.pool_keys[it] = key(pool_key_name(it), (0, max(1, n)))
             elif slot in qset:
                 cap = self.caps[slot]
                 ents = [key(f"{names[slot]}[{j}]", (-1, code_len[slot])) for j in range(cap)]

@@ -187,6 +187,15 @@ class Outcome:
 _BLOCKED = Outcome(False, [], "blocked")
 
 
+#: ghost effects whose rule (``System.ghost``) reads and writes the ghost of their own
+#: buffer alone -- besides reading tensor-memory allocation state for its checks -- with
+#: the default memory model and no global memory: two of them on distinct buffers give
+#: the same state in either order (``checker/cta_symmetry.py`` reorders them); a wgmma
+#: commit closes the group of the reads before it, a tensor-memory use is the CTA's
+BUFFER_LOCAL_EFFECTS = frozenset({"read", "write_begin", "write_end", "async_write_begin",
+                                  "async_write_end", "hold", "unhold", "dirty", "clean",
+                                  "async_read"})
+
 _BLOCKING = (Wait, NamedWait, ClusterWait, BulkWaitRead, CpAsyncWaitGroup, TmemWait, GmemWait,
              WgmmaWait)
 

@@ -51,7 +51,8 @@ from ..lasso import poll_pcs, report_lasso
 from ..properties import DEADLOCK_MSG, PRIORITY
 from ..packed import component_of
 from ..statespace import Explorer, symmetric_groups
-from ..symbolic import Encoding, bits_for, join_ranges, same_shape, sample_ranges
+from ..symbolic import (Encoding, bits_for, join_ranges, pool_key_name, same_shape,
+                        sample_ranges)
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 from .build import BuildFailed, NativeUnavailable, core_source, load
 from .ccode import Program, Unsupported, generate
@@ -100,7 +101,7 @@ class _Shape:
                     and isinstance(init[slot], int)):
                 self.ranges[names[slot]] = _storage_range(int(init[slot]), int(init[slot]))
         for it, n in sample.pool.items():
-            self.ranges[f"in_flight{list(it)}"] = _storage_range(0, max(1, n))
+            self.ranges[pool_key_name(it)] = _storage_range(0, max(1, n))
         # interchangeable warps swap values, and so do CTAs a renaming maps onto each
         # other: the keys of twins get one range, the queues of twins one capacity
         self.twins = [names_ for g in groups
@@ -189,8 +190,8 @@ def _renaming_classes(system: System, perms: Sequence[CtaPermutation]) -> list[l
     out = [[names[i], *(names[g.slots[i]] for g in perms)] for i in range(system.n)]
     for it in system.static_env_items():
         if it[0] == "tma":
-            out.append([f"in_flight{list(it[1:])}",
-                        *(f"in_flight{list(g.pool((it[1:],))[0])}" for g in perms)])
+            out.append([pool_key_name(it[1:]),
+                        *(pool_key_name(g.pool((it[1:],))[0]) for g in perms)])
     return out
 
 
