@@ -178,6 +178,8 @@ PARAM_FP = (("param",), "PS")
 #: it reads them, so a split elsewhere (which may decide it) conflicts with it
 PARAM_READ = (("param",), "PR")
 INF = 1 << 40
+#: ``_Ctx._later_waits`` of a warp with no wait a round ahead (shared: never changed)
+_NO_LATER: dict = {}
 #: entries a reducer's cross-state memo may hold before it is emptied (memory bound)
 _MEMO_LIMIT = 1 << 18
 #: a settle round re-asks only barriers whose operations changed (False: every barrier,
@@ -407,6 +409,19 @@ class Footprints:
                 code[p].bar for p in self._reach(a, pc) if type(code[p]) in (Wait, TryWait))
         return r
 
+    def later_candidates(self, a: int, pc: int) -> tuple:
+        """``(barrier, phase slot, (cta, array))`` of the barriers of ``wait_bars_from(a,
+        pc)`` in warp ``a``'s own CTA and in the system: the ones ``_Ctx._later_waits``
+        asks (memoized; sorted, so that a state's phases make a key)."""
+        r = self._reach_memo.get(("l", a, pc))
+        if r is None:
+            cta = self.sys.agents[a].cta
+            r = self._reach_memo[("l", a, pc)] = tuple(sorted(
+                ((b, self.sys.bar[b], (b.cta, b.array))
+                 for b in self.wait_bars_from(a, pc) if b.cta == cta and b in self.sys.bar),
+                key=lambda x: x[1]))
+        return r
+
     def inits_from(self, a: int, pc: int) -> frozenset:
         """(cta, array) of the barriers an ``MbarInit`` warp ``a`` may reach from ``pc``
         initializes: their phase may start again at 0."""
@@ -449,6 +464,16 @@ class Footprints:
             m = self._hold_modes[key] = f"HG{len(self._hold_modes)}"
             self.hold_key[m] = key
         return m
+
+    def due_slots(self, key: tuple, buf: Any) -> tuple:
+        """The due slots (``model/wgmma.py``) of warpgroup ``key``'s members for ``buf``
+        (memoized)."""
+        r = self._reach_memo.get(("d", key, buf))
+        if r is None:
+            due = self.sys.wgmma.due
+            r = self._reach_memo[("d", key, buf)] = tuple(
+                due[(w, buf)] for w in self.sys.wgmma.members[key] if (w, buf) in due)
+        return r
 
     def _wgmma_reads_from(self, a: int) -> list[frozenset]:
         """For each pc of warp ``a``: the buffers its wgmma may read from there on (the
@@ -982,6 +1007,8 @@ class Reducer:
         #: ``_Ctx._walk_result`` by (warp, cluster frozen, pcs walked, looped), across
         #: states: it reads only the static segment tables
         self._walk_memo: dict = {}
+        #: ``_Ctx._later_waits`` answers by (warp, pc, phases it reads), across states
+        self._later_memo: dict = {}
         #: seed position -> how often it gave the chosen stubborn set: tried first later
         self._hits: dict = {}
 
@@ -1172,6 +1199,8 @@ class _Ctx:
         self._settle_blocked2: set = set()
         #: per warp: {pc: barrier} of the waits ahead that need two completions
         self._later_cache: dict = {}
+        #: ``_wg_held`` answers of this state
+        self._held_cache: dict = {}
         #: (cta, array) some live warp may still initialize (None: not computed)
         self._reinit: Optional[frozenset] = None
         #: where ``_settle_futures`` collects the barriers of ``_settle_blocked`` that
@@ -1215,10 +1244,13 @@ class _Ctx:
 
     def _wg_held(self, key: tuple, buf: Any) -> bool:
         """Does a member of warpgroup ``key`` hold an owner count of ``buf`` for its wgmma
-        reads now (``model/wgmma.py``: a non-zero due slot)?"""
-        due = self.sys.wgmma.due
-        return any(self.get(due[(w, buf)]) > 0 for w in self.sys.wgmma.members[key]
-                   if (w, buf) in due)
+        reads now (``model/wgmma.py``: a non-zero due slot)?  (Cached for the state.)"""
+        r = self._held_cache.get((key, buf))
+        if r is None:
+            get = self.get
+            r = self._held_cache[(key, buf)] = any(
+                get(s) > 0 for s in self.fp.due_slots(key, buf))
+        return r
 
     def _wg_may_hold(self, key: tuple, buf: Any, T: set, futures: dict) -> bool:
         """May a wait of warpgroup ``key`` give back an owner count of ``buf`` before T
@@ -1891,25 +1923,35 @@ class _Ctx:
         """``{pc: barrier}`` of the mbarrier waits ahead of warp ``a`` that need at least
         two completions of their barrier from its current phase (``Footprints.
         wait_completions``), on initialized barriers no live warp may initialize again
-        (a property of the state alone: cached)."""
+        (a property of the state alone: cached; across states by what it reads, the
+        warp's pc and those barriers' phases -- the answer is shared, never changed)."""
         r = self._later_cache.get(a)
         if r is None:
-            r = {}
             start = self.pcs[a]
-            if start != DONE:
+            cands = self.fp.later_candidates(a, start) if start != DONE else ()
+            if not cands:
+                r = _NO_LATER
+            else:
                 if self._reinit is None:
                     self._reinit = frozenset().union(*(
                         self.fp.inits_from(v, p) for v, p in enumerate(self.pcs)
                         if p != DONE))
-                cta = self.sys.agents[a].cta
-                for b in self.fp.wait_bars_from(a, start):
-                    if b.cta != cta or b not in self.sys.bar \
-                            or (b.cta, b.array) in self._reinit:
-                        continue
-                    phase = self.get(self.sys.bar[b]) % PHASE_MOD
-                    for pc, n in self.fp.wait_completions(a, start, b, phase).items():
-                        if n >= 2:
-                            r[pc] = b
+                reinit, get = self._reinit, self.get
+                key = (a, start) + tuple(-1 if arr in reinit else get(slot) % PHASE_MOD
+                                         for _b, slot, arr in cands)
+                memo = self.red._later_memo
+                r = memo.get(key)
+                if r is None:
+                    r = {}
+                    for (b, _slot, _arr), phase in zip(cands, key[2:]):
+                        if phase < 0:
+                            continue
+                        for pc, n in self.fp.wait_completions(a, start, b, phase).items():
+                            if n >= 2:
+                                r[pc] = b
+                    if len(memo) > _MEMO_LIMIT:
+                        memo.clear()
+                    memo[key] = r
             self._later_cache[a] = r
         return r
 

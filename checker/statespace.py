@@ -99,6 +99,8 @@ class Explorer:
         #: (``por.stubborn_sets`` builds it); not where some warp loops: the reductions
         #: would not preserve livelocks
         self.reducer = None
+        #: (state, its unpacked slot list) of the last expansion (``getter``)
+        self._last_flat: Optional[tuple] = None
         if reduction is not None and not self.cyclic:
             self.reducer = reduction(self)
 
@@ -265,6 +267,12 @@ class Explorer:
         return self.packer.table[state[ci]][off]
 
     def getter(self, state: tuple) -> Callable[[int], Any]:
+        """Slot reads of ``state``: indexing into its unpacked list where the last
+        expansion made one (the reduction reads the state it just expanded), else
+        through the packed components."""
+        last = self._last_flat
+        if last is not None and last[0] is state:
+            return last[1].__getitem__
         return PackedState(self.packer, state).get
 
     def successors(self, state: tuple) -> list[tuple[tuple, tuple, Optional[tuple]]]:
@@ -279,6 +287,8 @@ class Explorer:
         ``("a", agent, choice)`` or ``("e", item)``; ``violation`` is ``(prop, detail)``."""
         sysm = self.sys
         base = self.packer.unpack_list(state)
+        # never written: a step copies it first (FlatState)
+        self._last_flat = (state, base)
         packer = self.packer
         for a, slot in enumerate(self.pc_slots):
             pc = base[slot]

@@ -32,6 +32,7 @@ def _chosen_sets(name: str, params: dict, states: int, monkeypatch: Any,
     def reduce(self: Any, state: tuple, enabled: list) -> list:
         if not cached:
             self._walk_memo.clear()
+            self._later_memo.clear()
         r = orig(self, state, enabled)
         chosen.append(tuple(e[0] for e in r))
         return r
@@ -54,3 +55,49 @@ def test_caches_choose_the_same_stubborn_sets(name: str, params: dict, states: i
     assert len(fast[3]) > 50  # the closure ran in many states
     assert any(len(s) > 1 for s in fast[3])  # and kept more than one step somewhere
     assert fast == plain
+
+
+def _later_waits_reference(ctx: Any, a: int) -> dict:
+    """``_Ctx._later_waits`` as first written: every wait barrier ahead, its phase read,
+    no memo across states."""
+    from pipeproof.model.mbarrier import PHASE_MOD
+    from pipeproof.model.system import DONE
+    r: dict = {}
+    start = ctx.pcs[a]
+    if start == DONE:
+        return r
+    reinit = frozenset().union(*(ctx.fp.inits_from(v, p) for v, p in enumerate(ctx.pcs)
+                                 if p != DONE))
+    cta = ctx.sys.agents[a].cta
+    for b in ctx.fp.wait_bars_from(a, start):
+        if b.cta != cta or b not in ctx.sys.bar or (b.cta, b.array) in reinit:
+            continue
+        phase = ctx.get(ctx.sys.bar[b]) % PHASE_MOD
+        for pc, n in ctx.fp.wait_completions(a, start, b, phase).items():
+            if n >= 2:
+                r[pc] = b
+    return r
+
+
+@pytest.mark.parametrize("name,params,states", [
+    ("kernels/k3_blackwell_persistent_gemm_clc.pipe", {}, 250),
+    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 4, "k_tiles": 8}, 300)])
+def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
+                                                       states: int, monkeypatch: Any) -> None:
+    """The waits a round ahead, memoized across states by the warp's pc and the phases it
+    reads, equal the answer computed afresh in every state where the closure asks."""
+    asked = {"n": 0, "nonempty": 0}
+    orig = por._Ctx._later_waits
+
+    def later(self: Any, a: int) -> dict:
+        r = orig(self, a)
+        assert r == _later_waits_reference(self, a)
+        asked["n"] += 1
+        asked["nonempty"] += bool(r)
+        return r
+
+    with monkeypatch.context() as m:
+        m.setattr(por._Ctx, "_later_waits", later)
+        system = G.build_system((ROOT / "examples" / name).read_text(), params)
+        check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
+    assert asked["n"] > 100 and asked["nonempty"] > 0
