@@ -353,6 +353,9 @@ class NativeSettle:
         #: mbarrier waits (closed waits, requirements) answered in C: ``NativeClosure``
         self._native_waits = False
         self._cb = ffi.callback("int(int32_t, int32_t, uint64_t *, int32_t)", self._need)
+        #: each table barrier's first slot in the system (None: not in it), at the first
+        #: state
+        self._bar_base: Optional[list] = None
         self._keep: list = []
 
     # ------------------------------------------------------------------ per state
@@ -439,17 +442,13 @@ class NativeSettle:
             eoo.append(len(eo))
             cwo.append(len(cw))
             lwo.append(len(lw))
-        pending = [0] * len(t.bars)
-        expected = [0] * len(t.bars)
-        tx = [0] * len(t.bars)
-        phase = [0] * len(t.bars)
-        for i, b in enumerate(t.bars):
-            base = ctx.sys.bar.get(b)
-            if base is not None:
-                phase[i] = ctx.get(base)
-                pending[i] = ctx.get(base + 1)
-                expected[i] = ctx.get(base + 2)
-                tx[i] = ctx.get(base + 3)
+        if self._bar_base is None:
+            self._bar_base = [ctx.sys.bar.get(b) for b in t.bars]
+        get = ctx.get
+        phase = [0 if s is None else get(s) for s in self._bar_base]
+        pending = [0 if s is None else get(s + 1) for s in self._bar_base]
+        expected = [0 if s is None else get(s + 2) for s in self._bar_base]
+        tx = [0 if s is None else get(s + 3) for s in self._bar_base]
         # the environment's part of _Ctx._writers / _Ctx._arrivers (_env_writer_index)
         ewo, ew, eao2, ea2 = [0], [], [0], []
         fpt = ctx.fp
@@ -653,6 +652,9 @@ class NativeClosure(NativeSettle):
         self._key_idx: dict = {}
         self._keys: list = []
         self.n_pairs = len(t.objects) * nm
+        #: ``_static_record`` by (warp, pc), and ``_pairs_of`` by footprint identity
+        self._statics: dict = {}
+        self._pairs_id: dict = {}
 
     def _bind(self, ctx: Any) -> None:
         """The tables that need the system (named-barrier keys, CTAs): at the first state."""
@@ -781,12 +783,55 @@ class NativeClosure(NativeSettle):
                 else:
                     hg_slot[p] = -2
         c.hg_slot = arr("int32_t[]", hg_slot)
+        #: the slots of each warpgroup: [(slot, buffer)]
+        self._hg_by_key: dict = {}
+        for sl, (key, b) in enumerate(self._hg):
+            self._hg_by_key.setdefault(key, []).append((sl, b))
         c.hg_ar = arr("int64_t[]", [
             self.oid[("buf", b)] * nm + self.mid["AR"]
             if ("buf", b) in self.oid and "AR" in self.mid else -1 for _key, b in self._hg])
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
         c.memo_cap = 256
+
+    def _static_record(self, ctx: Any, a: int, pc: int) -> tuple:
+        """What the marshal reads of warp ``a`` at ``pc`` that does not depend on the
+        state: its non-completing and full footprints, the exit pair, its CTA, whether it
+        is a cluster-barrier candidate when it does not complete, the named-barrier keys of
+        an exit and a named-barrier op, whether it is a wgmma wait, its cluster-arrival
+        slot, and its barrier operations (``_Ctx._current_ops``, flattened)."""
+        ClusterArrive, Exit, NamedBarrierOp = self._kinds
+        from ...model.program import WgmmaWait
+        sysm, fpt, nm = ctx.sys, ctx.fp, self.nm
+        ins = sysm.code(a)[pc]
+        cta = sysm.agents[a].cta
+        nc = fpt.noncompleting[a][pc]
+        ep, es, ek, sk = -1, 0, -1, -1
+        if nc is not None and isinstance(ins, Exit):
+            o = ("exit", cta)
+            if o in self.oid:
+                ep = self.oid[o] * nm + self.mid["W"]
+        cl_static = isinstance(ins, (ClusterArrive, Exit)) and fpt.has_cluster_arrive
+        if isinstance(ins, Exit):
+            key = (cta, 0)
+            if key in fpt.nb_all_threads:
+                es = 2 if key in fpt.nb_all_only else 1
+                ek = self._key_idx[key]
+        if isinstance(ins, NamedBarrierOp):
+            sk = self._key_idx[(cta, ins.id)]
+        ops: list = []
+        for b, k, cnt, x in ctx._current_ops(("a", a)):
+            ops += [self.bid[b], KINDS.index(k), cnt, x]
+        return (nc, fpt.step[a][pc], ep, cta, cl_static, es, ek, sk,
+                isinstance(ins, WgmmaWait), sysm.agents[a].carr, tuple(ops))
+
+    def _pairs_of(self, fp: frozenset) -> list[int]:
+        """``_pairs`` of one of the footprint tables' own frozensets, memoized by identity
+        (they live as long as the tables)."""
+        got = self._pairs_id.get(id(fp))
+        if got is None or got[0] is not fp:
+            got = self._pairs_id[id(fp)] = (fp, self._pairs(fp))
+        return got[1]
 
     def _enablers(self, u: int, out: Any) -> int:
         try:
@@ -815,56 +860,52 @@ class NativeClosure(NativeSettle):
         def arr(ty: str, xs: list, _names: Any = iter(range(1 << 30))) -> Any:
             return self._buf(f"c{next(_names)}", ty, xs)
 
-        ClusterArrive, Exit, NamedBarrierOp = self._kinds
-        from ...model.program import WgmmaWait
         enabled, cfo, cf, coo, co = [], [0], [], [0], []
         exit_pair, ucta, cl_cand, carr0, carr_not1 = [], [], [], [], []
         exit_sync, exit_nbkey, sync_nbkey = [], [], []
+        get, pcs, statics = ctx.get, ctx.pcs, self._statics
         for u in units:
             enabled.append(int(ctx._enabled(u)))
-            ep, cta, clc, c0, cn1, es, ek, sk = -1, -1, 0, 0, 0, 0, -1, -1
             if u[0] == "a":
                 a = u[1]
-                pc = ctx.pcs[a]
-                ins = sysm.code(a)[pc]
-                cta = sysm.agents[a].cta
-                nc = fpt.noncompleting[a][pc]
-                fp = nc if nc is not None and not ctx._completes(a, pc) else fpt.step[a][pc]
-                if nc is not None and isinstance(ins, Exit):
-                    o = ("exit", cta)
-                    if o in self.oid:
-                        ep = self.oid[o] * nm + self.mid["W"]
-                if isinstance(ins, WgmmaWait):
+                pc = pcs[a]
+                rec = statics.get((a, pc))
+                if rec is None:
+                    rec = statics[(a, pc)] = self._static_record(ctx, a, pc)
+                nc, step_fp, ep, cta, cl_static, es, ek, sk, wg_wait, carr_slot, ops = rec
+                completes = True if nc is None else ctx._completes(a, pc)
+                fp = nc if nc is not None and not completes else step_fp
+                if wg_wait:
                     # _Ctx._current_fp: only the owner counts its warpgroup holds now
                     fp = frozenset(x for x in fp if x[1][:2] != "HG"
                                    or ctx._wg_held(fpt.hold_key[x[1]], x[0][1]))
-                carr = ctx.get(sysm.agents[a].carr)
-                c0, cn1 = int(carr == 0), int(carr != 1)
-                if isinstance(ins, (ClusterArrive, Exit)) and not ctx._completes(a, pc) \
-                        and fpt.has_cluster_arrive:
-                    clc = 1
-                if isinstance(ins, Exit):
-                    key = (cta, 0)
-                    if key in fpt.nb_all_threads:
-                        es = 2 if key in fpt.nb_all_only else 1
-                        ek = self._key_idx[key]
-                if isinstance(ins, NamedBarrierOp):
-                    sk = self._key_idx[(cta, ins.id)]
+                    cf.extend(self._pairs(fp))
+                else:
+                    cf.extend(self._pairs_of(fp))
+                carr = get(carr_slot)
+                exit_pair.append(ep)
+                ucta.append(cta)
+                cl_cand.append(int(cl_static and not completes))
+                carr0.append(int(carr == 0))
+                carr_not1.append(int(carr != 1))
+                exit_sync.append(es)
+                exit_nbkey.append(ek)
+                sync_nbkey.append(sk)
+                co.extend(ops)
             else:
-                fp = ctx.env_fps[u]
-            cf.extend(self._pairs(fp))
+                cf.extend(self._pairs(ctx.env_fps[u]))
+                for b, k, cnt, x in ctx._current_ops(u):
+                    co += [self.bid[b], KINDS.index(k), cnt, x]
+                exit_pair.append(-1)
+                ucta.append(-1)
+                cl_cand.append(0)
+                carr0.append(0)
+                carr_not1.append(0)
+                exit_sync.append(0)
+                exit_nbkey.append(-1)
+                sync_nbkey.append(-1)
             cfo.append(len(cf))
-            for b, k, cnt, x in ctx._current_ops(u):
-                co += [self.bid[b], KINDS.index(k), cnt, x]
             coo.append(len(co))
-            exit_pair.append(ep)
-            ucta.append(cta)
-            cl_cand.append(clc)
-            carr0.append(c0)
-            carr_not1.append(cn1)
-            exit_sync.append(es)
-            exit_nbkey.append(ek)
-            sync_nbkey.append(sk)
         c.enabled = arr("int8_t[]", enabled)
         st = self._st
         st.u_enabled = c.enabled
@@ -902,20 +943,24 @@ class NativeClosure(NativeSettle):
         st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
         # _Ctx._wg_may_hold, less T: held now, and the members that may still read
-        held, readers = [], [0] * max(len(self._hg) * self.words, 1)
-        for sl, (key, b) in enumerate(self._hg):
-            held.append(int(ctx._wg_held(key, b)))
+        held = [int(ctx._wg_held(key, b)) for key, b in self._hg]
+        readers = [0] * max(len(self._hg) * self.words, 1)
+        words, unit_of = self.words, self._agent_unit_list
+        for key, slots in self._hg_by_key.items():
             for w_ in wg.members[key]:
-                i = self._agent_unit_list[w_]
-                if i >= 0 and b in fpt.wgmma_reads_from[w_][ctx.pcs[w_]]:
-                    readers[sl * self.words + (i >> 6)] |= 1 << (i & 63)
+                i = unit_of[w_]
+                if i < 0:
+                    continue
+                reads = fpt.wgmma_reads_from[w_][ctx.pcs[w_]]
+                if reads:
+                    for sl, b in slots:
+                        if b in reads:
+                            readers[sl * words + (i >> 6)] |= 1 << (i & 63)
         c.hg_held = arr("int8_t[]", held)
         c.hg_readers = arr("uint64_t[]", readers)
-        obs = []
-        for b in t.bars:
-            base = sysm.bar.get(b)
-            obs.append(int(base is not None and ctx.get(base + 4) == 1))
-        c.observed = arr("int8_t[]", obs)
+        get = ctx.get
+        c.observed = arr("int8_t[]", [int(base is not None and get(base + 4) == 1)
+                                      for base in self._bar_base])
         c.en_done = self._buf("en_done", "int8_t[]", n=n)
         c.en_sets = self._buf("en_sets", "uint64_t[]", n=n * self.words)
         c.memo = self._buf("memo", "uint64_t[]", n=2 * c.memo_cap * self.words)
