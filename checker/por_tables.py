@@ -38,10 +38,21 @@ from ..model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
                              control_successors)
 from .por import Footprints, conflicts
 
-#: the most try_wait tokens a warp may have for its known segments to be tabled (2**k
-#: masks a pc); a warp with more has none (``n_tok`` -1: a native walk that needs one
-#: gives up and the Python closure answers)
+#: try_wait tokens a warp may have for its known segments to be tabled whatever its
+#: length (2**k masks a pc); a warp with more has them tabled only while it has at most
+#: ``MORE_TOKENS`` and ``KNOWN_ROWS`` rows (pcs x masks: a walk's visited set has that
+#: many entries), else none (``n_tok`` -1: a native walk that needs one gives up and the
+#: Python closure answers).  NVIDIA's Blackwell CLC GEMM, lifted: warps of 6 tokens and
+#: up to 86 pcs, which fell back to the Python closure in 94% of the seeds at 4
 MAX_TOKENS = 4
+MORE_TOKENS = 8
+KNOWN_ROWS = 1 << 14
+
+
+def tabled_tokens(n_tokens: int, n_pcs: int) -> bool:
+    """Are a warp's known segments tabled (see ``MAX_TOKENS``)?"""
+    return n_tokens <= MAX_TOKENS or (n_tokens <= MORE_TOKENS
+                                      and n_pcs << n_tokens <= KNOWN_ROWS)
 
 #: operation kinds of ``Footprints.bar_ops`` -> small ints
 KINDS = ("A", "X", "W")
@@ -219,7 +230,8 @@ def build(fp: Footprints) -> PorTables:
         return tuple(tuple(f(a, pc) for pc in pcs[a]) for a in range(n))
 
     tokens = tuple(tuple(sorted(fp.tokens[a])) for a in range(n))
-    n_tok = tuple(len(t) if len(t) <= MAX_TOKENS else -1 for t in tokens)
+    n_tok = tuple(len(t) if tabled_tokens(len(t), len(pcs[a])) else -1
+                  for a, t in enumerate(tokens))
     known: list = [[], [], [], [], []]
     for a in range(n):
         rows: list = [[], [], [], [], []]

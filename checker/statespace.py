@@ -84,6 +84,9 @@ class Explorer:
         #: the locals dead there}) -- ``forget``; with the reductions only, so that the
         #: unreduced search stays the plain interleaving graph
         self.dead: list[tuple[int, int, dict]] = self._dead_locals() if symmetry else []
+        #: ``forget`` by (warp component position, component id): the id with the dead
+        #: locals at 0 (a component id names one tuple for the whole search)
+        self._forgotten: dict = {}
         # does any warp's program loop (a back edge)?  Then runs may never end and the
         # engine must look for cycles nobody leaves, not only for deadlocks
         self.cyclic = not all(is_acyclic(ag.program.code) for ag in system.agents)
@@ -179,18 +182,28 @@ class Explorer:
         local), so one stands for all (the try_wait tokens of a retried wait, for
         instance, are dead once their branch is passed)."""
         lst = None
-        table = self.packer.table
+        memo = self._forgotten
         for ci, pc_off, by_pc in self.dead:
-            comp = table[st[ci]]
-            offs = by_pc.get(comp[pc_off])
-            if offs and any(comp[o] != 0 for o in offs):
-                c = list(comp)
-                for o in offs:
-                    c[o] = 0
+            cid = st[ci]
+            new = memo.get((ci, cid))
+            if new is None:
+                new = memo[(ci, cid)] = self._forget_component(cid, pc_off, by_pc)
+            if new != cid:
                 if lst is None:
                     lst = list(st)
-                lst[ci] = self.packer.intern(tuple(c))
+                lst[ci] = new
         return st if lst is None else tuple(lst)
+
+    def _forget_component(self, cid: int, pc_off: int, by_pc: dict) -> int:
+        """A warp's component ``cid`` with its dead locals at 0 (``forget``)."""
+        comp = self.packer.table[cid]
+        offs = by_pc.get(comp[pc_off])
+        if not offs or all(comp[o] == 0 for o in offs):
+            return cid
+        c = list(comp)
+        for o in offs:
+            c[o] = 0
+        return self.packer.intern(tuple(c))
 
     def canon(self, st: tuple) -> tuple:
         """The representative of ``st`` under permutations of symmetric warps (after

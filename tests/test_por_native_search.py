@@ -62,14 +62,33 @@ def test_native_closure_decides_k3_as_the_python_closure_does(monkeypatch: Any) 
 
 def test_a_warp_with_more_try_wait_tokens_than_the_tables_take_falls_back(
         monkeypatch: Any) -> None:
-    """With no known segments tabled (``por_tables.MAX_TOKENS`` 0), a walk that needs one
-    gives up: the Python closure answers those seeds (counted), and the search is the
-    same as with the Python closure alone."""
+    """With no known segments tabled (``por_tables.MAX_TOKENS`` and ``MORE_TOKENS`` 0), a
+    walk that needs one gives up: the Python closure answers those seeds (counted), and
+    the search is the same as with the Python closure alone."""
     from pipeproof.checker import por_tables
 
     name, states = "kernels/k3_blackwell_persistent_gemm_clc.pipe", 1000
     python, _ = _run(name, {}, states, "python", monkeypatch)
     monkeypatch.setattr(por_tables, "MAX_TOKENS", 0)
+    monkeypatch.setattr(por_tables, "MORE_TOKENS", 0)
     native, counts = _run(name, {}, states, "native", monkeypatch)
     assert native == python
     assert counts is not None and counts["fallbacks"] > 0
+
+
+@pytest.mark.parametrize("rows,tabled", [(1 << 14, True), (8, False)])
+def test_warps_past_max_tokens_are_tabled_within_the_row_budget(
+        rows: int, tabled: bool, monkeypatch: Any) -> None:
+    """Past ``MAX_TOKENS`` (here 0) a warp's known segments are still tabled while its
+    pcs times token masks fit ``KNOWN_ROWS`` (NVIDIA's lifted Blackwell CLC GEMM: warps of
+    6 tokens): then no seed falls back and the search is the Python closure's; past the
+    budget the seeds that need one fall back, with the same search."""
+    from pipeproof.checker import por_tables
+
+    name, states = "kernels/k3_blackwell_persistent_gemm_clc.pipe", 1000
+    python, _ = _run(name, {}, states, "python", monkeypatch)
+    monkeypatch.setattr(por_tables, "MAX_TOKENS", 0)
+    monkeypatch.setattr(por_tables, "KNOWN_ROWS", rows)
+    native, counts = _run(name, {}, states, "native", monkeypatch)
+    assert native == python
+    assert counts is not None and (counts["fallbacks"] == 0) == tabled

@@ -11,7 +11,7 @@ import pytest
 
 import generators as G
 from pipeproof.checker import por
-from pipeproof.checker.por_tables import KINDS, MAX_TOKENS, build
+from pipeproof.checker.por_tables import KINDS, build, tabled_tokens
 from pipeproof.model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
                                      control_successors)
 
@@ -60,7 +60,8 @@ def _round_trip(name: str) -> None:
         # the known segments: every pc, every non-empty mask of the warp's tokens
         toks = t.tokens[a]
         assert set(toks) == fp.tokens[a]
-        assert t.n_tok[a] == (len(toks) if len(toks) <= MAX_TOKENS else -1)
+        assert t.n_tok[a] == (len(toks) if tabled_tokens(len(toks), len(fp.sys.code(a)))
+                              else -1)
         m = 1 << t.n_tok[a] if t.n_tok[a] > 0 else 0
         assert len(t.known_fp[a]) == len(fp.sys.code(a)) * m
         for pc in range(len(fp.sys.code(a))):
