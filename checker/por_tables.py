@@ -42,11 +42,13 @@ from .por import Footprints, conflicts
 #: length (2**k masks a pc); a warp with more has them tabled only while it has at most
 #: ``MORE_TOKENS`` and ``KNOWN_ROWS`` rows (pcs x masks: a walk's visited set has that
 #: many entries), else none (``n_tok`` -1: a native walk that needs one gives up and the
-#: Python closure answers).  NVIDIA's Blackwell CLC GEMM, lifted: warps of 6 tokens and
-#: up to 86 pcs, which fell back to the Python closure in 94% of the seeds at 4
+#: Python closure answers).  NVIDIA's Blackwell GEMMs, lifted: the CLC one has warps of 6
+#: tokens and up to 86 pcs, the 2-CTA one at 4 k-tiles warps of 8 tokens and up to 69 pcs
+#: (2 x 69 x 256 known segments: 3.3 s to table); at 4 tokens most of their seeds fell
+#: back to the Python closure
 MAX_TOKENS = 4
 MORE_TOKENS = 8
-KNOWN_ROWS = 1 << 14
+KNOWN_ROWS = 1 << 16
 
 
 def tabled_tokens(n_tokens: int, n_pcs: int) -> bool:

@@ -244,11 +244,10 @@ class NativeWalk:
             self._keep.append(arr)
             setattr(st, name, arr)
         self.max_pcs = max((len(r) for r in tables.blocking), default=0)
-        # a walk enters each node (pc, mask of tokens known 0) once, and each holds the
-        # operations of one segment, plain or known
-        masks = max([1 << k for k in tables.n_tok if k > 0] + [1])
-        n_ops = masks * (sum(len(o) for rows in tables.seg_ops for o in rows if o)
-                         + sum(len(o) for rows in tables.known_ops for o in rows if o)) + 1
+        # a walk enters each node (pc, mask of tokens known 0) of one warp once, and each
+        # holds the operations of one row of that warp, plain or known
+        n_ops = max([sum(len(o) for o in plain if o) + sum(len(o) for o in known if o)
+                     for plain, known in zip(tables.seg_ops, tables.known_ops)] + [0]) + 1
         res = self.c_result = ffi.new("pw_result *")
         self._fp = ffi.new("uint8_t[]", max(st.n_pairs, 1))
         self._counts = ffi.new("int64_t[]", max(st.n_bars, 1))
