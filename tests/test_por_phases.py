@@ -107,6 +107,36 @@ def test_native_may_complete_answers_as_python(pending: int, expected: int, tx: 
     got = lib.pw_may_complete(pending, expected, tx, ffi.new("int64_t[]", flat), len(ops), 4,
                               int(twice))
     assert bool(got) == _may_complete(pending, expected, tx, tuple(ops), twice)
+    # the memoized entry the settle rounds call: the same answer, asked again too (and
+    # the bar id, which the search does not read, is not part of its key)
+    other = [x for k, c, d in ops for x in (7, KINDS.index(k), c, d)] or [0]
+    for buf in (flat, other):
+        assert lib.pw_may_complete_memo(pending, expected, tx, ffi.new("int64_t[]", buf),
+                                        len(ops), 4, int(twice)) == got
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_native_may_complete_memo_survives_being_emptied() -> None:
+    """More distinct questions than the memo holds: it empties itself and keeps answering
+    as the search does, for the new questions and the old ones."""
+    import random
+
+    from pipeproof.checker.native.porwalk import _library
+
+    ffi, lib = _library()
+    rng = random.Random(5)
+    asked = []
+    for i in range(60_000):  # past 3/4 of its 65,536 slots
+        ops = [(0, rng.randrange(2), rng.randrange(1, 4), 1024 * rng.randrange(3))
+               for _ in range(rng.randrange(1, 5))]
+        q = (i % 7, rng.randrange(1, 4), 1024 * rng.randrange(4),
+             ffi.new("int64_t[]", [x for o in ops for x in o]), len(ops), 4, i % 2)
+        want = lib.pw_may_complete(*q)
+        assert lib.pw_may_complete_memo(*q) == want
+        if i % 997 == 0:
+            asked.append((q, want))
+    for q, want in asked:
+        assert lib.pw_may_complete_memo(*q) == want
 
 
 def _multicast(stages: int, k_tiles: int, cm: int, cn: int, mutation: str = "") -> str:

@@ -131,6 +131,8 @@ int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_o
                     int64_t stride, int64_t proper_of);
 int pw_may_complete(int64_t pending, int64_t expected, int64_t tx, const int64_t *ops,
                     int64_t n_ops, int64_t stride, int32_t twice);
+int pw_may_complete_memo(int64_t pending, int64_t expected, int64_t tx, const int64_t *ops,
+                         int64_t n_ops, int64_t stride, int32_t twice);
 int pw_settle(const pw_tables *t, pw_state *s, const int32_t *others, int32_t n_others,
               pw_result *r, pw_settled *out);
 typedef struct {
