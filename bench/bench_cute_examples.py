@@ -233,6 +233,15 @@ def configs(src: str) -> list[tuple[str, str, Callable[[], Any]]]:
          blackwell_persistent(src, 2, 1, 2, 3, dynamic=True)),
         ("hopper fmha, 1 CTA (s_q 128), 2 KV tiles (s_k 256), d 64", "sm_90a",
          hopper_fmha(src, 128, 256)),
+        # larger configurations (issue 26: real-kernel-sized models)
+        ("hopper dense_gemm_persistent 2x1, 8 stages, 8 k-tiles, 2 tiles", "sm_90a",
+         hopper_persistent(src, 2, 1, 8, 2, stages=8)),
+        ("hopper dense_gemm_persistent 2x2, 4 stages, 4 k-tiles, 2 tiles", "sm_90a",
+         hopper_persistent(src, 2, 2, 4, 2, stages=4)),
+        ("blackwell dense_gemm_persistent 2-CTA 2x1, 4 k-tiles, 2 tiles", "sm_100a",
+         blackwell_persistent(src, 2, 1, 4, 2)),
+        ("blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 4 k-tiles, 2 tiles", "sm_100a",
+         blackwell_persistent(src, 2, 1, 4, 2, dynamic=True)),
     ]
 
 

@@ -51,7 +51,10 @@ is dropped; the futures' barrier operations are grouped once per future, by smal
 A walk's result (footprint, counts, operations of the segments it passed) reads only the
 static tables, so it is shared by every state (``Reducer._walk_memo``); a settle round asks
 again only about barriers whose operations changed in it; a future carries its footprint
-by object, so the conflict check looks up T's few objects in it.
+by object, so the conflict check looks up T's few objects in it.  The waits a round ahead
+are memoised across states by what they read: the warp's pc and the phases of the
+barriers it may wait on (``Reducer._later_memo``; tests/test_por_memo.py compares them with
+the answer computed afresh).
 
 The same closure runs in C where cffi and a C compiler are present
 (``checker/native/porwalk.py``, passed in as ``stubborn_sets(native=...)`` by the engine):
@@ -1099,8 +1102,10 @@ class Reducer:
         return self.fp.future_env[a][head]
 
     def reduce(self, state: tuple, enabled: list[tuple]) -> list[tuple]:
-        """Given the enabled steps ``(unit, step, next, violation)`` of ``state``, return
-        those of a smallest stubborn set found (trying each enabled unit as the seed).
+        """Given the enabled steps of ``state`` (tuples whose first item is the step, the
+        rest carried along: ``Explorer.successors`` passes ``(step, S, outcome)`` before
+        the kept ones are made states), return those of a smallest stubborn set found
+        (trying each enabled unit as the seed).
 
         Seeds whose position (warp and pc, or environment item) gave the chosen set most
         often so far go first: every seed gives a stubborn set, so the order is only
