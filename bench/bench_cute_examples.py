@@ -41,6 +41,19 @@ def _stub_torch() -> None:
         sys.modules["torch"] = _Any("torch")
 
 
+#: the example sources the configurations read, as named in SRC_DIR
+SOURCES = ("hopper_kernel_dense_gemm_dense_gemm_persistent.py",
+           "blackwell_kernel_dense_gemm_dense_gemm_persistent.py",
+           "blackwell_kernel_dense_gemm_dense_gemm_persistent_dynamic.py",
+           "hopper_kernel_attention_fmha.py")
+
+
+def missing_sources(src: str, names: tuple = SOURCES) -> list[str]:
+    """The example sources ``src`` lacks (with none of them, a wrong SRC_DIR, every row
+    would be "not lifted" and overwrite the recorded table)."""
+    return [n for n in names if not os.path.exists(os.path.join(src, n))]
+
+
 def _load(path: str, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -255,6 +268,10 @@ def main() -> int:
                          "the table rows for the 'Dynamic extents' section")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "cute_examples.md"))
     args = ap.parse_args()
+    if len(missing_sources(os.path.abspath(args.src))) == len(SOURCES):
+        print(f"bench_cute_examples: {args.src} holds none of {', '.join(SOURCES)}",
+              file=sys.stderr)
+        return 2
     _stub_torch()
     from pipeproof import __version__
 

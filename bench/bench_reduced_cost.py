@@ -115,9 +115,17 @@ def main() -> int:
                     help="what --before-python runs, for the table's header")
     ap.add_argument("--out", default="reduced_cost")
     ap.add_argument("--table-from", default="",
-                    help="only write the Markdown table again from a recorded JSON")
+                    help="only write the Markdown table again from a recorded JSON (replaces the "
+             "file: text added below the table is lost)")
     args = ap.parse_args()
     src = os.path.abspath(args.src)
+    sys.path.insert(0, HERE)
+    from bench_cute_examples import SOURCES, missing_sources
+    missing = missing_sources(src, SOURCES[:3])
+    if missing and not args.table_from:
+        print(f"bench_reduced_cost: {src} lacks {', '.join(missing)} (the example sources, "
+              "named as bench_cute_examples.py reads them)", file=sys.stderr)
+        return 2
     if args.table_from:
         rec = json.load(open(args.table_from))
         path = os.path.join(HERE, "results", args.out + ".md")
