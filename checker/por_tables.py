@@ -108,7 +108,7 @@ class PorTables:
     try_tok: Table
     #: per agent: ``Footprints.tokens`` in bit order (sorted)
     tokens: tuple
-    #: per agent: ``len(tokens)``, or -1 where more than ``MAX_TOKENS`` (no known rows)
+    #: per agent: ``len(tokens)``, or -1 where ``tabled_tokens`` says no (no known rows)
     n_tok: tuple
     #: ``Footprints.known_segment`` per agent, for each pc and each non-empty mask of
     #: its tokens known to be 0 (row ``pc * 2**n_tok + mask``; mask 0 rows are empty):

@@ -22,9 +22,9 @@ a walk goes over (pc, try_wait tokens known to be 0) with the known segments tab
 state; a disabled warp's enablers are asked back through a callback (``_Ctx._enablers``),
 and so is any requirement where the C does not answer (``_Ctx._block_requirement``).  A
 state the C does not take (more than 256 units, an object outside the tables, a
-requirement with more than 32 sets, a token known 0 in a warp with more than
-``por_tables.MAX_TOKENS``) raises ``SettleUnavailable``: the reducer runs the Python
-closure for that seed and counts it.
+requirement with more than 32 sets, a token known 0 in a warp whose known segments are
+not tabled, ``por_tables.tabled_tokens``) raises ``SettleUnavailable``: the reducer runs
+the Python closure for that seed and counts it.
 
 Compiled once per machine (the source does not depend on the kernel: the tables are
 data), with the native engine's compiler and cache (``build``).
