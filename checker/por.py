@@ -28,10 +28,12 @@ commute, and so on (table ``_COMMUTE``); everything else on a shared object conf
 Some pairs commute only in the current state (``_Ctx.stubborn``): arrivals at one
 mbarrier or named barrier that units outside T cannot complete on their own
 (``_settle_free``, ``_nb_settle_free``; for ``bar.sync 0`` an exit counts as an arrival),
-an exit that cannot be its CTA's last (``_holders``), uses of a barrier array whose init
-no later promotion can change (``_saturated``), a CTA-wide ``bar.sync`` arrival that
-cannot complete even with everything outside T (its visibility footprint shrinks to
-release flags, "MR"), and an init while no promotion can happen (``_init_settles``).
+an exit that cannot be its CTA's last (``_holders``), an exit of T before another unit's
+check of whether its CTA exited (one way only: ``_Ctx._conflict``, EXIT_READS_COMMUTE),
+uses of a barrier array whose init no later promotion can change (``_saturated``), a
+CTA-wide ``bar.sync`` arrival that cannot complete even with everything outside T (its
+visibility footprint shrinks to release flags, "MR"), and an init while no promotion can
+happen (``_init_settles``).
 A wait on a counted named barrier stays blocked while the warps outside T that have not
 arrived cannot make up the count; a ``try_wait`` whose phase cannot complete before T
 moves returns 0, and a walk then takes the failing side of a branch on its token
@@ -2128,13 +2130,31 @@ class _Ctx:
     def _conflict(self, v: tuple, pairs: Iterable, holders: dict, free: set, T: set,
                   futures: dict) -> bool:
         """Does some operation of unit v's future (``modes`` on ``obj``) conflict with an
-        operation of an enabled step of T on it (``ms``)?  ``pairs``: (obj, modes, ms)."""
+        operation of an enabled step of T on it (``ms``)?  ``pairs``: (obj, modes, ms).
+
+        EXIT_READS_COMMUTE: v's reads of whether a CTA has exited (remote arrivals,
+        landings, TMA stores, peer tensor-memory operations) never conflict with T's
+        exits, in this direction only.  The flag only grows (a warp that exits stays
+        done: ``System.exited``) and only violation checks read it, so taking T's exit
+        before v's reads can only make one of them fail: the run with the exit first is
+        a run of the model that ends in a violation, where the order with the exit last
+        reaches the same state or fails the same check later.  Every violation and
+        deadlock of the full graph is still matched by one of the reduced graph (the
+        induction on the remaining run length goes through: the exit first gives a
+        shorter run to a violation).  The other direction stays a conflict: an exit
+        outside T (v) may make a read of T fail, which taking T's read first would lose.
+        (The lifted 2x2 Hopper GEMM: the idle producer warps' exits conflicted with
+        every peer's remote arrivals, so they stayed in every set to the end, 2^12
+        orders of them.)"""
         for obj, modes, ms in pairs:
             if not ms or not modes:
                 continue
             for mode in modes:
-                if obj[0] == "exit" and mode == "W" and holders.get(obj[1], set()) - {v[1]}:
-                    continue  # not the CTA's last exit
+                if obj[0] == "exit":
+                    if mode == "R":
+                        continue  # see EXIT_READS_COMMUTE
+                    if mode == "W" and holders.get(obj[1], set()) - {v[1]}:
+                        continue  # not the CTA's last exit
                 if obj[0] == "arr" and mode != "W" and "W" not in ms and self._saturated(obj):
                     continue
                 if (obj[0] == "arr" and mode in ("M", "MR") and ms <= {"W", "MR", "R"}

@@ -1072,6 +1072,10 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
             int64_t p = out->fp[k], o = p / nm, mode = p % nm;
             if (!tobj[o]) continue;
             int kind = c->obj_kind[o];
+            /* whether a CTA has exited is read only by violation checks, and only grows:
+             * an exit of T taken first can only make such a read fail (EXIT_READS_COMMUTE
+             * in checker/por.py) */
+            if (kind == 2 && mode == c->m_R) continue;
             if (kind == 2 && mode == c->m_W) {
                 uint64_t *h = holders[c->obj_arg[o]];
                 int other_holder = 0;
