@@ -11,6 +11,10 @@ agree (verdict, property, states, transitions, depth) and records states per sec
   the search, and the replay of a counterexample through the concrete model);
 * explicit: states / seconds of ``check_explicit(..., reduce=False)``.
 
+A search of under 10 ms is run ``REPEATS`` times in both engines and the best time is
+recorded (the first one too, in the JSON): a freshly loaded C object's first call pays
+its page faults, which on a 16-state search is 30 times the search.
+
 Results go to ``bench/results/native.json`` and ``bench/results/native.md``.  A
 benchmark, not a test: it records what it measures, disagreements included.
 
@@ -30,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT / "tests"))
+#: runs of a search under 10 ms (the best is recorded; the first too)
+REPEATS = 5
 
 
 def run(path: Path, max_states: int, timeout: float) -> dict:
@@ -48,7 +54,20 @@ def run(path: Path, max_states: int, timeout: float) -> dict:
     got = (v.status, v.prop, v.stats.states, v.stats.transitions, v.depth)
     want = (w.status, w.prop, w.stats.states, w.stats.transitions, w.depth)
     search = v.stats.extra.get("search_seconds") or 0.0
+    # a search of under 10 ms is timed again, warm, best of REPEATS, in both engines: the
+    # first call into a freshly loaded object pays its page faults (s3-bug, 16 states:
+    # 67 us the first time, 2 us after), and the explicit engine's first run its caches
+    search_first, explicit_first = search, explicit_total
+    if search < 0.01:
+        for _ in range(REPEATS - 1):
+            again = check_native(system, max_states=max_states, timeout=timeout)
+            search = min(search, again.stats.extra.get("search_seconds") or search)
+        for _ in range(REPEATS - 1):
+            t0 = time.perf_counter()
+            check_explicit(system, max_states=max_states, timeout=timeout, reduce=False)
+            explicit_total = min(explicit_total, time.perf_counter() - t0)
     return {
+        "native_search_first_s": search_first, "explicit_first_s": round(explicit_first, 6),
         "file": str(path.relative_to(ROOT)), "status": v.status, "property": v.prop,
         "native_reason": v.reason, "explicit_reason": w.reason,
         "states": v.stats.states, "explicit_states": w.stats.states,
@@ -56,7 +75,7 @@ def run(path: Path, max_states: int, timeout: float) -> dict:
         "native_search_s": search, "native_total_s": round(native_total, 3),
         "native_encode_s": v.stats.extra.get("encode_seconds"),
         "native_compile_s": v.stats.extra.get("compile_seconds"),
-        "explicit_s": round(explicit_total, 3),
+        "explicit_s": round(explicit_total, 6),
         "native_search_states_per_s": round(v.stats.states / search) if search else None,
         "native_total_states_per_s": round(v.stats.states / native_total),
         "explicit_states_per_s": round(w.stats.states / explicit_total),
@@ -98,7 +117,9 @@ def markdown(meta: dict, rows: list[dict]) -> str:
            "C printing and compiling or the cached object, search, replay; `encode`: the "
            "sample, templates and C printing; `compile`: the C compiler or the cache); "
            "`explicit`: "
-           "`check_explicit(reduce=False)`.  `agree`: verdict, property, states, "
+           "`check_explicit(reduce=False)`.  A search of under 10 ms is timed as the best "
+           f"of {REPEATS} runs in both engines (a freshly loaded C object's first call pays "
+           "its page faults).  `agree`: verdict, property, states, "
            "transitions and depth equal.", "",
            "| example | verdict | states | agree | native search st/s | native total st/s "
            "| explicit st/s | search speed-up | total speed-up | native total s | "

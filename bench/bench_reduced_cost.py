@@ -31,6 +31,8 @@ CONFIGS = [
     "hopper dense_gemm_persistent 2x1, 6 stages, 4 k-tiles, 2 tiles",
     "hopper dense_gemm_persistent 2x1, 8 stages, 8 k-tiles, 2 tiles",
     "hopper dense_gemm_persistent 2x2, 4 stages, 4 k-tiles, 2 tiles",
+    "hopper dense_gemm_persistent 2x1, 6 stages, 8 k-tiles, 2 tiles",
+    "hopper dense_gemm_persistent 2x2, 6 stages, 8 k-tiles, 2 tiles",
     "blackwell dense_gemm_persistent 2-CTA 2x1, 4 k-tiles, 2 tiles",
     "blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 2 k-tiles, 3 tiles",
     "blackwell dense_gemm_persistent_dynamic (CLC) 2x1, 4 k-tiles, 2 tiles",

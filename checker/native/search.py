@@ -298,7 +298,7 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
             lib.pp_set_reduce(1 if safe else 0)
             st = lib.pp_search(max_states, left, 1 if not enc.acyclic or safe else 0,
                                PRIORITY.get("deadlock", 99))
-            stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 4)
+            stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 6)
             if st != ST_OVERFLOW:
                 break
             # a step left the encoding: see on the concrete model which keys it overflowed
