@@ -177,6 +177,11 @@ def shortest_note(v: Verdict) -> str:
     ("" when it is: breadth-first, certified, or confirmed by the search without the
     reduction that found it)."""
     st = v.stats
+    if st.engine == "swarm":
+        return (f"found by a random run ({st.extra.get('reduced_length', v.depth)} steps, "
+                "needless ones dropped); a shorter counterexample may exist: "
+                f"{option('engine', 'explicit')} finds a shortest one where its search "
+                "gets that deep")
     how = ("found with chained steps" if st.engine == "bmc"
            else "found with partial-order reduction")
     search = "single-step search" if st.engine == "bmc" else "unreduced search"
@@ -296,7 +301,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
             close(client)
     if dask is not None:
         symbolic_params = False  # each value of a range is one task
-    if smt2 and engine in ("explicit", "native"):
+    if smt2 and engine in ("explicit", "native", "swarm"):
         raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
     kw = dict(engine=engine, depth=depth, timeout=timeout, max_states=max_states,
@@ -421,6 +426,10 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                                    progress=progress, symmetry=reduce)
         except NativeUnavailable as e:
             raise ConfigError(str(e)) from None
+    elif engine == "swarm":
+        from .checker.swarm import check_swarm
+
+        verdict = check_swarm(system, timeout=timeout, progress=progress)
     elif engine in ("bmc", "auto"):  # auto with --smt2 or without the certificate: BMC
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 
@@ -910,7 +919,7 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
     if dask is not None and engine not in ("auto", "explicit"):
         raise ConfigError(f"{option('dask')} searches one configuration with the explicit "
                           f"engine's search; {option('engine', engine)} runs in one process")
-    if smt2 and engine in ("explicit", "native"):
+    if smt2 and engine in ("explicit", "native", "swarm"):
         raise ConfigError(f"{option('smt2')} writes BMC's query; the {engine} engine has "
                           f"none (use {option('engine', 'bmc')})")
     before = _mtime(smt2)

@@ -324,13 +324,15 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
     what.add_argument("--param-values", action="store_true",
                    help="check every value of a --param range on its own, never "
                         "symbolically")
-    lim.add_argument("--engine", choices=("auto", "bmc", "explicit", "native"),
+    lim.add_argument("--engine", choices=("auto", "bmc", "explicit", "native", "swarm"),
                    default="auto",
                    help="verification engine: bmc (z3 bounded model checking with a "
                         "certified enumeration, starvation lassos), explicit (exhaustive "
                         "breadth-first search with reductions), native (the explicit "
                         "search without reductions, compiled to C; needs cffi and a C "
-                        "compiler) or auto (default): a quick explicit search in this "
+                        "compiler), swarm (1,000 random runs, each with its own warp "
+                        "speeds: finds deep violations a search does not reach, proves "
+                        "nothing) or auto (default): a quick explicit search in this "
                         "process (50,000 states, 2 s of CPU; not beside stubborn sets), "
                         "then BMC's certificate where it decides, else the explicit "
                         "engine, else BMC's unrolling with the time left (plain bmc with "

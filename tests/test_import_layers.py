@@ -49,7 +49,7 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
     ("the symbolic encoding and the reductions",
      {"por", "por_tables", "safesteps", "symbolic", "invariants", "evalgraph", "certificate", "unrolling",
       "chain", "native", "native.ccode", "native.build", "native.porwalk"}),
-    ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed"}),
+    ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed", "swarm"}),
     ("the portfolio", {"portfolio"}),
 ]
 
