@@ -2136,12 +2136,12 @@ class _Ctx:
         landings, TMA stores, peer tensor-memory operations) never conflict with T's
         exits, in this direction only.  The flag only grows (a warp that exits stays
         done: ``System.exited``) and only violation checks read it, so taking T's exit
-        before v's reads can only make one of them fail: the run with the exit first is
-        a run of the model that ends in a violation, where the order with the exit last
-        reaches the same state or fails the same check later.  Every violation and
-        deadlock of the full graph is still matched by one of the reduced graph (the
-        induction on the remaining run length goes through: the exit first gives a
-        shorter run to a violation).  The other direction stays a conflict: an exit
+        before v's reads can only make one of them fail.  Either both orders reach the
+        same state, or the one with the exit first is a run of the model that ends in a
+        violation, sooner than the other.  Every violation and deadlock of the full
+        graph is still matched by one of the reduced graph (the induction on the
+        remaining run length goes through: the exit first gives a shorter run to a
+        violation).  The other direction stays a conflict: an exit
         outside T (v) may make a read of T fail, which taking T's read first would lose.
         (The lifted 2x2 Hopper GEMM: the idle producer warps' exits conflicted with
         every peer's remote arrivals, so they stayed in every set to the end, 2^12
