@@ -28,6 +28,7 @@ import random
 import time
 from typing import Any, Callable, Optional
 
+from ..model.errors import option
 from ..model.system import System
 from .properties import DEADLOCK_MSG
 from .shorten import SHORTEN_TIMEOUT, shorten
@@ -107,7 +108,8 @@ def check_swarm(system: System, runs: int = RUNS, depth: int = DEPTH, seed: int 
              if ended_at_depth else "")
     return Verdict(UNKNOWN, reason=f"no violation or deadlock in {done_runs} random runs"
                    f"{cut}, the longest {max_depth} steps{bound}; random runs prove "
-                   "nothing (use --engine auto or explicit for a proof)",
+                   f"nothing (use {option('engine', 'auto')} or {option('engine', 'explicit')} for a "
+                   "proof)",
                    stats=stats, depth=max_depth)
 
 
