@@ -106,10 +106,10 @@ def check_swarm(system: System, runs: int = RUNS, depth: int = DEPTH, seed: int 
     cut = "" if done_runs == runs else f" (of {runs}: timeout after {timeout:.0f} s)"
     bound = (f"; {ended_at_depth} stopped at the bound of {depth} steps"
              if ended_at_depth else "")
+    proof = f"{option('engine', 'auto')} or {option('engine', 'explicit')}"
     return Verdict(UNKNOWN, reason=f"no violation or deadlock in {done_runs} random runs"
                    f"{cut}, the longest {max_depth} steps{bound}; random runs prove "
-                   f"nothing (use {option('engine', 'auto')} or {option('engine', 'explicit')} for a "
-                   "proof)",
+                   f"nothing (use {proof} for a proof)",
                    stats=stats, depth=max_depth)
 
 
