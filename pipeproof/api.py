@@ -136,6 +136,11 @@ class CheckResult:
                          f"{option('engine', 'auto')}, may decide it: the explicit engine's "
                          "partial-order reduction reaches the end of runs that the "
                          "unrolling does not)")
+        unsupported = (v.reason or "").startswith("unsupported")
+        if v.status == "UNKNOWN" and self.engine != "swarm" and not unsupported:
+            # a bug deeper than the search reached can still be found by random runs
+            lines.append(f"  ({option('engine', 'swarm')} looks for violations deeper than "
+                         "a search reaches, by random runs; it proves nothing)")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             note = shortest_note(v)
