@@ -16,10 +16,10 @@ almost never does.  A run ends at a violating step, at a deadlock (no step enabl
 warp not exited), when every warp has exited, or at ``depth`` steps.
 
 A violation or deadlock found is a run of the model: it is replayed through the concrete
-model and its needless steps are dropped (``shorten``), and it is reported as not
-necessarily the shortest.  Finding none proves nothing: the answer is then ``UNKNOWN``
-with the number of runs, never ``PROVEN``.  Starvation is not looked for.  Runs are
-reproducible: run ``i`` draws from ``random.Random(seed * 1_000_003 + i)``.
+model, its needless steps are dropped (``explicit.drop_needless_steps``), and it is
+reported as not necessarily the shortest.  Finding none proves nothing: the answer is
+then ``UNKNOWN`` with the number of runs, never ``PROVEN``.  Starvation is not looked
+for.  Runs are reproducible: run ``i`` draws from ``random.Random(seed * 1_000_003 + i)``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 from ..model.errors import option
 from ..model.system import System
 from .properties import DEADLOCK_MSG
-from .shorten import SHORTEN_TIMEOUT, shorten
+from .explicit import drop_needless_steps
 from .statespace import Explorer
 from .verdict import UNKNOWN, VIOLATED, Stats, Verdict
 
@@ -127,9 +127,6 @@ def _report(system: System, ex: Explorer, path: list, viol: tuple, stuck: Any,
     stats.extra.update(run=run, runs=run + 1, shortest=False, reduced_length=len(path))
     v = Verdict(VIOLATED, viol[0], trace.detail or viol[1], trace, depth=len(path),
                 stats=stats)
-    short = shorten(system, trace.steps, viol[0], time.perf_counter() + SHORTEN_TIMEOUT)
-    if short is not None:
-        short.stats = stats
-        v = short
+    v = drop_needless_steps(system, v)
     v.stats.seconds = time.perf_counter() - t0
     return v

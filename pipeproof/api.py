@@ -183,8 +183,9 @@ def shortest_note(v: Verdict) -> str:
     reduction that found it)."""
     st = v.stats
     if st.engine == "swarm":
-        return (f"found by a random run ({st.extra.get('reduced_length', v.depth)} steps, "
-                "needless ones dropped); a shorter counterexample may exist: "
+        return (f"found by a random run of {st.extra.get('reduced_length', v.depth)} steps, "
+                f"{v.depth} once the steps it does not need are dropped; a shorter "
+                "counterexample may exist: "
                 f"{option('engine', 'explicit')} finds a shortest one where its search "
                 "gets that deep")
     how = ("found with chained steps" if st.engine == "bmc"

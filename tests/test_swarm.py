@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,17 +17,12 @@ from hypothesis import given, settings
 import generators as G
 from helpers import NO_DEADLINE
 from pipeproof.checker.explicit import check_explicit
-from pipeproof.checker.shorten import counterexample_end
-from pipeproof.checker.statespace import Explorer
 from pipeproof.checker.swarm import check_swarm
 from pipeproof.model.errors import ConfigError
+from test_por import _is_counterexample
 from test_reduction_hypothesis import SETTINGS
 
 EX = Path(__file__).resolve().parent.parent / "examples"
-
-
-def _is_counterexample(system: Any, steps: list, prop: str) -> bool:
-    return counterexample_end(Explorer(system, symmetry=False), steps, prop) is not None
 
 
 @pytest.mark.parametrize("name", ["bugs/p1-bug.pipe", "bugs/p4-bug.pipe", "bugs/p9-bug.pipe",
@@ -59,6 +53,8 @@ def test_runs_are_reproducible_and_the_seed_varies_them() -> None:
     a = check_swarm(G.build_system(src), runs=20, seed=3, timeout=NO_DEADLINE)
     b = check_swarm(G.build_system(src), runs=20, seed=3, timeout=NO_DEADLINE)
     assert a.trace.steps == b.trace.steps and a.stats.extra["run"] == b.stats.extra["run"]
+    c = check_swarm(G.build_system(src), runs=20, seed=4, timeout=NO_DEADLINE)
+    assert (c.stats.extra["run"], c.trace.steps) != (a.stats.extra["run"], a.trace.steps)
 
 
 def test_the_depth_bound_ends_a_run() -> None:
