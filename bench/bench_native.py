@@ -12,9 +12,10 @@ agree (verdict, property, states, transitions, depth) and records states per sec
 * explicit: states / seconds of ``check_explicit(..., reduce=False)``.
 
 A search of under 10 ms is run ``REPEATS`` times in both engines and the best time is
-recorded (the first one too, in the JSON).  Every native run loads a freshly generated
-object whose first call pays its page faults (about 0.1 ms): on searches of a few dozen
-states that, not the search, is most of the native time.
+recorded (the first one too, in the JSON).  The native repeats print the same C and
+reuse the object the first run loaded (``build.loaded``); the first run's search also
+pays that object's page faults (tens of microseconds: on a search of a few dozen
+states, more than the search).
 
 Results go to ``bench/results/native.json`` and ``bench/results/native.md``.  A
 benchmark, not a test: it records what it measures, disagreements included.
@@ -56,9 +57,8 @@ def run(path: Path, max_states: int, timeout: float) -> dict:
     want = (w.status, w.prop, w.stats.states, w.stats.transitions, w.depth)
     search = v.stats.extra.get("search_seconds") or 0.0
     # a search of under 10 ms is timed again, best of REPEATS, in both engines: timer
-    # noise.  Each native run loads its own freshly generated object, whose first call pays
-    # its page faults (s3-bug, 16 states: 67 us, against 2 us for a second call into the
-    # same object), so about 0.1 ms a search stays in every run
+    # noise, and the first native run's page faults in the object it loaded (s3-bug, 16
+    # states: about 90 us the first time, 18 us again)
     search_first, explicit_first = search, explicit_total
     if search < 0.01:
         for _ in range(REPEATS - 1):
@@ -120,8 +120,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
            "sample, templates and C printing; `compile`: the C compiler or the cache); "
            "`explicit`: "
            "`check_explicit(reduce=False)`.  A search of under 10 ms is timed as the best "
-           f"of {REPEATS} runs in both engines; each native run's first call into its freshly "
-           "loaded object pays its page faults, about 0.1 ms.  `agree`: verdict, property, states, "
+           f"of {REPEATS} runs in both engines (the native repeats reuse the object the first "
+           "run loaded; the first runs' times are in the JSON).  `agree`: verdict, property, states, "
            "transitions and depth equal.", "",
            "| example | verdict | states | agree | native search st/s | native total st/s "
            "| explicit st/s | search speed-up | total speed-up | native total s | "

@@ -43,7 +43,7 @@ from typing import Any
 import z3
 
 from pipeproof.checker.concrete import ConcreteRunner
-from pipeproof.checker.native.build import core_source, load
+from pipeproof.checker.native.build import core_source, loaded
 from pipeproof.checker.native.ccode import TermPrinter, Unsupported, generate
 from pipeproof.checker.native.search import ST_DONE, ST_OVERFLOW, _path, _Shape
 from pipeproof.checker.properties import PRIORITY
@@ -217,14 +217,14 @@ def final_encoding(system: System, max_states: int = 1_000_000,
     for _ in range(13):
         enc = shape.encoding()
         prog = generate(enc, core_source(), [])
-        _ffi, lib = load(prog.source)
-        st = lib.pp_search(max_states, timeout, 0, PRIORITY.get("deadlock", 99))
-        if st != ST_OVERFLOW:
-            ref = Reference(lib.pp_nstates(), lib.pp_ntrans(), st == ST_DONE)
+        with loaded(prog.source) as (_ffi, lib):
+            st = lib.pp_search(max_states, timeout, 0, PRIORITY.get("deadlock", 99))
+            if st != ST_OVERFLOW:
+                ref = Reference(lib.pp_nstates(), lib.pp_ntrans(), st == ST_DONE)
+                lib.pp_free()
+                return enc, ref
+            steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
             lib.pp_free()
-            return enc, ref
-        steps = _path(lib, prog, lib.pp_ovf_state()) + [prog.steps[lib.pp_ovf_tid()]]
-        lib.pp_free()
         states, _ = ConcreteRunner(system).run(steps)
         if not shape.widen(enc, states[-1]):
             break

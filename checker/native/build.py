@@ -8,15 +8,17 @@ UNKNOWN verdict, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 #: the functions of ``bfs.c`` the engine calls
 CDEF = """
@@ -177,11 +179,28 @@ def _compile(cc: str, sources: list[str], tmp: Path, out: Path,
                               f"{_tail(r.stderr)}")
 
 
-def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
-    """(ffi, library) of ``source``, compiled unless the cache has it; a compile that
-    takes longer than ``timeout`` seconds is stopped (``BuildFailed``).  The source's
-    units (``split_units``) are compiled by ``jobs()`` compiler processes at once (one
-    file by default)."""
+#: objects loaded in this process, by path, the most recently used last: a kernel checked
+#: again reuses its library (cffi resolves a function on its first call through a new
+#: handle: tens of us each, and the first calls pay the object's page faults)
+_OPEN: dict[str, Any] = {}
+#: libraries kept loaded while no search uses them
+OPEN_KEPT = 8
+#: paths whose library a search is using now (its globals hold that search's state)
+_BUSY: set[str] = set()
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def loaded(source: str, timeout: Optional[float] = None) -> Iterator[tuple[Any, Any]]:
+    """(ffi, library) of ``source`` for the ``with`` block, compiled unless the cache has
+    it; a compile that takes longer than ``timeout`` seconds is stopped (``BuildFailed``).
+    The source's units (``split_units``) are compiled by ``jobs()`` compiler processes at
+    once (one file by default).
+
+    The search keeps its state in the library's globals, and the dynamic loader gives
+    one copy of them per path: while one block uses a library, another thread that asks
+    for the same source gets a private copy of the object (loaded from a file of its
+    own), never the globals of a search in progress."""
     ffi = _ffi()
     cc = compiler()
     digest = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
@@ -193,8 +212,39 @@ def load(source: str, timeout: Optional[float] = None) -> tuple[Any, Any]:
             out = Path(tmp) / "k.so"
             _compile(cc, split_units(source, jobs()), Path(tmp), out, timeout)
             os.replace(out, so)  # atomic: a concurrent build leaves one complete file
+    key = str(so)
+    with _LOCK:
+        private = key in _BUSY
+        if not private:
+            _BUSY.add(key)
+    if private:
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            copy = Path(tmp) / so.name
+            shutil.copyfile(so, copy)
+            lib = _dlopen(ffi, copy)  # mapped: the file may go
+        try:
+            yield ffi, lib
+        finally:
+            ffi.dlclose(lib)
+        return
     try:
-        return ffi, ffi.dlopen(str(so))
+        with _LOCK:
+            lib = _OPEN.pop(key, None)
+        if lib is None:
+            lib = _dlopen(ffi, so)
+        with _LOCK:
+            _OPEN[key] = lib  # the most recent last
+            for old in [k for k in _OPEN if k not in _BUSY][:-OPEN_KEPT]:
+                del _OPEN[old]  # unloaded once unreferenced
+        yield ffi, lib
+    finally:
+        with _LOCK:
+            _BUSY.discard(key)
+
+
+def _dlopen(ffi: Any, path: Path) -> Any:
+    try:
+        return ffi.dlopen(str(path))
     except OSError as e:
         raise BuildFailed(f"loading the native successor function failed: {e}") from e
 

@@ -68,19 +68,76 @@ class Dag:
     their ids, read from z3 once.  z3 shares equal terms, so the templates of a kernel
     share most of their nodes, and each call through z3's Python API costs microseconds:
     asking once per program instead of once per transition is most of the printing time.
-    ``tmpl`` holds ``_Fn``'s code of each node with its children as placeholders."""
+    ``tmpl`` holds ``_Fn``'s code of each node with its children as placeholders.
+
+    The children of a commutative operator are put in the order of their structural
+    digests (``digest``), so that equal templates print as equal C.  ``z3.simplify``
+    orders such operands by AST id, and ids depend on which terms earlier work left
+    alive: without this, a second check of the same kernel in one process printed
+    other C, and compiled it again."""
 
     def __init__(self) -> None:
         self.nodes: dict[int, tuple[Any, list[Any], tuple[int, ...]]] = {}
         self.tmpl: dict[int, tuple[Optional[str], str]] = {}
+        #: id -> (commutative?, z3's hash of the declaration, children, their ids)
+        self._raw: dict[int, tuple[bool, int, list[Any], tuple[int, ...]]] = {}
+        self._digest: dict[int, int] = {}
+
+    def _read(self, nid: int, t: Any) -> tuple[bool, int, list[Any], tuple[int, ...]]:
+        r = self._raw.get(nid)
+        if r is None:
+            if z3.is_app(t):
+                d = t.decl()
+                kids = [t.arg(i) for i in range(t.num_args())]
+                r = (len(kids) > 1 and d.kind() in _COMMUTATIVE, d.hash(), kids,
+                     tuple(k.get_id() for k in kids))
+            else:
+                r = (False, t.hash(), [], ())
+            self._raw[nid] = r
+        return r
+
+    def digest(self, nid: int, t: Any) -> int:
+        """A hash of the term's structure, blind to the order of commutative operands:
+        the declaration (z3 hashes its name, parameters and sorts) and the operands'
+        digests, sorted where the operator commutes."""
+        memo = self._digest
+        todo = [(nid, t)]
+        while todo:
+            i, n = todo[-1]
+            if i in memo:
+                todo.pop()
+                continue
+            comm, dh, kids, ids = self._read(i, n)
+            missing = [(ids[j], kids[j]) for j in range(len(kids)) if ids[j] not in memo]
+            if missing:
+                todo.extend(missing)
+                continue
+            todo.pop()
+            ds = [memo[j] for j in ids]
+            memo[i] = hash((dh, tuple(sorted(ds)) if comm else tuple(ds)))
+        return memo[nid]
 
     def node(self, nid: int, t: Any) -> tuple[Any, list[Any], tuple[int, ...]]:
         r = self.nodes.get(nid)
         if r is None:
-            kids = [t.arg(i) for i in range(t.num_args())] if z3.is_app(t) else []
-            r = (t, kids, tuple(k.get_id() for k in kids))
+            comm, _dh, kids, ids = self._read(nid, t)
+            if comm:
+                keyed = sorted((self.digest(ids[j], kids[j]), j) for j in range(len(kids)))
+                if len({d for d, _ in keyed}) < len(keyed):  # equal digests: the text
+                    keyed = sorted((self.digest(ids[j], kids[j]), kids[j].sexpr(), j)
+                                   for j in range(len(kids)))
+                order = [e[-1] for e in keyed]
+                kids, ids = [kids[j] for j in order], tuple(ids[j] for j in order)
+            r = (t, kids, ids)
             self.nodes[nid] = r
         return r
+
+
+#: operators whose operands may be printed in any order (C's ``&&``/``||`` included: the
+#: operands are temporaries already computed, so the order changes no side effect)
+_COMMUTATIVE = frozenset((
+    _K.Z3_OP_AND, _K.Z3_OP_OR, _K.Z3_OP_XOR, _K.Z3_OP_EQ, _K.Z3_OP_DISTINCT,
+    _K.Z3_OP_BADD, _K.Z3_OP_BMUL, _K.Z3_OP_BAND, _K.Z3_OP_BOR, _K.Z3_OP_BXOR))
 
 
 class TermPrinter:

@@ -37,6 +37,7 @@ unfinished reduced search claims nothing about bounded runs.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -54,7 +55,7 @@ from ..statespace import Explorer, symmetric_groups
 from ..symbolic import (Encoding, bits_for, join_ranges, pool_key_name, same_shape,
                         sample_ranges)
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
-from .build import BuildFailed, NativeUnavailable, core_source, load
+from .build import BuildFailed, NativeUnavailable, core_source, loaded
 from .ccode import Program, Unsupported, generate
 
 ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM = range(6)
@@ -271,6 +272,15 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
     perms = cta_automorphisms(system) if cta_symmetry and acyclic and not safe_steps else []
     if perms:
         stats.extra["cta_automorphisms"] = len(perms) + 1
+    with contextlib.ExitStack() as libs:
+        return _check(system, max_states, timeout, safe_steps and acyclic, groups, perms,
+                      stats, t0, libs)
+
+
+def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
+           groups: list, perms: list, stats: Stats, t0: float,
+           libs: contextlib.ExitStack) -> Verdict:
+    """``check_native``'s search, its libraries held by ``libs``."""
     try:
         shape = _Shape(system, groups, perms)
         restarts = 0
@@ -284,20 +294,22 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
                 stats.extra["cta_symmetry_off"] = str(e)
                 stats.extra.pop("cta_automorphisms", None)
             safe: dict[int, frozenset[int]] = {}
-            if safe_steps and acyclic:
+            if safe_steps:
                 safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
             prog = generate(enc, core_source(), blocks, safe, sources)
             t_build = time.perf_counter()
-            ffi, lib = load(prog.source, timeout - (t_build - t0))
+            ffi, lib = libs.enter_context(loaded(prog.source, timeout - (t_build - t0)))
             # sampling ranges, building the templates and proving safe points;
             # compiling (or the cache)
             stats.extra["encode_seconds"] = round(t_build - t0, 3)
             stats.extra["compile_seconds"] = round(time.perf_counter() - t_build, 3)
             left = max(timeout - (time.perf_counter() - t0), 0.01)
+            # cffi looks a function up on its first call through a handle: not search
+            set_reduce, search = lib.pp_set_reduce, lib.pp_search
             search_t0 = time.perf_counter()
-            lib.pp_set_reduce(1 if safe else 0)
-            st = lib.pp_search(max_states, left, 1 if not enc.acyclic or safe else 0,
-                               PRIORITY.get("deadlock", 99))
+            set_reduce(1 if safe else 0)
+            st = search(max_states, left, 1 if not enc.acyclic or safe else 0,
+                        PRIORITY.get("deadlock", 99))
             stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 6)
             if st != ST_OVERFLOW:
                 break
