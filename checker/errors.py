@@ -26,5 +26,5 @@ class Timeout(Exception):
 
 class SetupTimeout(Exception):
     """The deadline passed while an engine prepared its search (the partial-order
-    reduction's static footprints, ``checker/por.py``: seconds on a program of thousands
+    reduction's static footprints, ``checker/por/``: seconds on a program of thousands
     of instructions); the engine answers UNKNOWN."""

@@ -49,7 +49,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
 
     ``reduce`` enables symmetry reduction (identical warps of a CTA are interchangeable,
     which preserves path lengths exactly) and explores a step alone when nothing any
-    other warp ever does can interfere with it (``checker/por.py``).  The second
+    other warp ever does can interfere with it (``checker/por/``).  The second
     reduction preserves every verdict but may lengthen counterexamples, so when it finds
     a violation of length D the engine confirms the shortest one with a search without
     it, bounded to depth D, for at most ``confirm_timeout`` seconds (if that search

@@ -4,7 +4,7 @@ other actor does, proven by z3 over the encoding's own transition templates.
 ``checker/certificate.py`` certifies an enumerated state set as an inductive invariant.
 Unreduced, the sets of multi-CTA kernels are too large (p9-fixed: 1,554,128 classes of
 symmetric states); following one warp's safe step alone wherever there is one (the
-explicit engine's "safe steps", ``checker/por.py`` ``Reducer.safe_step``) shrinks them
+explicit engine's "safe steps", ``checker/por/`` ``Reducer.safe_step``) shrinks them
 30-fold.  Here that reduction is not taken on trust: the program points it uses are
 checked by z3 first, and ``certificate.certify_reduced`` checks the rest.
 

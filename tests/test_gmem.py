@@ -124,7 +124,7 @@ def test_deadlock_names_the_flag_and_the_value():
     (serial(wait="lock.wait_eq(0, k + 1)"), "VIOLATED"),
 ], ids=["ok", "race", "deadlock"])
 def test_partial_order_reduction_keeps_the_verdict(por, case, expect):
-    """The reduction knows the flags' and global regions' conflicts (checker/por.py)."""
+    """The reduction knows the flags' and global regions' conflicts (checker/por/)."""
     assert check(case, engine="explicit", por=por, params={"splits": 3}).status == expect
 
 

@@ -1,5 +1,5 @@
 """The native stubborn-set closure (``checker/native/porwalk.c`` ``pw_stubborn``) against
-the Python one (``por._Ctx.stubborn``): in every state of bounded searches with the
+the Python one (``por.Closure.stubborn``): in every state of bounded searches with the
 partial-order reduction, every seed the reducer tries gives the same answer (the same
 stubborn set, or none) in C.  States it does not take (``SettleUnavailable``) are
 counted and must not occur on these kernels.  Skipped without cffi or a C compiler."""
@@ -16,7 +16,7 @@ from por_cases import ROOT, cases, others
 from pipeproof.checker import por
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
-from pipeproof.checker.por_tables import build
+from pipeproof.checker.por.tables import build
 
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
@@ -31,7 +31,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any,
              source: Any = None) -> tuple[int, int]:
     from pipeproof.checker.native.porwalk import NativeClosure, SettleUnavailable
 
-    orig = por._Ctx.stubborn
+    orig = por.Closure.stubborn
     natives: dict = {}
     seen = [0, 0]
 
@@ -51,7 +51,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any,
 
     with monkeypatch.context() as m:
         m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
-        m.setattr(por._Ctx, "stubborn", stubborn)
+        m.setattr(por.Closure, "stubborn", stubborn)
         if source is None:
             source = (ROOT / "examples" / name).read_text()
         system = G.build_system(source, params)

@@ -4,7 +4,7 @@ counterexample length with the reduction as without it.
 
 The reduction is what makes the 2x2-cluster and 2-CTA skeletons finish (thousands of
 states instead of millions), so its commutation rules for exits, named barriers and
-init visibility (checker/por.py) are checked here on the programs they were made for,
+init visibility (checker/por/) are checked here on the programs they were made for,
 not only on generated ones (tests/test_por.py).
 """
 
@@ -99,7 +99,7 @@ def test_k1_mutants_agree_with_the_full_interleaving(name: str, old: Optional[st
 
 #: one-CTA examples where ``--por auto`` turns the stubborn sets on (10 or more warps):
 #: CTA-wide bar.sync, fences, async reads and barrier inits commute there
-#: (checker/por.py); the full interleaving of these does not finish in minutes, so the
+#: (checker/por/); the full interleaving of these does not finish in minutes, so the
 #: reference is the step reduction with symmetry, itself checked against the full
 #: interleaving in tests/test_reduction_hypothesis.py
 ONE_CTA = ["bugs/p5-bug.pipe", "bugs/p5-fixed.pipe", "bugs/p10-bug.pipe",

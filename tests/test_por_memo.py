@@ -41,7 +41,7 @@ def _chosen_sets(name: str, params: dict, states: int, monkeypatch: Any,
     with monkeypatch.context() as m:
         m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
         m.setattr(por.Reducer, "reduce", reduce)
-        m.setattr(por, "INCREMENTAL_SETTLE", cached)
+        m.setattr(por.futures, "INCREMENTAL_SETTLE", cached)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         v = check_explicit(system, max_states=states, timeout=600, por=True,
                            confirm_timeout=0)
@@ -59,7 +59,7 @@ def test_caches_choose_the_same_stubborn_sets(name: str, params: dict, states: i
 
 
 def _later_waits_reference(ctx: Any, a: int) -> dict:
-    """``_Ctx._later_waits`` as first written: every wait barrier ahead, its phase read,
+    """``Closure._later_waits`` as first written: every wait barrier ahead, its phase read,
     no memo across states."""
     from pipeproof.model.mbarrier import PHASE_MOD
     from pipeproof.model.system import DONE
@@ -88,7 +88,7 @@ def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
     """The waits a round ahead, memoized across states by the warp's pc and the phases it
     reads, equal the answer computed afresh in every state where the closure asks."""
     asked = {"n": 0, "nonempty": 0}
-    orig = por._Ctx._later_waits
+    orig = por.Closure._later_waits
 
     def later(self: Any, a: int) -> dict:
         r = orig(self, a)
@@ -98,7 +98,7 @@ def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
         return r
 
     with monkeypatch.context() as m:
-        m.setattr(por._Ctx, "_later_waits", later)
+        m.setattr(por.Closure, "_later_waits", later)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
     assert asked["n"] > 100 and asked["nonempty"] > 0

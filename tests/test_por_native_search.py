@@ -65,7 +65,7 @@ def test_a_warp_with_more_try_wait_tokens_than_the_tables_take_falls_back(
     """With no known segments tabled (``por_tables.MAX_TOKENS`` and ``MORE_TOKENS`` 0), a
     walk that needs one gives up: the Python closure answers those seeds (counted), and
     the search is the same as with the Python closure alone."""
-    from pipeproof.checker import por_tables
+    from pipeproof.checker.por import tables as por_tables
 
     name, states = "kernels/k3_blackwell_persistent_gemm_clc.pipe", 1000
     python, _ = _run(name, {}, states, "python", monkeypatch)
@@ -83,7 +83,7 @@ def test_warps_past_max_tokens_are_tabled_within_the_row_budget(
     pcs times token masks fit ``KNOWN_ROWS`` (NVIDIA's lifted Blackwell CLC GEMM: warps of
     6 tokens): then no seed falls back and the search is the Python closure's; past the
     budget the seeds that need one fall back, with the same search."""
-    from pipeproof.checker import por_tables
+    from pipeproof.checker.por import tables as por_tables
 
     name, states = "kernels/k3_blackwell_persistent_gemm_clc.pipe", 1000
     python, _ = _run(name, {}, states, "python", monkeypatch)

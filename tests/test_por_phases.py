@@ -1,10 +1,10 @@
 """The partial-order reduction's rule for waits that need a barrier's *next* phase
-(``por.Footprints.wait_completions``, ``_Ctx._later_waits``, ``por._may_complete``):
+(``por.Footprints.wait_completions``, ``Closure._later_waits``, ``por.counts.may_complete``):
 a warp outside the stubborn set that passes a wait on barrier b and later waits on b
 again needs two completions of b, and stays blocked there when the operations the other
 units may perform cannot complete b twice.
 
-* ``_may_complete`` against a brute force over every order of every subset of the
+* ``may_complete`` against a brute force over every order of every subset of the
   operations, run through the model's own mbarrier rules (``model/mbarrier.py``): it may
   say yes when no order completes (it is a necessary condition), never no when one does;
 * the C version (``porwalk.c`` ``pw_may_complete``) answers as the Python one;
@@ -24,7 +24,7 @@ import generators as G
 from helpers import NO_DEADLINE
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
-from pipeproof.checker.por import _may_complete
+from pipeproof.checker.por.counts import may_complete
 from pipeproof.model import mbarrier as mb
 from pipeproof.model.values import CONCRETE as V
 from test_por import _compare_por
@@ -71,7 +71,7 @@ def test_may_complete_is_a_necessary_condition(pending: int, expected: int, tx: 
     if pending == 0 and tx == 0:
         return  # such a phase has completed already
     if _brute(pending, expected, tx, ops, twice):
-        assert _may_complete(pending, expected, tx, tuple(ops), twice)
+        assert may_complete(pending, expected, tx, tuple(ops), twice)
 
 
 def test_may_complete_says_no_where_the_order_is_forced() -> None:
@@ -79,14 +79,14 @@ def test_may_complete_says_no_where_the_order_is_forced() -> None:
     # Three 2048 B deliveries and the next round's arrival cannot complete it: the
     # arrival finds no pending arrival (an overflow), the bytes fall short
     ops = (("X", 2048, 0),) * 3 + (("A", 1, 8192),)
-    assert not _may_complete(0, 1, 8192, ops, False)
-    assert _may_complete(0, 1, 8192, ops + (("X", 2048, 0),), False)
+    assert not may_complete(0, 1, 8192, ops, False)
+    assert may_complete(0, 1, 8192, ops + (("X", 2048, 0),), False)
     # twice: the next round's bytes are needed as well
     ops2 = (("X", 2048, 0),) * 4 + (("A", 1, 8192),) + (("X", 2048, 0),) * 3
-    assert not _may_complete(0, 1, 8192, ops2, True)
-    assert _may_complete(0, 1, 8192, ops2 + (("X", 2048, 0),), True)
+    assert not may_complete(0, 1, 8192, ops2, True)
+    assert may_complete(0, 1, 8192, ops2 + (("X", 2048, 0),), True)
     # an unknown operation: yes
-    assert _may_complete(3, 3, 0, (("W", 0, 0),), True)
+    assert may_complete(3, 3, 0, (("W", 0, 0),), True)
 
 
 @pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
@@ -100,13 +100,13 @@ def test_may_complete_says_no_where_the_order_is_forced() -> None:
 def test_native_may_complete_answers_as_python(pending: int, expected: int, tx: int,
                                                ops: list, twice: bool) -> None:
     from pipeproof.checker.native.porwalk import _library
-    from pipeproof.checker.por_tables import KINDS
+    from pipeproof.checker.por.tables import KINDS
 
     ffi, lib = _library()
     flat = [x for k, c, d in ops for x in (0, KINDS.index(k), c, d)] or [0]
     got = lib.pw_may_complete(pending, expected, tx, ffi.new("int64_t[]", flat), len(ops), 4,
                               int(twice))
-    assert bool(got) == _may_complete(pending, expected, tx, tuple(ops), twice)
+    assert bool(got) == may_complete(pending, expected, tx, tuple(ops), twice)
     # the memoized entry the settle rounds call: the same answer, asked again too (and
     # the bar id, which the search does not read, is not part of its key)
     other = [x for k, c, d in ops for x in (7, KINDS.index(k), c, d)] or [0]

@@ -1,5 +1,5 @@
 """The native settle analysis (``checker/native/porwalk.c`` ``pw_settle``) against the
-Python closure's (``por._Ctx._settle_futures``): in every state of bounded searches with
+Python closure's (``por.Closure._settle_futures``): in every state of bounded searches with
 the partial-order reduction, every settle analysis the closure runs is run again in C on
 the same state, T and units outside T, and keeps the same mbarrier waits blocked and
 gives the same futures (footprint, arrival counts, barrier operations) and the same
@@ -17,7 +17,7 @@ from por_cases import ROOT, cases, others
 from pipeproof.checker import por
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
-from pipeproof.checker.por_tables import build
+from pipeproof.checker.por.tables import build
 
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
@@ -37,7 +37,7 @@ def _ops(ops: Any) -> Any:
 def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[int, int]:
     from pipeproof.checker.native.porwalk import NativeSettle, SettleUnavailable
 
-    orig = por._Ctx._settle_futures
+    orig = por.Closure._settle_futures
     natives: dict = {}
     seen = [0, 0]
 
@@ -68,7 +68,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> tuple[in
 
     with monkeypatch.context() as m:
         m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
-        m.setattr(por._Ctx, "_settle_futures", settle)
+        m.setattr(por.Closure, "_settle_futures", settle)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
     return seen[0], seen[1]

@@ -1,5 +1,5 @@
-"""The per-state cost work on ``checker/por.py`` (memoised futures, closure rounds and
-``_can_complete``) changes no stubborn set.  When it landed, the optimised and the old
+"""The per-state cost work on the stubborn-set reduction (``checker/por/``: memoised
+futures, closure rounds and ``_can_complete``) changes no stubborn set.  When it landed, the optimised and the old
 reduction were compared state by state on every bundled example (2,000 states) and on
 generated kernels (bench/results/por_speed.md; the old code is ``checker/por.py`` at
 commit 6500725, which ``bench/bench_por_speed.py`` loads from git history).  What stays in

@@ -1,4 +1,4 @@
-"""``checker/por_tables.py`` re-codes the partial-order reduction's static tables as
+"""``checker/por/tables.py`` re-codes the partial-order reduction's static tables as
 integers for native code: decoding every entry gives ``por.Footprints``' own entry back,
 and the conflict matrix is ``por.conflicts`` on every mode pair, on every bundled example
 (about 6 s in all: the tables need no search)."""
@@ -11,7 +11,7 @@ import pytest
 
 import generators as G
 from pipeproof.checker import por
-from pipeproof.checker.por_tables import KINDS, build, tabled_tokens
+from pipeproof.checker.por.tables import KINDS, build, tabled_tokens
 from pipeproof.model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
                                      control_successors)
 

@@ -1,8 +1,8 @@
 """The native walk of a warp's future (``checker/native/porwalk.c``) against the Python
-closure's (``por._Ctx._future``): in every state of bounded searches with the
+closure's (``por.Closure._future``): in every state of bounded searches with the
 partial-order reduction, every future of a warp the closure computes is walked again
 in C with the same answers to "does this blocking instruction stay blocked while T is
-frozen?" (``_Ctx._blocked_frozen``; for a try_wait: does its phase stay incomplete) and
+frozen?" (``Closure._blocked_frozen``; for a try_wait: does its phase stay incomplete) and
 the same try_wait tokens known to be 0, and gives the same footprint, arrival counts,
 barrier operations and loop flag.  Skipped without cffi or a C compiler."""
 
@@ -17,7 +17,7 @@ from por_cases import ROOT, cases, others
 from pipeproof.checker import por
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.native.build import unavailable
-from pipeproof.checker.por_tables import build
+from pipeproof.checker.por.tables import build
 from pipeproof.model.system import DONE
 
 
@@ -32,7 +32,7 @@ CASES = cases({"textbook/pipeline_tma_async_multicast.pipe": 250,
 def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> int:
     from pipeproof.checker.native.porwalk import NativeWalk
 
-    orig = por._Ctx._future
+    orig = por.Closure._future
     walkers: dict = {}
     checked = [0]
 
@@ -51,7 +51,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> int:
                    for pc, b in enumerate(self.fp.blocking[a]) if b}
         self._stopped_by = saved
         # the try_wait tokens that are 0 now: the walk takes the failing side of a
-        # branch on them (``_Ctx._future``)
+        # branch on them (``Closure._future``)
         loc = self.sys.agents[a].locals
         zero = {x for x in self.fp.tokens[a] if self.get(loc[x]) == 0}
         got = nw.walk(a, self.pcs[a], frozen_cl, blocked, zero)
@@ -69,7 +69,7 @@ def _compare(name: str, params: dict, states: int, monkeypatch: Any) -> int:
 
     with monkeypatch.context() as m:
         m.setenv("PIPEPROOF_POR_CLOSURE", "python")  # the Python closure runs
-        m.setattr(por._Ctx, "_future", future)
+        m.setattr(por.Closure, "_future", future)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
     return checked[0]

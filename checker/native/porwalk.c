@@ -1,10 +1,10 @@
 /* The future of a warp while a stubborn set T is frozen, in native code: the walk of
- * checker/por.py's _Ctx._future and its result (_Ctx._walk_result), over the integer
- * tables of checker/por_tables.py (PorTables.flat).  Which blocking instructions stay
+ * checker/por/'s Closure._future and its result (Closure._walk_result), over the integer
+ * tables of checker/por/tables.py (PorTables.flat).  Which blocking instructions stay
  * blocked is the state-dependent part; it comes in as one answer per pc.
  *
  * The walk: depth-first from the warp's pc over segment successors (a stack, popped
- * from its end, successors pushed in table order -- the order of _Ctx._future); a
+ * from its end, successors pushed in table order -- the order of Closure._future); a
  * blocking pc answered "blocked" is not entered; a pc met twice marks a loop unless the
  * program has no back edge.  The result: the union of the segment footprints of the
  * pcs entered (the non-completing ones where the cluster barrier is frozen), the
@@ -80,7 +80,7 @@ int pw_walk(const pw_tables *t, int32_t a, int32_t start, int32_t frozen_cl,
 }
 
 /* The walk is over nodes (pc, mask of the try_wait tokens known to be 0), as
- * _Ctx._future: a try_wait answered "blocked" (its phase cannot complete before T moves)
+ * Closure._future: a try_wait answered "blocked" (its phase cannot complete before T moves)
  * sets its token, else clears it, and is entered either way; from a node with a
  * non-empty mask the walk follows the known segment (por_tables known_*), from one
  * without the plain segment.  A pc met again (with any mask) marks a loop unless the
@@ -207,12 +207,12 @@ out:
 }
 
 /* ------------------------------------------------------------------ the settle analysis
- * _Ctx._settle_futures in native code: the futures of the units outside T with the
+ * Closure._settle_futures in native code: the futures of the units outside T with the
  * mbarrier waits that stay blocked before T moves, as a greatest fixpoint from every
  * wait of a warp outside T that cannot pass now (the plain fixpoint: every blocked
- * barrier is asked again in every round, as with por.INCREMENTAL_SETTLE off).  The
+ * barrier is asked again in every round, as with por.futures.INCREMENTAL_SETTLE off).  The
  * state comes in as a pw_state; what a blocking instruction needs of T to stay blocked
- * (_Ctx._block_requirement) is asked through the ``need`` callback, once per pc and
+ * (Closure._block_requirement) is asked through the ``need`` callback, once per pc and
  * state (pw_reset forgets the answers). */
 
 #define PW_MAX_WORDS 4
@@ -260,7 +260,7 @@ typedef struct {
     /* per key: the one thread count every warp uses it with (Footprints.nb_count), -1
      * none; and the threads arrived now */
     const int64_t *key_thr, *key_now;
-    /* the waits further down that need two completions (_Ctx._later_waits): per unit
+    /* the waits further down that need two completions (Closure._later_waits): per unit
      * their barriers, per row (pc_base numbering) the barrier, else -1; per bar the
      * expected count */
     const int64_t *lw_off, *lw, *lw_row, *expected;
@@ -287,7 +287,7 @@ void pw_reset(int64_t rows, int32_t *need_kind) {
 
 static void closed_waits(const pw_tables *t, pw_state *s);
 
-/* _Ctx._writers(("bar", b)) and _Ctx._arrivers(b) of this state, for every barrier,
+/* Closure._writers(("bar", b)) and Closure._arrivers(b) of this state, for every barrier,
  * and the closed waits of every warp */
 void pw_prepare(const pw_tables *t, pw_state *s) {
     int32_t w = s->n_words;
@@ -331,7 +331,7 @@ static int wait_closed(const pw_tables *t, const pw_state *s, int64_t row) {
     return wait_closed_on(t, s, row, t->wait_bar[row]);
 }
 
-/* _Ctx._closed_waits of every warp unit: the barriers of the mbarrier waits it may
+/* Closure._closed_waits of every warp unit: the barriers of the mbarrier waits it may
  * reach (Footprints.waits_from: every pc reachable by control flow) that are closed */
 static void closed_waits(const pw_tables *t, pw_state *s) {
     if (!s->native_waits) return;
@@ -373,12 +373,12 @@ static void closed_waits(const pw_tables *t, pw_state *s) {
     free(mark);
 }
 
-/* a requirement of kind "threads" (_Ctx._block_requirement of a wait on a counted named
+/* a requirement of kind "threads" (Closure._block_requirement of a wait on a counted named
  * barrier): blocked while 32 * |sets[0..w) - T| < (int64_t)sets[w] (the threads missing) */
 #define PW_THREADS (-10)
 #define PW_WARP_SIZE 32
 
-/* _Ctx._block_requirement of a named-barrier wait (-5: no room, ask) */
+/* Closure._block_requirement of a named-barrier wait (-5: no room, ask) */
 static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
     int64_t k = s->nw_key[row];
     int32_t n = s->n_units, w = s->n_words, ua = s->agent_unit[a], cnt = 0;
@@ -418,7 +418,7 @@ static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *s
     return cnt ? 1 : -1;
 }
 
-/* _Ctx._block_requirement of a wgmma wait: blocked while a sibling that has not
+/* Closure._block_requirement of a wgmma wait: blocked while a sibling that has not
  * committed the groups it retires is frozen (-5: no room, ask) */
 static int32_t wgmma_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
     int32_t w = s->n_words, cnt = 0;
@@ -435,7 +435,7 @@ static int32_t wgmma_need(const pw_state *s, int32_t a, int64_t row, uint64_t *s
     return cnt ? cnt : -1;
 }
 
-/* _Ctx._block_requirement of an mbarrier wait on bar b (model.system.System.
+/* Closure._block_requirement of an mbarrier wait on bar b (model.system.System.
  * _concrete_enabled for Wait: the phase parity, and the ghost phase where known); a
  * try_wait (is_try) asks the same of its barrier, also at the warp's own pc.  The warp
  * itself is left out of the writers and arrivers only where it sits at the wait: one
@@ -512,7 +512,7 @@ int pw_can_complete(int64_t pending, int64_t tx, const int64_t *ops, int64_t n_o
     return 0;
 }
 
-/* _may_complete(pending, expected, tx, ops, twice) of checker/por.py: may the
+/* _may_complete(pending, expected, tx, ops, twice) of checker/por/: may the
  * operations complete the current phase (twice: and the next one)?  Partial sums of
  * the operations given to each of the two phases, an arrival beyond a phase's count
  * not counted (an arrival-overflow ends the run); the same search, in the same order,
@@ -642,7 +642,7 @@ static int subset_of(const uint64_t *x, const uint64_t *T, int32_t w) {
     return 1;
 }
 
-/* _Ctx._blocked_frozen in a settle round whose blocked barriers are ctx->blocked */
+/* Closure._blocked_frozen in a settle round whose blocked barriers are ctx->blocked */
 static int answer_settle(void *vctx, int32_t a, int32_t pc) {
     settle_ctx *c = vctx;
     const pw_tables *t = c->t;
@@ -817,17 +817,17 @@ done:
 }
 
 /* ------------------------------------------------------------------ the closure
- * _Ctx.stubborn and _Ctx._grow in native code.  What a round reads of the state beyond
+ * Closure.stubborn and Closure._grow in native code.  What a round reads of the state beyond
  * pw_state comes in as a pw_closure (made by checker/native/porwalk.py NativeClosure
- * from the same _Ctx helpers, once per state); the enablers of a disabled warp
- * (_Ctx._enablers) are asked through a callback, once per unit and state. */
+ * from the same Closure helpers, once per state); the enablers of a disabled warp
+ * (Closure._enablers) are asked through a callback, once per unit and state. */
 
 #define PW_MAX_UNITS (64 * PW_MAX_WORDS)
 
 typedef struct {
     int32_t n_modes;
     int32_t m_M, m_MR, m_W, m_R, m_O;
-    const uint8_t *free_mode;     /* per mode: A, X, O, NA (por._FREE_MODES) */
+    const uint8_t *free_mode;     /* per mode: A, X, O, NA (por.modes.FREE_MODES) */
     const uint8_t *barop_mode;    /* per mode: A, X, O (por.BAR_OPS | {"O"}) */
     const uint8_t *conflict;      /* n_modes x n_modes: por.conflicts */
     const int32_t *obj_kind;      /* per object: 0 bar, 1 arr, 2 exit, 3 nb, 4 other */
@@ -869,7 +869,7 @@ typedef struct {
     int32_t memo_n, memo_cap;
     /* wgmma waits' owner counts ("HG<warpgroup>" on a buffer): per pair its slot, else
      * -1 (-2: no member ever holds nor reads it); per slot, whether a member of the warpgroup holds the buffer now, and the
-     * members that are live and may still read it with their wgmma (_Ctx._wg_may_hold) */
+     * members that are live and may still read it with their wgmma (Closure._wg_may_hold) */
     const int32_t *hg_slot;
     const int8_t *hg_held;
     const uint64_t *hg_readers;
@@ -1074,7 +1074,7 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
             int kind = c->obj_kind[o];
             /* whether a CTA has exited is read only by violation checks, and only grows:
              * an exit of T taken first can only make such a read fail (EXIT_READS_COMMUTE
-             * in checker/por.py) */
+             * in checker/por/) */
             if (kind == 2 && mode == c->m_R) continue;
             if (kind == 2 && mode == c->m_W) {
                 uint64_t *h = holders[c->obj_arg[o]];
@@ -1157,7 +1157,7 @@ void pw_closure_reset(pw_closure *c, int32_t n_units) {
     c->memo_n = 0;
 }
 
-/* _Ctx.stubborn: 1 and T (n_words words) a stubborn set; 0 none (no enabled unit, or
+/* Closure.stubborn: 1 and T (n_words words) a stubborn set; 0 none (no enabled unit, or
  * at least best_size enabled units, best_size >= 0); < 0 where it cannot be computed */
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
                 int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T) {

@@ -1,26 +1,26 @@
-"""The stubborn-set closure of ``checker/por.py`` in native code (``porwalk.c``).
+"""The stubborn-set closure of ``checker/por/`` in native code (``porwalk.c``).
 
 Three layers, each tested against its Python original state by state:
 
-* ``pw_walk`` -- a warp's future while T is frozen (``_Ctx._future``'s walk and
-  ``_walk_result``) over the integer tables of ``checker/por_tables.py``, given which
+* ``pw_walk`` -- a warp's future while T is frozen (``Closure._future``'s walk and
+  ``_walk_result``) over the integer tables of ``checker/por/tables.py``, given which
   blocking instructions stay blocked (tests/test_por_walk.py);
-* ``pw_settle`` -- the settle analysis (``_Ctx._settle_futures``: the futures of the units
+* ``pw_settle`` -- the settle analysis (``Closure._settle_futures``: the futures of the units
   outside T and the greatest fixpoint of the mbarrier waits that stay blocked, with
   ``_can_complete``) (tests/test_por_settle.py);
-* ``pw_stubborn`` -- the closure (``_Ctx.stubborn`` and ``_grow``: enablers, holders,
+* ``pw_stubborn`` -- the closure (``Closure.stubborn`` and ``_grow``: enablers, holders,
   promotions, settle-free barriers and named barriers, the conflict exceptions)
   (tests/test_por_closure.py; whole searches: tests/test_por_native_search.py).
 
 The state is read in Python once per state (``NativeClosure._state``: pcs, enabled
 units, current footprints and operations, barrier counts, named-barrier flags, the
-environment units' futures) through the same ``_Ctx`` helpers the Python closure uses; what
+environment units' futures) through the same ``Closure`` helpers the Python closure uses; what
 mbarrier waits and try_waits, cluster, named-barrier (counted ones: "threads") and wgmma
 waits need of T to stay blocked, and the closed waits, are computed in C from the tables;
 a walk goes over (pc, try_wait tokens known to be 0) with the known segments tabled
 (``por_tables``); a wgmma wait's owner counts ("HG") are held-now flags and readers per
-state; a disabled warp's enablers are asked back through a callback (``_Ctx._enablers``),
-and so is any requirement where the C does not answer (``_Ctx._block_requirement``).  A
+state; a disabled warp's enablers are asked back through a callback (``Closure._enablers``),
+and so is any requirement where the C does not answer (``Closure._block_requirement``).  A
 state the C does not take (more than 256 units, an object outside the tables, a
 requirement with more than 32 sets, a token known 0 in a warp whose known segments are
 not tabled, ``por_tables.tabled_tokens``) raises ``SettleUnavailable``: the reducer runs
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..por import Footprints, NativeClosureUnavailable
-from ..por_tables import KINDS, PorTables, build
+from ..por.tables import KINDS, PorTables, build
 from .build import BuildFailed, NativeUnavailable, _compile, _ffi, cache_dir, compiler
 
 CDEF = """
@@ -183,7 +183,7 @@ int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
                 int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
 """
 #: answer what mbarrier waits need in C (``pw_prepare``, ``wait_need``); False: ask
-#: ``_Ctx._block_requirement`` for every one (tests compare the two)
+#: ``Closure._block_requirement`` for every one (tests compare the two)
 NATIVE_WAITS = True
 #: room for the sets of one requirement (``porwalk.c`` PW_MAX_SETS) and unit bitset words
 MAX_SETS = 32
@@ -313,7 +313,7 @@ class SettleUnavailable(NativeClosureUnavailable):
 
 
 class NativeSettle:
-    """``pw_settle``: ``por._Ctx._settle_futures`` in native code, over one reducer's
+    """``pw_settle``: ``por.Closure._settle_futures`` in native code, over one reducer's
     tables.  ``settle(ctx, others, T)`` returns what the Python analysis returns, in
     Python terms: the barriers kept blocked, the futures of ``others`` (footprint,
     arrival counts, operations or None) and the unbounded barriers."""
@@ -344,7 +344,7 @@ class NativeSettle:
         self._blocked2 = ffi.new("uint8_t[]", nb)
         self._unb = ffi.new("uint8_t[]", nb)
         #: per row (``NativeWalk.pc_base`` numbering): the barrier of a wait further down
-        #: that needs two completions (``_Ctx._later_waits``), else -1; the rows set for
+        #: that needs two completions (``Closure._later_waits``), else -1; the rows set for
         #: this state
         self._lw_row = ffi.new("int64_t[]", [-1] * max(self.rows, 1))
         self._lw_set: list = []
@@ -419,7 +419,7 @@ class NativeSettle:
                 kind.append(0)
                 agent.append(u[1])
                 pc.append(ctx.pcs[u[1]])
-                # _Ctx._future: the try_wait tokens that are 0 now
+                # Closure._future: the try_wait tokens that are 0 now
                 if t.tokens[u[1]]:
                     loc = ctx.sys.agents[u[1]].locals
                     zero0.append(zero_mask(t, u[1], lambda name: ctx.get(loc[name]) == 0))
@@ -450,7 +450,7 @@ class NativeSettle:
         pending = [0 if s is None else get(s + 1) for s in self._bar_base]
         expected = [0 if s is None else get(s + 2) for s in self._bar_base]
         tx = [0 if s is None else get(s + 3) for s in self._bar_base]
-        # the environment's part of _Ctx._writers / _Ctx._arrivers (_env_writer_index)
+        # the environment's part of Closure._writers / Closure._arrivers (_env_writer_index)
         ewo, ew, eao2, ea2 = [0], [], [0], []
         fpt = ctx.fp
         for u in units:
@@ -534,13 +534,13 @@ class NativeSettle:
         self._others = self._buf("others", "int32_t[]", n=n + 1)
 
     def _need(self, a: int, pc: int, sets: Any, max_sets: int) -> int:
-        """``_Ctx._block_requirement`` of (a, pc), cached as ``_blocked_frozen`` caches it:
+        """``Closure._block_requirement`` of (a, pc), cached as ``_blocked_frozen`` caches it:
         -1 none, -2 "cluster", else the number of unit sets written to ``sets``."""
         try:
             ctx = self._ctx
             key = (a, pc)
             got = ctx._block_need.get(key)
-            if got is None:  # as _Ctx._blocked_frozen fills the cache
+            if got is None:  # as Closure._blocked_frozen fills the cache
                 from ...model.program import TryWait, Wait
                 ins = ctx.sys.code(a)[pc]
                 got = (ctx._block_requirement(a, pc),
@@ -620,7 +620,7 @@ class NativeSettle:
 
 
 class NativeClosure(NativeSettle):
-    """``pw_stubborn``: ``por._Ctx.stubborn`` (the closure rounds of ``_grow`` over the
+    """``pw_stubborn``: ``por.Closure.stubborn`` (the closure rounds of ``_grow`` over the
     settle analysis) in native code.  ``stubborn(ctx, seed, best_size)`` answers what
     ``ctx.stubborn`` answers, or raises ``SettleUnavailable`` for a state it does not
     take (the caller then runs the Python closure)."""
@@ -629,7 +629,7 @@ class NativeClosure(NativeSettle):
         super().__init__(tables)
         self._native_waits = NATIVE_WAITS
         from ...model.program import ClusterArrive, Exit, NamedBarrierOp
-        from ..por import BAR_OPS, _FREE_MODES
+        from ..por.modes import BAR_OPS, FREE_MODES
         self._kinds = (ClusterArrive, Exit, NamedBarrierOp)
         ffi, t, nm = self.ffi, tables, self.nm
         self.fpt: Any = None  # the reducer's Footprints (bound at the first state)
@@ -644,7 +644,7 @@ class NativeClosure(NativeSettle):
 
         c.n_modes = nm
         c.m_M, c.m_MR, c.m_W, c.m_R, c.m_O = (mid[m] for m in ("M", "MR", "W", "R", "O"))
-        c.free_mode = arr("uint8_t[]", [int(m in _FREE_MODES) for m in t.modes])
+        c.free_mode = arr("uint8_t[]", [int(m in FREE_MODES) for m in t.modes])
         c.barop_mode = arr("uint8_t[]", [int(m in BAR_OPS | {"O"}) for m in t.modes])
         c.conflict = arr("uint8_t[]", list(t.conflict))
         c.n_objects = len(t.objects)
@@ -685,7 +685,7 @@ class NativeClosure(NativeSettle):
                            if isinstance(ins, NamedWait) else -1)
         self._nw_key = arr("int64_t[]", nwk)
         self._key_all_only = arr("int8_t[]", [int(k in fpt.nb_all_only) for k in self._keys])
-        # counted named barriers (_Ctx._block_requirement "threads")
+        # counted named barriers (Closure._block_requirement "threads")
         self._key_thr = arr("int64_t[]", [fpt.nb_count.get(k, -1) for k in self._keys])
         self._key_cta = arr("int32_t[]", [k[0] for k in self._keys])
         uo, us = [0], []
@@ -764,7 +764,7 @@ class NativeClosure(NativeSettle):
         c.in_sys = arr("int8_t[]", [int(b in sysm.bar) for b in t.bars])
         # wgmma waits' owner counts (Footprints.hold_mode): a slot per ("buf", b) pair
         # of an "HG" mode that a member of the warpgroup may ever hold (a due slot) or
-        # read (wgmma_reads_from); -2 for the others (_Ctx._wg_may_hold is always False)
+        # read (wgmma_reads_from); -2 for the others (Closure._wg_may_hold is always False)
         hg_slot = [-1] * self.n_pairs
         self._hg: list = []  # per slot: (warpgroup key, buffer)
         for m, key in sorted(fpt.hold_key.items()):
@@ -800,7 +800,7 @@ class NativeClosure(NativeSettle):
         state: its non-completing and full footprints, the exit pair, its CTA, whether it
         is a cluster-barrier candidate when it does not complete, the named-barrier keys of
         an exit and a named-barrier op, whether it is a wgmma wait, its cluster-arrival
-        slot, and its barrier operations (``_Ctx._current_ops``, flattened)."""
+        slot, and its barrier operations (``Closure._current_ops``, flattened)."""
         ClusterArrive, Exit, NamedBarrierOp = self._kinds
         from ...model.program import WgmmaWait
         sysm, fpt, nm = ctx.sys, ctx.fp, self.nm
@@ -877,7 +877,7 @@ class NativeClosure(NativeSettle):
                 completes = True if nc is None else ctx._completes(a, pc)
                 fp = nc if nc is not None and not completes else step_fp
                 if wg_wait:
-                    # _Ctx._current_fp: only the owner counts its warpgroup holds now
+                    # Closure._current_fp: only the owner counts its warpgroup holds now
                     fp = frozenset(x for x in fp if x[1][:2] != "HG"
                                    or ctx._wg_held(fpt.hold_key[x[1]], x[0][1]))
                     cf.extend(self._pairs(fp))
@@ -924,7 +924,7 @@ class NativeClosure(NativeSettle):
             x = ctx._nb_need(key)
             need.append(-1 if x is None else x)
             count.append(ctx.get(sysm.nb[key]) if key in sysm.nb else 0)
-            # _Ctx._nb_arrived: the warp's flag for the key
+            # Closure._nb_arrived: the warp's flag for the key
             for a, slot in self._nb_slots[k]:
                 i = self._agent_unit_list[a]
                 if i >= 0 and ctx.get(slot) == 1:
@@ -943,7 +943,7 @@ class NativeClosure(NativeSettle):
         st.wg_n = self._wg_n if NATIVE_WAITS else ffi.NULL
         st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
-        # _Ctx._wg_may_hold, less T: held now, and the members that may still read
+        # Closure._wg_may_hold, less T: held now, and the members that may still read
         held = [int(ctx._wg_held(key, b)) for key, b in self._hg]
         readers = [0] * max(len(self._hg) * self.words, 1)
         words, unit_of = self.words, self._agent_unit_list

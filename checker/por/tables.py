@@ -34,9 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
+from ...model.program import (ClusterWait, NamedWait, TryWait, Wait, WgmmaWait,
                              control_successors)
-from .por import Footprints, conflicts
+from .footprints import Footprints
+from .modes import conflicts
 
 #: try_wait tokens a warp may have for its known segments to be tabled whatever its
 #: length (2**k masks a pc); a warp with more has them tabled only while it has at most
