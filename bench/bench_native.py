@@ -99,6 +99,10 @@ def main() -> int:
             "cpus": os.cpu_count(), "max_states": args.max_states, "timeout": args.timeout,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     RESULTS.mkdir(parents=True, exist_ok=True)
+    md = RESULTS / f"{args.out}.md"
+    # the sections written by hand after the table ("## ..."), kept as they are
+    old = md.read_text() if md.exists() else ""
+    kept = old[old.index("\n## "):] if "\n## " in old else ""
     for f in files:
         r = run(f, args.max_states, args.timeout)
         rows.append(r)
@@ -106,7 +110,7 @@ def main() -> int:
         # written after every example: an interrupted run keeps what it measured
         (RESULTS / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
                                                              indent=1) + "\n")
-        (RESULTS / f"{args.out}.md").write_text(markdown(meta, rows))
+        md.write_text(markdown(meta, rows) + kept)
     return 0 if all(r["agree"] for r in rows) else 1
 
 
