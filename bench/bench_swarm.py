@@ -1,16 +1,18 @@
-"""Time to a counterexample: ``--engine swarm`` (random runs) against the explicit engine.
+"""Time to a counterexample: ``--engine swarm`` (random runs) against the explicit engine,
+and the default engine (which runs both on kernels with stubborn sets).
 
 Two sets, each row in a fresh process, CPU seconds:
 
 * every bundled ``examples/**/*-bug.pipe``: ``check_explicit`` as the default engine's
   explicit stage runs it (reductions on, the confirming search off) against
-  ``check_swarm`` (1,000 runs, seed 0);
+  ``check_swarm`` (1,000 runs, seed 0), and ``check_auto`` (two racing processes,
+  wall-clock seconds);
 * with SRC_DIR (the example sources, as ``bench_cute_examples.py`` reads them): NVIDIA's
   Hopper persistent GEMM with a planted exit race -- its mainloop ``producer_tail``
   removed (a CTA may exit while its peers still release into its empty barriers), or the
   TMA store pipeline's (a CTA may exit while a store still reads its shared memory) --
   copied into a temporary folder with that one line commented out (nothing of CUTLASS is
-  kept here), lifted and searched the same two ways, the explicit search bounded by
+  kept here), lifted and checked the same three ways, each bounded by
   ``--timeout``.
 
     python bench/bench_swarm.py [SRC_DIR] [--timeout 300] [--out swarm]
@@ -63,15 +65,19 @@ else:
     compiled = lift_function(B.hopper_persistent({src!r}, cm, cn, k, t, stages=st), {{}},
                              "sm_90a", data_races=True).compiled
     make = lambda: System(compiled)
+from pipeproof.checker.portfolio import check_auto
 out = {{}}
-for engine in ("explicit", "swarm"):
-    t0 = time.process_time()
+for engine in ("explicit", "swarm", "auto"):
+    t0, w0 = time.process_time(), time.perf_counter()
     if engine == "explicit":
         v = check_explicit(make(), timeout={timeout}, confirm_timeout=0)
-    else:
+    elif engine == "swarm":
         v = check_swarm(make(), timeout={timeout})
+    else:
+        v = check_auto(make(), depth=None, timeout={timeout}, jobs=2)
     out[engine] = {{"status": v.status, "prop": v.prop, "depth": v.depth,
                    "states": v.stats.states, "cpu_s": round(time.process_time() - t0, 2),
+                   "wall_s": round(time.perf_counter() - w0, 2), "by": v.stats.engine,
                    "run": v.stats.extra.get("run"), "reason": v.reason or ""}}
 print(json.dumps(out))
 """
@@ -88,11 +94,11 @@ def run_row(timeout: float, pipe: str = "", src: str = "", shape: tuple = ()) ->
     return json.loads(lines[-1])
 
 
-def _cell(r: dict) -> str:
+def _cell(r: dict, seconds: str = "cpu_s") -> str:
     v = r["status"] + (f" {r['prop']}" if r["prop"] else "")
     if r["status"] == "VIOLATED":
         v += f", {r['depth']} steps"
-    return f"{v} | {r['cpu_s']}"
+    return f"{v} | {r[seconds]}"
 
 
 def write_md(path: Path, meta: dict, rows: list) -> None:
@@ -104,16 +110,18 @@ def write_md(path: Path, meta: dict, rows: list) -> None:
              "counterexample where it used none); swarm: `check_swarm`, 1,000 runs at most, "
              f"seed 0 (`run`: the run that found it, from 0); both bounded by "
              f"{meta['timeout']:g} s.  Steps: the counterexample's length after needless "
-             "steps are dropped.", "",
-             "| kernel | explicit | CPU s | swarm | CPU s | run |",
-             "|---|---|---:|---|---:|---:|"]
+             "steps are dropped.  auto: the default engine (`check_auto`, two processes "
+             "racing, the same bound), wall-clock seconds, and which engine decided.", "",
+             "| kernel | explicit | CPU s | swarm | CPU s | run | auto | wall s | by |",
+             "|---|---|---:|---|---:|---:|---|---:|---|"]
     for name, r in rows:
         if "error" in r:
-            lines.append(f"| {name} | error: {r['error'][:150]} | | | | |")
+            lines.append(f"| {name} | error: {r['error'][:150]} | | | | | | | |")
             continue
         run = r["swarm"]["run"]
         lines.append(f"| {name} | {_cell(r['explicit'])} | {_cell(r['swarm'])} | "
-                     f"{'-' if run is None else run} |")
+                     f"{'-' if run is None else run} | {_cell(r['auto'], 'wall_s')} | "
+                     f"{r['auto']['by']} |")
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -58,6 +58,15 @@ compiler, or with less than ``MIN_NATIVE_SECONDS`` left, there is no native stag
 runs with stubborn sets (clusters of several CTAs, CTAs of 8 or more warps) there is no
 native stage either: measured, it decided none of those kernels first, and on a machine
 whose CPUs are already busy it slowed the explicit engine down (``_explicit_por``).
+There, ``SWARM_AFTER`` seconds into the race, the CPU the certificate left goes to random
+runs (``checker/swarm.py``) beside the explicit engine: a violation too deep for the
+breadth-first search (NVIDIA's lifted 2x2 Hopper GEMM with an exit race planted, 400-1,600
+steps deep: no explicit verdict in 300 s, bench/results/swarm.md) is found by a run and
+reported, replayed and marked perhaps not the shortest; the explicit engine is then
+stopped, unless it already holds a counterexample of its own (it is confirming that none
+is shorter), which is kept instead.  The random runs never prove anything: a PROVEN is
+always the explicit engine's.  The delay keeps the shallow bugs to the explicit engine,
+whose counterexamples are shortest.
 """
 
 from __future__ import annotations
@@ -77,6 +86,11 @@ MIN_UNROLL_SECONDS = 5.0
 RACE_GRACE = 5.0
 #: racing: the native engine takes the certificate's CPU only with this much time left
 MIN_NATIVE_SECONDS = 5.0
+#: racing, where the explicit engine runs with stubborn sets: seconds into the race
+#: before random runs take the CPU the certificate left (``_explicit_or_swarm``)
+SWARM_AFTER = 5.0
+#: ... and only with this much time left
+MIN_SWARM_SECONDS = 5.0
 #: racing (``jobs >= 2``): seconds BMC's certificate has to itself -- an explicit
 #: verdict that comes sooner waits for them -- before the first of the two to decide wins
 HEAD_START = 2.0
@@ -262,8 +276,11 @@ def _explicit_job(system: System, kwargs: dict[str, Any]) -> Callable[[Any, Any]
         progress = kwargs.pop("progress", None)
         if progress is not None:
             kwargs["progress"] = lambda *a, **k: progress(*a, **k) if gate.is_set() else None
-        if kwargs.pop("on_found", None) is not None:
-            kwargs["on_found"] = notify
+        # always sent: the parent keeps it where the process ends without an answer
+        # (``keep_found``), and prefers it to the random runs' (``_explicit_or_swarm``);
+        # the caller's ``on_found`` sees it only if there is one (``deliver``)
+        kwargs.pop("on_found", None)
+        kwargs["on_found"] = notify
         try:
             return check_explicit(system, **kwargs)
         finally:
@@ -384,6 +401,58 @@ def _stage_por(system: System, por: Optional[bool]) -> Optional[bool]:
     if por is None and len(system.agents) >= POR_AFTER_QUICK_WARPS:
         return True
     return por
+
+
+def _swarm_job(system: System, timeout: float) -> Callable[[Any, Any], Verdict]:
+    def run(gate: Any, notify: Any) -> Verdict:
+        from .swarm import check_swarm
+
+        return check_swarm(system, timeout=timeout)
+    return run
+
+
+def _explicit_or_swarm(system: System, expl: _Forked, started: float, left: float,
+                       on_found: Optional[Callable[[Verdict], None]],
+                       note: Callable[[str, Verdict], None]) -> Verdict:
+    """The racing explicit engine's answer (it runs with stubborn sets); or, where it has
+    not decided ``SWARM_AFTER`` seconds into the race (``started``), the first violation
+    that random runs (``checker/swarm.py``), started then on the CPU the certificate
+    left, find before it decides (module docstring).  A counterexample the explicit
+    engine already holds (it is confirming that no shorter one exists) is kept over the
+    random runs' longer one.  The stage that did not decide gets a line in ``note``."""
+    end = time.perf_counter() + max(left, 0.0)
+    head = started + SWARM_AFTER - time.perf_counter()
+    if head > 0:
+        expl.wait_result(min(head, max(left, 0.0)), on_found)
+    now = time.perf_counter()
+    if expl.result is None and expl.found is None:
+        if end - now < MIN_SWARM_SECONDS:
+            note("swarm", Verdict(UNKNOWN, reason=f"not run: less than "
+                                  f"{MIN_SWARM_SECONDS:.0f} s left"))
+        else:
+            sw = _Forked(_swarm_job(system, end - now), "random runs")
+            try:
+                first = _first_decided([expl, sw], end - now + RACE_GRACE, on_found)
+            finally:
+                sw.cancel()
+            if first is sw and expl.found is None:
+                expl.cancel()
+                v = Verdict(UNKNOWN, reason="stopped when the random runs found a "
+                            "violation first")
+                v.stats.seconds = time.perf_counter() - started
+                note("explicit", v)
+                return sw.result  # type: ignore[return-value]
+            r = sw.result
+            if r is None or r.status != UNKNOWN:
+                r = Verdict(UNKNOWN, reason=(
+                    "found a violation too; the explicit engine's own counterexample is kept"
+                    if r is not None else "stopped when the explicit engine decided first"
+                    if first is expl else "timeout: the random runs did not end in time"))
+                r.stats.seconds = time.perf_counter() - now
+            note("swarm", r)
+    e = expl.wait_result(max(end - time.perf_counter(), 0.0) + RACE_GRACE, on_found) or \
+        Verdict(UNKNOWN, reason="timeout: the explicit engine did not answer in time")
+    return keep_found(e, expl.found)
 
 
 def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: int,
@@ -507,9 +576,7 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
             if e is None:
                 expl.gate.set()
                 if reduce and _explicit_por(system, por):
-                    e = keep_found(expl.wait_result(max(left(), 0.0) + RACE_GRACE, on_found)
-                                   or Verdict(UNKNOWN, reason="timeout: the explicit engine "
-                                              "did not answer in time"), expl.found)
+                    e = _explicit_or_swarm(system, expl, started, left(), on_found, note)
                 else:
                     e = _explicit_or_native(system, expl, left(), max_states, reduce,
                                             on_found, note)

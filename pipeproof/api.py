@@ -137,7 +137,8 @@ class CheckResult:
                          "partial-order reduction reaches the end of runs that the "
                          "unrolling does not)")
         unsupported = (v.reason or "").startswith("unsupported")
-        if v.status == "UNKNOWN" and self.engine != "swarm" and not unsupported:
+        if v.status == "UNKNOWN" and self.engine != "swarm" and not unsupported \
+                and not _ran_every_random_run(st.extra):
             # a bug deeper than the search reached can still be found by random runs
             lines.append(f"  ({option('engine', 'swarm')} looks for violations deeper than "
                          "a search reaches, by random runs; it proves nothing)")
@@ -169,6 +170,16 @@ class CheckResult:
             pass
         return "\n".join(lines)
 
+
+
+def _ran_every_random_run(extra: dict) -> bool:
+    """Did the default engine's random runs (an ``auto`` stage) make all the runs that
+    ``--engine swarm`` would make (the same runs: same seed)?"""
+    from .checker.swarm import RUNS
+
+    done = f"no violation or deadlock in {RUNS} random runs"
+    return any(t["stage"] == "swarm" and t["reason"].startswith(done)
+               for t in extra.get("auto", ()))
 
 
 def _skip_confirm() -> str:
