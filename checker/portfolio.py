@@ -403,10 +403,19 @@ def _stage_por(system: System, por: Optional[bool]) -> Optional[bool]:
     return por
 
 
+#: the random runs' scheduling priority below the explicit engine's (``os.nice``): on a
+#: machine with other work they are the first to yield their CPU
+SWARM_NICE = 5
+
+
 def _swarm_job(system: System, timeout: float) -> Callable[[Any, Any], Verdict]:
     def run(gate: Any, notify: Any) -> Verdict:
         from .swarm import check_swarm
 
+        try:
+            os.nice(SWARM_NICE)
+        except (OSError, AttributeError):  # pragma: no cover - not POSIX
+            pass
         return check_swarm(system, timeout=timeout)
     return run
 
