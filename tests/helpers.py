@@ -17,3 +17,24 @@ def check(src: str, params: Optional[dict[str, Any]] = None, **kw: Any) -> Check
     kw.setdefault("timeout", NO_DEADLINE)
     kw.setdefault("engine", "explicit")
     return check_source(src, params, filename="<test>", **kw)
+
+
+def undecided_certificate(monkeypatch: Any, seconds: float = 0.0) -> None:
+    """The default engine's BMC certificate stage, replaced by one that takes ``seconds``
+    and decides nothing (for tests of the stages racing after it); BMC's unrolling stays
+    the real one."""
+    import time
+
+    from pipeproof.checker import bmc
+    from pipeproof.checker.verdict import UNKNOWN, Verdict
+
+    real = bmc.check_bmc
+
+    def slow(system: Any, **kw: Any) -> Verdict:
+        assert kw.get("certificate_only") or not kw.get("certificate", True)
+        if kw.get("certificate_only"):
+            time.sleep(seconds)
+            return Verdict(UNKNOWN, reason="no certificate: (test)")
+        return real(system, **kw)
+
+    monkeypatch.setattr(bmc, "check_bmc", slow)

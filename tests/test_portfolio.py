@@ -18,7 +18,7 @@ from pipeproof.cli import main
 from pipeproof.model.errors import ConfigError
 
 import generators as G
-from helpers import NO_DEADLINE
+from helpers import NO_DEADLINE, undecided_certificate
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 #: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
@@ -177,25 +177,6 @@ def test_internal_error_is_unknown_not_a_traceback(monkeypatch: Any, capsys: Any
 # ------------------------------------------------------------------ racing (--jobs 2)
 
 
-def _undecided_certificate(monkeypatch: Any, seconds: float) -> None:
-    """BMC's certificate stage, replaced by one that takes ``seconds`` and decides nothing
-    (the explicit engine's race is what these tests look at)."""
-    import time
-
-    from pipeproof.checker import bmc
-    from pipeproof.checker.verdict import UNKNOWN, Verdict
-
-    def slow(system: Any, **kw: Any) -> Verdict:
-        assert kw.get("certificate_only") or not kw.get("certificate", True)
-        if kw.get("certificate_only"):
-            time.sleep(seconds)
-            return Verdict(UNKNOWN, reason="no certificate: (test)")
-        return real(system, **kw)
-
-    real = bmc.check_bmc
-    monkeypatch.setattr(bmc, "check_bmc", slow)
-
-
 def test_racing_gives_the_sequential_answer() -> None:
     """jobs=2 starts the explicit engine at once; where the certificate does not decide
     its answer is the one the sequential order gives."""
@@ -225,7 +206,7 @@ def test_racing_explicit_engine_starts_before_the_certificate_gives_up(
 
     # a 6 s certificate stage: the racing explicit engine must start well before it ends
     # (margins wide enough for a loaded machine's process start-up)
-    _undecided_certificate(monkeypatch, 6.0)
+    undecided_certificate(monkeypatch, 6.0)
     real = explicit.check_explicit
 
     def stamped(system: Any, **kw: Any) -> Verdict:
@@ -257,7 +238,7 @@ def test_racing_explicit_process_that_dies_is_unknown_not_a_hang(monkeypatch: An
 
     from pipeproof.checker import portfolio
 
-    _undecided_certificate(monkeypatch, 0.0)
+    undecided_certificate(monkeypatch, 0.0)
     monkeypatch.setattr(explicit, "check_explicit", lambda system, **kw: os._exit(7))
     # no native stage beside it (it would decide: tests/test_portfolio_native.py)
     monkeypatch.setattr(portfolio, "native_unavailable", lambda: "off (test)")
@@ -276,7 +257,7 @@ def test_racing_explicit_errors_reach_the_caller(monkeypatch: Any) -> None:
     def bad(system: Any, **kw: Any) -> Any:
         raise ConfigError("a configuration error raised by the explicit engine")
 
-    _undecided_certificate(monkeypatch, 0.0)
+    undecided_certificate(monkeypatch, 0.0)
     monkeypatch.setattr(explicit, "check_explicit", bad)
     with pytest.raises(ConfigError, match="raised by the explicit engine"):
         check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
@@ -307,7 +288,7 @@ def test_racing_explicit_verdict_wins_after_the_head_start(monkeypatch: Any) -> 
 
     from pipeproof.checker.portfolio import HEAD_START
 
-    _undecided_certificate(monkeypatch, 60.0)
+    undecided_certificate(monkeypatch, 60.0)
     t0 = time.perf_counter()
     v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=2)
     took = time.perf_counter() - t0

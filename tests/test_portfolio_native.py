@@ -14,27 +14,13 @@ from pipeproof.checker import portfolio
 from pipeproof.checker.portfolio import check_auto
 
 import generators as G
-from helpers import NO_DEADLINE
+from helpers import NO_DEADLINE, undecided_certificate
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 #: these tests are about the stages after the quick one (tests/test_portfolio_quick.py)
 pytestmark = pytest.mark.usefixtures("no_quick_stage")
 _SMALL = (EX / "textbook/pipeline_async.pipe").read_text()
 _BUG = (EX / "bugs/p1-bug.pipe").read_text()
-
-
-def _undecided_certificate(monkeypatch: Any) -> None:
-    from pipeproof.checker import bmc
-    from pipeproof.checker.verdict import UNKNOWN, Verdict
-
-    real = bmc.check_bmc
-
-    def none(system: Any, **kw: Any) -> Verdict:
-        if kw.get("certificate_only"):
-            return Verdict(UNKNOWN, reason="no certificate: (test)")
-        return real(system, **kw)
-
-    monkeypatch.setattr(bmc, "check_bmc", none)
 
 
 def _slow_undecided_explicit(monkeypatch: Any, seconds: float) -> None:
@@ -65,7 +51,7 @@ def test_native_decides_where_the_explicit_engine_does_not(monkeypatch: Any, sou
     from pipeproof.checker.native.search import check_native
 
     _needs_native()
-    _undecided_certificate(monkeypatch)
+    undecided_certificate(monkeypatch)
     _slow_undecided_explicit(monkeypatch, 60.0)
     system = G.build_system(source)
     v = check_auto(system, depth=60, timeout=NO_DEADLINE, jobs=2)
@@ -86,7 +72,7 @@ def test_explicit_engine_still_answers_beside_the_native_stage(monkeypatch: Any)
     from pipeproof.checker.explicit import check_explicit
 
     _needs_native()
-    _undecided_certificate(monkeypatch)
+    undecided_certificate(monkeypatch)
     v = check_auto(G.build_system(_BUG), depth=60, timeout=NO_DEADLINE, jobs=2)
     alone = check_explicit(G.build_system(_BUG), timeout=NO_DEADLINE)
     assert (v.status, v.prop, v.depth) == (alone.status, alone.prop, alone.depth)
@@ -99,7 +85,7 @@ def test_without_native_support_the_answer_says_why(monkeypatch: Any) -> None:
 
     from pipeproof.checker import explicit
 
-    _undecided_certificate(monkeypatch)
+    undecided_certificate(monkeypatch)
     real = explicit.check_explicit
 
     def late(system: Any, **kw: Any) -> Any:  # answers after the certificate gave up
@@ -118,7 +104,7 @@ def test_without_native_support_the_answer_says_why(monkeypatch: Any) -> None:
 
 def test_sequential_auto_has_no_native_stage(monkeypatch: Any) -> None:
     """``jobs=1`` keeps the one-after-the-other order of the engines it always had."""
-    _undecided_certificate(monkeypatch)
+    undecided_certificate(monkeypatch)
     v = check_auto(G.build_system(_SMALL), depth=60, timeout=NO_DEADLINE, jobs=1)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"
     assert [s["stage"] for s in v.stats.extra["auto"]] == ["bmc certificate"]
@@ -127,7 +113,7 @@ def test_sequential_auto_has_no_native_stage(monkeypatch: Any) -> None:
 def test_no_native_stage_beside_stubborn_sets(monkeypatch: Any) -> None:
     """A 2x2 cluster: the explicit engine runs with stubborn sets, and no native search
     takes CPU from it."""
-    _undecided_certificate(monkeypatch)
+    undecided_certificate(monkeypatch)
     src = (EX / "textbook/pipeline_tma_async_multicast.pipe").read_text()
     v = check_auto(G.build_system(src), depth=60, timeout=NO_DEADLINE, jobs=2)
     assert v.status == "PROVEN" and v.stats.engine == "explicit"

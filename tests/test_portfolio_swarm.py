@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from pipeproof.checker import bmc, explicit, portfolio
+from pipeproof.checker import explicit, portfolio
 from pipeproof.checker.explicit import check_explicit
 from pipeproof.checker.portfolio import check_auto
 from pipeproof.checker.verdict import UNKNOWN, Verdict
 
 import generators as G
-from helpers import NO_DEADLINE
+from helpers import NO_DEADLINE, undecided_certificate
 from test_por import _is_counterexample
 
 EX = Path(__file__).resolve().parent.parent / "examples"
@@ -35,14 +35,7 @@ pytestmark = [
 
 
 def _no_certificate(monkeypatch: Any) -> None:
-    real = bmc.check_bmc
-
-    def off(system: Any, **kw: Any) -> Verdict:
-        if kw.get("certificate_only"):
-            return Verdict(UNKNOWN, reason="no certificate: (test)")
-        return real(system, **kw)
-
-    monkeypatch.setattr(bmc, "check_bmc", off)
+    undecided_certificate(monkeypatch)
     monkeypatch.setattr(portfolio, "SWARM_AFTER", 0.0)
 
 

@@ -141,35 +141,30 @@ class Footprints:
         self._wait_comp: dict = {}
         self._reach_memo: dict = {}
         # barrier operations per segment (for the settle analysis); None marks a loop
-        self.seg_ops: list[list[Optional[tuple]]] = []
-        for a in range(n):
-            row = []
-            for pc in range(len(sysm.code(a))):
-                self._due()
-                row.append(self._segment_ops(a, pc))
-            self.seg_ops.append(row)
+        self.seg_ops: list[list[Optional[tuple]]] = self._per_pc(self._segment_ops)
         # arrivals (pending decrements) per barrier within each segment
-        self.seg_arr: list[list[dict]] = []
-        for a in range(n):
-            row = []
-            for pc in range(len(sysm.code(a))):
-                self._due()
-                row.append(self._segment_arrivals(a, pc))
-            self.seg_arr.append(row)
+        self.seg_arr: list[list[dict]] = self._per_pc(self._segment_arrivals)
         # segment footprints with non-completing cluster arrivals/exits
-        self.seg_fp_nc: list[list[frozenset]] = []
-        for a in range(n):
-            row = []
-            for pc in range(len(sysm.code(a))):
-                self._due()
-                row.append(self._segment(a, pc, noncompleting=True)[0])
-            self.seg_fp_nc.append(row)
+        self.seg_fp_nc: list[list[frozenset]] = self._per_pc(
+            lambda a, pc: self._segment(a, pc, noncompleting=True)[0])
         # named-barrier participants per (cta, id): agents with a NamedBarrierOp on it
         self.nb_users: dict[tuple, set[int]] = defaultdict(set)
         for a, ag in enumerate(sysm.agents):
             for ins in ag.program.code:
                 if isinstance(ins, NamedBarrierOp):
                     self.nb_users[(ag.cta, ins.id)].add(a)
+
+    def _per_pc(self, fn: Any) -> list[list[Any]]:
+        """``fn(a, pc)`` for every warp ``a`` and pc of its program (the set-up's
+        deadline checked before each)."""
+        out = []
+        for a in range(len(self.sys.agents)):
+            row = []
+            for pc in range(len(self.sys.code(a))):
+                self._due()
+                row.append(fn(a, pc))
+            out.append(row)
+        return out
 
     def _due(self) -> None:
         if self.deadline is not None and time.perf_counter() > self.deadline:
