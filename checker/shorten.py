@@ -19,21 +19,22 @@ from .verdict import VIOLATED, Verdict
 SHORTEN_TIMEOUT = 10.0
 
 
-def counterexample_end(ex: "Explorer", steps: list[tuple], prop: str) -> Optional[tuple]:
+def counterexample_end(ex: "Explorer", steps: list[tuple], prop: str,
+                       start: Optional[tuple] = None,
+                       states: Optional[list[tuple]] = None) -> Optional[tuple]:
     """(violation, final state) when ``steps`` (real warps; ``ex`` without symmetry) run
     in the unreduced model -- each enabled, none violating before the last -- and end in a
     violation of ``prop``, or, for ``deadlock``, in a state where nothing can move and some
-    warp has not exited (violation None); otherwise None."""
-    state = ex.initial
+    warp has not exited (violation None); otherwise None.  ``start``: the state they run
+    from (default: the initial one); ``states``: gets the state after each step."""
+    state = ex.initial if start is None else start
     for i, step in enumerate(steps):
-        nxt = None
-        for st, n, viol in ex._all_successors(state):
-            if st == step:
-                nxt = (n, viol)
-                break
+        nxt = ex.take(state, step)
         if nxt is None:
             return None
         state, viol = nxt
+        if states is not None:
+            states.append(state)
         if viol is not None:
             return (viol, state) if i == len(steps) - 1 and viol[0] == prop else None
     if prop == "deadlock" and not ex.all_done(state) and \
@@ -53,11 +54,11 @@ def shorten(system: System, steps: list[tuple], prop: str,
     shortest one.  Returns the shorter counterexample as a verdict, or None if no step
     could be dropped."""
     ex = Explorer(system, symmetry=False)
-
-    def run(cand: list[tuple]) -> Optional[tuple]:
-        return counterexample_end(ex, cand, prop)
-
     cur = list(steps)
+    # at[j]: the state after cur[:j] -- a candidate without step i runs from at[i]
+    at = [ex.initial]
+    if counterexample_end(ex, cur, prop, states=at) is None:
+        return None
     best = None
     changed = True
     while changed:
@@ -67,10 +68,11 @@ def shorten(system: System, steps: list[tuple], prop: str,
             if deadline is not None and time.perf_counter() > deadline:
                 changed = False
                 break
-            cand = cur[:i] + cur[i + 1:]
-            r = run(cand)
+            after: list[tuple] = []
+            r = counterexample_end(ex, cur[i + 1:], prop, start=at[i], states=after)
             if r is not None:
-                cur, best = cand, r
+                cur, best = cur[:i] + cur[i + 1:], r
+                at = at[:i + 1] + after
                 changed = True
             i -= 1
     if best is None:

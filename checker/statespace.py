@@ -308,6 +308,40 @@ class Explorer:
         for step, S, out in self._steps(state):
             yield step, self.canon(S.freeze()), first_violation(out.checks)
 
+    def take(self, state: tuple, step: tuple) -> Optional[tuple[tuple, Optional[tuple]]]:
+        """``(next_state, violation)`` of ``step`` from ``state``, as ``_all_successors``
+        yields it, or None where the step is not enabled there -- without running the
+        other units' steps (replaying a run: ``shorten.counterexample_end``).  A warp's
+        choice counts as enabled only where every earlier choice is (``_steps``)."""
+        sysm = self.sys
+        last = self._last_flat
+        if last is not None and last[0] is state:
+            base = last[1]  # the state a previous take made: no unpacking
+        else:
+            base = self.packer.unpack_list(state)
+            self._last_flat = (state, base)
+        if step[0] == "a":
+            _, a, choice = step
+            pc = base[self.pc_slots[a]]
+            if pc == DONE or choice >= sysm.agent_choices(a, pc):
+                return None
+            for c in range(choice + 1):
+                S = FlatState(self.packer, state, base)
+                out = sysm.exec_agent(V, S, a, pc, c)
+                if not out.enabled:
+                    return None
+        else:
+            if step[1] not in sysm.env_items_of(base.__getitem__):
+                return None
+            S = FlatState(self.packer, state, base)
+            out = sysm.exec_env(V, S, step[1])
+        frozen = S.freeze()
+        nxt = self.canon(frozen)
+        if nxt == frozen:
+            # the step's own flat list is the next state's: a replay goes on from it
+            self._last_flat = (nxt, S.v if S.v is not None else base)
+        return nxt, first_violation(out.checks)
+
     def _steps(self, state: tuple) -> Iterator[tuple[tuple, Any, Any]]:
         """Yield ``(step, S, outcome)`` for each enabled step of ``state``: the step
         executed on its own copy-on-write accessor ``S``, not yet made a state."""

@@ -1,0 +1,119 @@
+"""Dropping needless steps from a counterexample (``checker/shorten.py``).
+
+Differential: ``Explorer.take`` (one step from a state, the replay's way) against the
+step as ``Explorer._all_successors`` yields it, on every state of random runs of
+generated kernels and mutants, for every step of every unit, enabled or not; and the
+shortened counterexample against the one it came from (a real run of the model, ending
+in the same property, no longer), with the faster replay and without it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import given, settings
+
+import generators as G
+from pipeproof.checker.explicit import check_explicit
+from pipeproof.checker.shorten import counterexample_end, shorten
+from pipeproof.checker.statespace import Explorer
+from pipeproof.model.errors import ConfigError
+from pipeproof.model.system import DONE
+from test_reduction_hypothesis import SETTINGS
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _every_step(ex: Explorer, state: tuple) -> list[tuple]:
+    """Every step any unit could name in ``state``, enabled or not: each warp's choices
+    (and one past them), the environment items in flight."""
+    out = []
+    for a in range(len(ex.sys.agents)):
+        pc = ex.pc(state, a)
+        n = 1 if pc == DONE else ex.sys.agent_choices(a, pc)
+        out.extend(("a", a, c) for c in range(n + 1))
+    out.extend(("e", it) for it in ex._env_items(state))
+    return out
+
+
+def _take_agrees(source: str, seed: int, length: int = 60) -> None:
+    ex = Explorer(G.build_system(source), symmetry=False)
+    rng = random.Random(seed)
+    state = ex.initial
+    for _ in range(length):
+        succ = {st: (n, v) for st, n, v in ex._all_successors(state)}
+        for step in _every_step(ex, state):
+            assert ex.take(state, step) == succ.get(step), step
+        if not succ:
+            return
+        step = rng.choice(sorted(succ, key=repr))
+        state, viol = succ[step]
+        if viol is not None:
+            return
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(G.programs())
+def test_take_is_the_step_all_successors_yields(prog: G.Program) -> None:
+    _take_agrees(prog.source, seed=len(prog.source))
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_take_is_the_step_all_successors_yields_on_bugs(prog: G.Program) -> None:
+    try:
+        _take_agrees(prog.source, seed=len(prog.source))
+    except ConfigError:
+        return
+
+
+def _slow_end(ex: Explorer, steps: list, prop: str):
+    """``counterexample_end`` as it was: every successor of every state, matched."""
+    state = ex.initial
+    for i, step in enumerate(steps):
+        nxt = next(((n, v) for st, n, v in ex._all_successors(state) if st == step), None)
+        if nxt is None:
+            return None
+        state, viol = nxt
+        if viol is not None:
+            return (viol, state) if i == len(steps) - 1 and viol[0] == prop else None
+    if prop == "deadlock" and not ex.all_done(state) and \
+            not any(True for _ in ex._all_successors(state)):
+        return (None, state)
+    return None
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_shortened_runs_are_runs_and_the_same_as_before(prog: G.Program) -> None:
+    try:
+        system = G.build_system(prog.source)
+        v = check_explicit(system, max_states=20_000, confirm_timeout=0)
+    except ConfigError:
+        return
+    if v.status != "VIOLATED" or v.prop == "starvation":
+        return
+    steps = v.trace.steps
+    s = shorten(system, steps, v.prop)
+    ex = Explorer(system, symmetry=False)
+    if s is not None:
+        assert s.prop == v.prop and len(s.trace) < len(steps)
+        assert _slow_end(ex, s.trace.steps, v.prop) is not None
+    # the replay with ``take`` decides every candidate as the old one did
+    for i in range(len(steps)):
+        cand = steps[:i] + steps[i + 1:]
+        assert (counterexample_end(ex, cand, v.prop) is None) == \
+            (_slow_end(ex, cand, v.prop) is None)
+
+
+def test_p9_reduced_counterexample_shortens_to_the_shortest(monkeypatch) -> None:
+    # no deadline here: what is dropped does not depend on the machine's speed
+    from pipeproof.checker import explicit
+
+    monkeypatch.setattr(explicit, "drop_needless_steps", lambda system, v: v)
+    system = G.build_system((EX / "bugs/p9-bug.pipe").read_text())
+    v = check_explicit(system, confirm_timeout=0)
+    assert v.status == "VIOLATED" and v.depth > 51  # the reduced search's run
+    s = shorten(system, v.trace.steps, v.prop)
+    assert s is not None and s.prop == v.prop and s.depth == 51  # the shortest
