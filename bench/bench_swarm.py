@@ -101,7 +101,9 @@ def _cell(r: dict, seconds: str = "cpu_s") -> str:
     return f"{v} | {r[seconds]}"
 
 
-def write_md(path: Path, meta: dict, rows: list) -> None:
+def write_md(path: Path, meta: dict, rows: list, kept: str = "") -> None:
+    """The table; ``kept``: the sections written by hand after it ("## ..."), as they
+    were."""
     lines = ["# Random runs (`--engine swarm`) against the explicit engine: time to a "
              "counterexample", "",
              f"{meta['date']}, {meta['cpus']} CPUs, Python {meta['python']}; `python "
@@ -122,7 +124,7 @@ def write_md(path: Path, meta: dict, rows: list) -> None:
         lines.append(f"| {name} | {_cell(r['explicit'])} | {_cell(r['swarm'])} | "
                      f"{'-' if run is None else run} | {_cell(r['auto'], 'wall_s')} | "
                      f"{r['auto']['by']} |")
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n" + kept)
 
 
 def main() -> int:
@@ -140,13 +142,16 @@ def main() -> int:
             "timeout": args.timeout}
     rows: list = []
     res = HERE / "results"
+    md = res / f"{args.out}.md"
+    old = md.read_text() if md.exists() else ""
+    kept = old[old.index("\n## "):] if "\n## " in old else ""
 
     def record(name: str, r: dict) -> None:
         rows.append((name, r))
         print(name, json.dumps(r), flush=True)
         (res / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rows": rows},
                                                          indent=1) + "\n")
-        write_md(res / f"{args.out}.md", meta, rows)
+        write_md(md, meta, rows, kept)
 
     for p in sorted((ROOT / "examples").rglob("*-bug.pipe")):
         record(str(p.relative_to(ROOT)), run_row(args.timeout, pipe=str(p)))
