@@ -408,7 +408,7 @@ def _stage_por(system: System, por: Optional[bool]) -> Optional[bool]:
 SWARM_NICE = 5
 
 
-def _swarm_job(system: System, timeout: float) -> Callable[[Any, Any], Verdict]:
+def _swarm_job(system: System, timeout: float, seed: int) -> Callable[[Any, Any], Verdict]:
     def run(gate: Any, notify: Any) -> Verdict:
         from .swarm import check_swarm
 
@@ -416,13 +416,13 @@ def _swarm_job(system: System, timeout: float) -> Callable[[Any, Any], Verdict]:
             os.nice(SWARM_NICE)
         except (OSError, AttributeError):  # pragma: no cover - not POSIX
             pass
-        return check_swarm(system, timeout=timeout)
+        return check_swarm(system, timeout=timeout, seed=seed)
     return run
 
 
 def _explicit_or_swarm(system: System, expl: _Forked, started: float, left: float,
                        on_found: Optional[Callable[[Verdict], None]],
-                       note: Callable[[str, Verdict], None]) -> Verdict:
+                       note: Callable[[str, Verdict], None], seed: int = 0) -> Verdict:
     """The racing explicit engine's answer (it runs with stubborn sets); or, where it has
     not decided ``SWARM_AFTER`` seconds into the race (``started``), the first violation
     that random runs (``checker/swarm.py``), started then on the CPU the certificate
@@ -439,7 +439,7 @@ def _explicit_or_swarm(system: System, expl: _Forked, started: float, left: floa
             note("swarm", Verdict(UNKNOWN, reason=f"not run: less than "
                                   f"{MIN_SWARM_SECONDS:.0f} s left"))
         else:
-            sw = _Forked(_swarm_job(system, end - now), "random runs")
+            sw = _Forked(_swarm_job(system, end - now, seed), "random runs")
             try:
                 first = _first_decided([expl, sw], end - now + RACE_GRACE, on_found)
             finally:
@@ -510,7 +510,7 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
                bmc_steps: str = "auto", confirm_timeout: Optional[float] = None,
                jobs: Optional[int] = None,
                on_found: Optional[Callable[[Verdict], None]] = None,
-               quick_states: Optional[int] = None) -> Verdict:
+               quick_states: Optional[int] = None, seed: int = 0) -> Verdict:
     """The quick stage, then BMC's certificate, then the explicit engine, then BMC's
     unrolling, sharing ``timeout`` (module docstring).  ``quick_states``: the quick
     stage's bound (``quick_search``; None: ``quick_states_default()``, 0: no quick
@@ -519,7 +519,8 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
     start of ``HEAD_START`` seconds (None: ``default_jobs()``).  ``on_found``: a
     counterexample found before the search that confirms it is shortest
     (``explicit.check_explicit``), as soon as it is this stage's to show.  ``depth``:
-    BMC's bound (None: ``bmc.DEFAULT_DEPTH``).  BMC, and z3 with it, is imported only
+    BMC's bound (None: ``bmc.DEFAULT_DEPTH``).  ``seed``: of the random runs
+    (``checker/swarm.py``).  BMC, and z3 with it, is imported only
     once a BMC stage starts (a fifth of a small check's start-up)."""
     from .explicit import check_explicit
 
@@ -585,7 +586,8 @@ def check_auto(system: System, depth: Optional[int], timeout: float = 600.0,
             if e is None:
                 expl.gate.set()
                 if reduce and _explicit_por(system, por):
-                    e = _explicit_or_swarm(system, expl, started, left(), on_found, note)
+                    e = _explicit_or_swarm(system, expl, started, left(), on_found, note,
+                                           seed)
                 else:
                     e = _explicit_or_native(system, expl, left(), max_states, reduce,
                                             on_found, note)

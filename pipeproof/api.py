@@ -137,11 +137,15 @@ class CheckResult:
                          "partial-order reduction reaches the end of runs that the "
                          "unrolling does not)")
         unsupported = (v.reason or "").startswith("unsupported")
-        if v.status == "UNKNOWN" and self.engine != "swarm" and not unsupported \
-                and not _ran_every_random_run(st.extra):
-            # a bug deeper than the search reached can still be found by random runs
-            lines.append(f"  ({option('engine', 'swarm')} looks for violations deeper than "
-                         "a search reaches, by random runs; it proves nothing)")
+        if v.status == "UNKNOWN" and self.engine != "swarm" and not unsupported:
+            # a bug deeper than the search reached can still be found by random runs; where
+            # the default engine made every run --engine swarm would, another seed
+            seed = option("seed")
+            seed = f"{seed} N" if seed.startswith("--") else f"{seed}=N"
+            other = (f" {seed}, with a seed other than this check's,"
+                     if _ran_every_random_run(st.extra) else "")
+            lines.append(f"  ({option('engine', 'swarm')}{other} looks for violations "
+                         "deeper than a search reaches, by random runs; it proves nothing)")
         if v.status == "VIOLATED" and v.trace is not None:
             lines.append(f"  {v.reason}")
             note = shortest_note(v)
@@ -174,7 +178,7 @@ class CheckResult:
 
 def _ran_every_random_run(extra: dict) -> bool:
     """Did the default engine's random runs (an ``auto`` stage) make all the runs that
-    ``--engine swarm`` would make (the same runs: same seed)?"""
+    ``--engine swarm`` with the same seed would make?"""
     from .checker.swarm import RUNS
 
     done = f"no violation or deadlock in {RUNS} random runs"
@@ -264,7 +268,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                  bmc_certificate: bool = True, jobs: Optional[int] = None,
                  symbolic_params: bool = True,
                  on_found: Optional[Callable[["CheckResult"], None]] = None,
-                 dask: Any = None) -> CheckResult:
+                 dask: Any = None, seed: int = 0) -> CheckResult:
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc``, ``explicit`` or ``native`` (the explicit engine's search in C,
@@ -289,7 +293,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     (a ``LocalCluster`` of worker processes) or a ``distributed.Client``: every value of
     a parameter range is one Dask task (each value on its own, never symbolic), and one
     configuration is searched by the explicit engine's search partitioned over the
-    workers (``checker/distributed.py``; engines ``auto`` and ``explicit``)."""
+    workers (``checker/distributed.py``; engines ``auto`` and ``explicit``).
+    ``seed``: of the random runs (``swarm``, and those of ``auto``, ``checker/swarm.py``):
+    another seed makes other runs."""
     params = dict(params or {})
     _check_limits(params, depth, timeout, max_states, confirm_timeout)
     if dask is not None:
@@ -311,7 +317,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
                                 confirm_timeout=confirm_timeout, memory_model=memory_model,
                                 bmc_steps=bmc_steps, bmc_certificate=bmc_certificate,
                                 jobs=jobs, symbolic_params=symbolic_params,
-                                on_found=on_found, dask=client)
+                                on_found=on_found, dask=client, seed=seed)
         finally:
             from .checker.distributed import close
 
@@ -325,7 +331,7 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
               progress=progress, file=file, reduce=reduce, por=por, smt2=smt2,
               confirm_timeout=confirm_timeout, memory_model=memory_model,
               bmc_steps=bmc_steps, bmc_certificate=bmc_certificate, jobs=jobs,
-              symbolic_params=symbolic_params, dask=dask)
+              symbolic_params=symbolic_params, dask=dask, seed=seed)
     if any(isinstance(v, range) for v in params.values()):
         result = _check_param_ranges(kernel, params, **kw)  # no first answer: several runs
     else:
@@ -408,7 +414,7 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                 reduce: bool, por: Optional[bool], smt2: Optional[str],
                 confirm_timeout: Optional[float], bmc_steps: str, bmc_certificate: bool,
                 jobs: Optional[int], on_found: Optional[Callable[[Verdict], None]] = None,
-                dask: Any = None, **_: Any) -> Verdict:
+                dask: Any = None, seed: int = 0, **_: Any) -> Verdict:
     """The verdict of ``engine`` on ``system`` (``check_kernel``'s options; ``dask``: a
     ``distributed.Client``)."""
     if dask is not None and engine in ("auto", "explicit"):
@@ -427,7 +433,8 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
         verdict = check_auto(system, depth,  # None: BMC's default, imported if BMC runs
                              timeout=timeout, max_states=max_states, progress=progress,
                              reduce=reduce, por=por, bmc_steps=bmc_steps,
-                             confirm_timeout=confirm_timeout, jobs=jobs, on_found=on_found)
+                             confirm_timeout=confirm_timeout, jobs=jobs, on_found=on_found,
+                             seed=seed)
     elif engine == "explicit":
         from .checker.explicit import check_explicit
 
@@ -446,7 +453,7 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
     elif engine == "swarm":
         from .checker.swarm import check_swarm
 
-        verdict = check_swarm(system, timeout=timeout, progress=progress)
+        verdict = check_swarm(system, timeout=timeout, progress=progress, seed=seed)
     elif engine in ("bmc", "auto"):  # auto with --smt2 or without the certificate: BMC
         from .checker.bmc import DEFAULT_DEPTH, check_bmc
 
@@ -914,7 +921,7 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                    memory_model: str = "cutlass", bmc_steps: str = "auto",
                    bmc_certificate: bool = True, jobs: Optional[int] = None,
                    on_found: Optional[Callable[[CheckResult], None]] = None,
-                   dask: Any = None, **_: Any) -> CheckResult:
+                   dask: Any = None, seed: int = 0, **_: Any) -> CheckResult:
     """Check per-warp programs that a front end other than ``.pipe`` produced
     (``on_found``, ``dask``: as ``check_kernel``'s; a range of a CuTe DSL kernel's
     parameters is checked value by value here, each value by the partitioned search)."""
@@ -928,7 +935,7 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                                   reduce=reduce, por=por, smt2=smt2,
                                   confirm_timeout=confirm_timeout, memory_model=memory_model,
                                   bmc_steps=bmc_steps, bmc_certificate=bmc_certificate,
-                                  jobs=jobs, on_found=on_found, dask=client)
+                                  jobs=jobs, on_found=on_found, dask=client, seed=seed)
         finally:
             from .checker.distributed import close
 
@@ -945,7 +952,7 @@ def check_compiled(compiled: CompiledKernel, *, engine: str = "auto",
                           timeout=timeout, max_states=max_states, progress=progress,
                           reduce=reduce, por=por, smt2=smt2,
                           confirm_timeout=confirm_timeout, bmc_steps=bmc_steps,
-                          bmc_certificate=bmc_certificate, jobs=jobs, dask=dask,
+                          bmc_certificate=bmc_certificate, jobs=jobs, dask=dask, seed=seed,
                           on_found=_first_answer(on_found, compiled, source, engine,
                                                  memory_model))
     _stamp_smt2(smt2, before, info.name, dict(info.params), source, verdict)

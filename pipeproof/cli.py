@@ -128,6 +128,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                             bmc_steps=args.bmc_steps,
                             bmc_certificate=args.bmc_certificate == "on",
                             jobs=args.jobs, symbolic_params=not args.param_values,
+                            seed=args.seed,
                             on_found=None if args.json else first,
                             **({"smt2": args.smt2} if args.smt2 else {}),
                             **({"dask": args.dask} if args.dask else {}))
@@ -335,8 +336,8 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
                         "nothing) or auto (default): a quick explicit search in this "
                         "process (50,000 states, 2 s of CPU; not beside stubborn sets), "
                         "then BMC's certificate where it decides, else the explicit "
-                        "engine, else BMC's unrolling with the time left (plain bmc with "
-                        "--smt2)")
+                        "engine (beside random runs where it uses stubborn sets), else "
+                        "BMC's unrolling with the time left (plain bmc with --smt2)")
     adv.add_argument("--depth", type=int, default=None,
                    help="bmc: bound on the levels unrolled (default 60); a level is one "
                         "step with --bmc-steps single, a chain of steps otherwise, so depth "
@@ -379,6 +380,9 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
                         "that none is shorter (the output says it is not confirmed).  By "
                         "default such a counterexample is printed at once and the proof "
                         "follows, with a progress line on a terminal")
+    adv.add_argument("--seed", type=int, default=0, metavar="N",
+                     help="seed of the random runs (--engine swarm, and those of the "
+                          "default engine): another seed makes other runs (default 0)")
     adv.add_argument("--confirm-timeout", type=float, default=None, metavar="S",
                    help="seconds to confirm that a counterexample found with a "
                         "reduction (explicit: partial-order reduction; bmc: chained steps) "

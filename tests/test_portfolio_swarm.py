@@ -93,7 +93,7 @@ def test_no_random_runs_beside_the_native_engine() -> None:
     assert not [st for st in v.stats.extra.get("auto", []) if st["stage"] == "swarm"]
 
 
-def test_an_unknown_points_at_random_runs_only_where_more_would_run() -> None:
+def test_an_unknown_points_at_other_random_runs() -> None:
     from pipeproof.api import CheckResult
     from pipeproof.checker.swarm import RUNS
 
@@ -105,9 +105,26 @@ def test_an_unknown_points_at_random_runs_only_where_more_would_run() -> None:
         return CheckResult(v, "k", "k.pipe", {}, (2, 1, 1), 8, "auto").render_text()
 
     hint = "looks for violations deeper"
-    # the same runs as --engine swarm's (same seed): nothing more to point at
-    assert hint not in text(f"no violation or deadlock in {RUNS} random runs, the longest "
-                            "900 steps; random runs prove nothing")
-    assert hint in text("no violation or deadlock in 12 random runs (stopped by the "
-                        "timeout), the longest 900 steps; random runs prove nothing")
-    assert hint in text("not run: less than 5 s left")
+    # every run --engine swarm would make with the same seed was made: another seed
+    done = text(f"no violation or deadlock in {RUNS} random runs, the longest 900 steps; "
+                "random runs prove nothing")
+    assert hint in done and "seed=N, with a seed other than this check's" in done
+    for reason in ("no violation or deadlock in 12 random runs (stopped by the timeout), "
+                   "the longest 900 steps; random runs prove nothing",
+                   "not run: less than 5 s left"):
+        t = text(reason)
+        assert hint in t and "seed" not in t
+
+
+def test_another_seed_makes_other_runs(monkeypatch) -> None:
+    _no_certificate(monkeypatch)
+    seeds = []
+    real = portfolio._swarm_job
+
+    def job(system: Any, timeout: float, seed: int) -> Any:
+        seeds.append(seed)
+        return real(system, timeout, seed)
+
+    monkeypatch.setattr(portfolio, "_swarm_job", job)
+    check_auto(_system("bugs/l1-fixed.pipe"), depth=60, timeout=NO_DEADLINE, jobs=2, seed=7)
+    assert seeds == [7]

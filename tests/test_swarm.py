@@ -109,3 +109,23 @@ def test_command_line() -> None:
     assert "--engine explicit" in bug.stdout
     smt = _cli(str(EX / "bugs/p4-bug.pipe"), "--engine", "swarm", "--smt2", "/tmp/x.smt2")
     assert smt.returncode == 2 and "Traceback" not in smt.stderr
+
+
+def test_the_seed_reaches_the_runs_from_the_api_and_the_command_line() -> None:
+    import json
+
+    from pipeproof.api import check_file
+
+    path = EX / "bugs/p9-bug.pipe"
+    want = {s: check_swarm(G.build_system(path.read_text()), seed=s, timeout=NO_DEADLINE)
+            for s in (0, 5)}
+    for s, w in want.items():
+        v = check_file(str(path), engine="swarm", seed=s, timeout=NO_DEADLINE).verdict
+        assert (v.stats.extra["run"], v.depth) == (w.stats.extra["run"], w.depth)
+    out = _cli(str(path), "--engine", "swarm", "--seed", "5", "--json")
+    assert out.returncode == 1, out.stderr
+    got = json.loads(out.stdout)
+    assert (got["stats"]["run"], got["depth"]) == (want[5].stats.extra["run"], want[5].depth)
+    assert want[0].stats.extra["run"] != want[5].stats.extra["run"]  # the seed mattered
+    bad = _cli(str(path), "--engine", "swarm", "--seed", "x")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
