@@ -87,7 +87,8 @@ RACE_GRACE = 5.0
 #: racing: the native engine takes the certificate's CPU only with this much time left
 MIN_NATIVE_SECONDS = 5.0
 #: racing, where the explicit engine runs with stubborn sets: seconds into the race
-#: before random runs take the CPU the certificate left (``_explicit_or_swarm``)
+#: before random runs take the CPU the certificate left (``_explicit_or_swarm``;
+#: ``PIPEPROOF_SWARM_AFTER`` overrides it, ``inf``: none)
 SWARM_AFTER = 5.0
 #: ... and only with this much time left
 MIN_SWARM_SECONDS = 5.0
@@ -115,6 +116,18 @@ def quick_states_default() -> int:
     suite sets 0 where it tests the later stages on small examples)."""
     v = os.environ.get("PIPEPROOF_QUICK_STATES", "").strip()
     return max(int(v), 0) if v.isdigit() else QUICK_STATES
+
+
+def swarm_after() -> float:
+    """``SWARM_AFTER``, or ``PIPEPROOF_SWARM_AFTER`` from the environment (the test suite
+    sets ``inf``: where a random run may win the race, which engine answers, and the
+    counterexample's length, would depend on the machine's speed; the tests of this
+    stage set their own)."""
+    v = os.environ.get("PIPEPROOF_SWARM_AFTER", "").strip()
+    try:
+        return float(v) if v else SWARM_AFTER
+    except ValueError:
+        return SWARM_AFTER
 
 
 def default_jobs() -> int:
@@ -424,13 +437,17 @@ def _explicit_or_swarm(system: System, expl: _Forked, started: float, left: floa
                        on_found: Optional[Callable[[Verdict], None]],
                        note: Callable[[str, Verdict], None], seed: int = 0) -> Verdict:
     """The racing explicit engine's answer (it runs with stubborn sets); or, where it has
-    not decided ``SWARM_AFTER`` seconds into the race (``started``), the first violation
+    not decided ``swarm_after()`` seconds into the race (``started``), the first violation
     that random runs (``checker/swarm.py``), started then on the CPU the certificate
     left, find before it decides (module docstring).  A counterexample the explicit
     engine already holds (it is confirming that no shorter one exists) is kept over the
     random runs' longer one.  The stage that did not decide gets a line in ``note``."""
     end = time.perf_counter() + max(left, 0.0)
-    head = started + SWARM_AFTER - time.perf_counter()
+    after = swarm_after()
+    if after == float("inf"):
+        return keep_found(expl.wait_result(max(left, 0.0) + RACE_GRACE, on_found) or Verdict(
+            UNKNOWN, reason="timeout: the explicit engine did not answer in time"), expl.found)
+    head = started + after - time.perf_counter()
     if head > 0:
         expl.wait_result(min(head, max(left, 0.0)), on_found)
     now = time.perf_counter()

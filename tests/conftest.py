@@ -12,6 +12,9 @@ import pytest
 # BMC's phases get no wall-clock shares in tests (checker/bmc.py check_bmc): on a slow,
 # shared CI machine a phase that runs late must not hand the verdict to another phase
 os.environ.setdefault("PIPEPROOF_PHASE_BUDGETS", "0")
+# nor may the default engine's random runs win a race against the explicit engine
+# (checker/portfolio.py swarm_after); tests/test_portfolio_swarm.py starts them itself
+os.environ.setdefault("PIPEPROOF_SWARM_AFTER", "inf")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

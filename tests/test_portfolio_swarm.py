@@ -1,6 +1,7 @@
 """The default engine's random runs (checker/portfolio.py, ``_explicit_or_swarm``): where
 the explicit engine runs with stubborn sets and the certificate gave up, random runs
-(``checker/swarm.py``) take the second CPU ``SWARM_AFTER`` seconds into the race.
+(``checker/swarm.py``) take the second CPU ``swarm_after()`` seconds into the race (the
+suite sets ``PIPEPROOF_SWARM_AFTER=inf``, tests/conftest.py; these tests set their own).
 
 No assertion here depends on the machine's speed: where the random runs must win, the
 explicit engine is replaced by one that never answers; where the explicit engine decides,
@@ -36,7 +37,7 @@ pytestmark = [
 
 def _no_certificate(monkeypatch: Any) -> None:
     undecided_certificate(monkeypatch)
-    monkeypatch.setattr(portfolio, "SWARM_AFTER", 0.0)
+    monkeypatch.setenv("PIPEPROOF_SWARM_AFTER", "0")
 
 
 def _system(name: str) -> Any:
@@ -128,3 +129,11 @@ def test_another_seed_makes_other_runs(monkeypatch) -> None:
     monkeypatch.setattr(portfolio, "_swarm_job", job)
     check_auto(_system("bugs/l1-fixed.pipe"), depth=60, timeout=NO_DEADLINE, jobs=2, seed=7)
     assert seeds == [7]
+
+
+def test_the_suites_setting_runs_none(monkeypatch) -> None:
+    _no_certificate(monkeypatch)
+    monkeypatch.setenv("PIPEPROOF_SWARM_AFTER", "inf")
+    v = check_auto(_system("bugs/l1-fixed.pipe"), depth=60, timeout=NO_DEADLINE, jobs=2)
+    assert v.status == "PROVEN"
+    assert not [s for s in v.stats.extra["auto"] if s["stage"] == "swarm"]
