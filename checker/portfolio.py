@@ -443,42 +443,51 @@ def _explicit_or_swarm(system: System, expl: _Forked, started: float, left: floa
     engine already holds (it is confirming that no shorter one exists) is kept over the
     random runs' longer one.  The stage that did not decide gets a line in ``note``."""
     end = time.perf_counter() + max(left, 0.0)
-    after = swarm_after()
-    if after == float("inf"):
-        return keep_found(expl.wait_result(max(left, 0.0) + RACE_GRACE, on_found) or Verdict(
-            UNKNOWN, reason="timeout: the explicit engine did not answer in time"), expl.found)
-    head = started + after - time.perf_counter()
-    if head > 0:
-        expl.wait_result(min(head, max(left, 0.0)), on_found)
-    now = time.perf_counter()
-    if expl.result is None and expl.found is None:
-        if end - now < MIN_SWARM_SECONDS:
-            note("swarm", Verdict(UNKNOWN, reason=f"not run: less than "
-                                  f"{MIN_SWARM_SECONDS:.0f} s left"))
-        else:
-            sw = _Forked(_swarm_job(system, end - now, seed), "random runs")
-            try:
-                first = _first_decided([expl, sw], end - now + RACE_GRACE, on_found)
-            finally:
-                sw.cancel()
-            if first is sw and expl.found is None:
-                expl.cancel()
-                v = Verdict(UNKNOWN, reason="stopped when the random runs found a "
-                            "violation first")
-                v.stats.seconds = time.perf_counter() - started
-                note("explicit", v)
-                return sw.result  # type: ignore[return-value]
-            r = sw.result
-            if r is None or r.status != UNKNOWN:
-                r = Verdict(UNKNOWN, reason=(
-                    "found a violation too; the explicit engine's own counterexample is kept"
-                    if r is not None else "stopped when the explicit engine decided first"
-                    if first is expl else "timeout: the random runs did not end in time"))
-                r.stats.seconds = time.perf_counter() - now
-            note("swarm", r)
+    if swarm_after() < float("inf"):
+        won = _swarm_beside(system, expl, started, end, on_found, note, seed)
+        if won is not None:
+            return won
     e = expl.wait_result(max(end - time.perf_counter(), 0.0) + RACE_GRACE, on_found) or \
         Verdict(UNKNOWN, reason="timeout: the explicit engine did not answer in time")
     return keep_found(e, expl.found)
+
+
+def _swarm_beside(system: System, expl: _Forked, started: float, end: float,
+                  on_found: Optional[Callable[[Verdict], None]],
+                  note: Callable[[str, Verdict], None], seed: int) -> Optional[Verdict]:
+    """``_explicit_or_swarm``'s random runs: their violation where they find one before
+    the explicit engine decides or holds a counterexample of its own (the explicit
+    engine is then stopped), else None (the random runs have a line in ``note``)."""
+    head = started + swarm_after() - time.perf_counter()
+    if head > 0:
+        expl.wait_result(min(head, max(end - time.perf_counter(), 0.0)), on_found)
+    now = time.perf_counter()
+    if expl.result is not None or expl.found is not None:
+        return None
+    if end - now < MIN_SWARM_SECONDS:
+        note("swarm", Verdict(UNKNOWN, reason=f"not run: less than {MIN_SWARM_SECONDS:.0f} s "
+                              "left"))
+        return None
+    sw = _Forked(_swarm_job(system, end - now, seed), "random runs")
+    try:
+        first = _first_decided([expl, sw], end - now + RACE_GRACE, on_found)
+    finally:
+        sw.cancel()
+    if first is sw and expl.found is None:
+        expl.cancel()
+        v = Verdict(UNKNOWN, reason="stopped when the random runs found a violation first")
+        v.stats.seconds = time.perf_counter() - started
+        note("explicit", v)
+        return sw.result
+    r = sw.result
+    if r is None or r.status != UNKNOWN:
+        r = Verdict(UNKNOWN, reason=(
+            "found a violation too; the explicit engine's own counterexample is kept"
+            if r is not None else "stopped when the explicit engine decided first"
+            if first is expl else "timeout: the random runs did not end in time"))
+        r.stats.seconds = time.perf_counter() - now
+    note("swarm", r)
+    return None
 
 
 def _explicit_or_native(system: System, expl: _Forked, left: float, max_states: int,
