@@ -311,9 +311,7 @@ class Explorer:
     def take(self, state: tuple, step: tuple) -> Optional[tuple[tuple, Optional[tuple]]]:
         """``(next_state, violation)`` of ``step`` from ``state``, as ``_all_successors``
         yields it, or None where the step is not enabled there -- without running the
-        other units' steps (replaying a run: ``shorten.counterexample_end``).  A warp's
-        choice counts as enabled only where every earlier choice is (``_steps``)."""
-        sysm = self.sys
+        other units' steps (replaying a run: ``shorten.counterexample_end``)."""
         last = self._last_flat
         if last is not None and last[0] is state:
             base = last[1]  # the state a previous take made: no unpacking
@@ -321,20 +319,13 @@ class Explorer:
             base = self.packer.unpack_list(state)
             self._last_flat = (state, base)
         if step[0] == "a":
-            _, a, choice = step
-            pc = base[self.pc_slots[a]]
-            if pc == DONE or choice >= sysm.agent_choices(a, pc):
-                return None
-            for c in range(choice + 1):
-                S = FlatState(self.packer, state, base)
-                out = sysm.exec_agent(V, S, a, pc, c)
-                if not out.enabled:
-                    return None
+            got = next((x for x in self._agent_steps(state, base, step[1])
+                        if x[0] == step), None)
         else:
-            if step[1] not in sysm.env_items_of(base.__getitem__):
-                return None
-            S = FlatState(self.packer, state, base)
-            out = sysm.exec_env(V, S, step[1])
+            got = next((x for x in self._env_steps(state, base) if x[0] == step), None)
+        if got is None:
+            return None
+        _, S, out = got
         frozen = S.freeze()
         nxt = self.canon(frozen)
         if nxt == frozen:
@@ -345,24 +336,33 @@ class Explorer:
     def _steps(self, state: tuple) -> Iterator[tuple[tuple, Any, Any]]:
         """Yield ``(step, S, outcome)`` for each enabled step of ``state``: the step
         executed on its own copy-on-write accessor ``S``, not yet made a state."""
-        sysm = self.sys
         base = self.packer.unpack_list(state)
         # never written: a step copies it first (FlatState)
         self._last_flat = (state, base)
-        packer = self.packer
-        for a, slot in enumerate(self.pc_slots):
-            pc = base[slot]
-            if pc == DONE:
-                continue
-            for choice in range(sysm.agent_choices(a, pc)):
-                S = FlatState(packer, state, base)
-                out = sysm.exec_agent(V, S, a, pc, choice)
-                if not out.enabled:
-                    break
-                yield ("a", a, choice), S, out
-        for item in sysm.env_items_of(base.__getitem__):
-            S = FlatState(packer, state, base)
-            yield ("e", item), S, sysm.exec_env(V, S, item)
+        for a in range(len(self.pc_slots)):
+            yield from self._agent_steps(state, base, a)
+        yield from self._env_steps(state, base)
+
+    def _agent_steps(self, state: tuple, base: list, a: int
+                     ) -> Iterator[tuple[tuple, Any, Any]]:
+        """Warp ``a``'s enabled steps (``_steps``): its choices in order, up to the first
+        disabled one."""
+        pc = base[self.pc_slots[a]]
+        if pc == DONE:
+            return
+        sysm = self.sys
+        for choice in range(sysm.agent_choices(a, pc)):
+            S = FlatState(self.packer, state, base)
+            out = sysm.exec_agent(V, S, a, pc, choice)
+            if not out.enabled:
+                break
+            yield ("a", a, choice), S, out
+
+    def _env_steps(self, state: tuple, base: list) -> Iterator[tuple[tuple, Any, Any]]:
+        """The asynchronous completions' steps (``_steps``): every item in flight."""
+        for item in self.sys.env_items_of(base.__getitem__):
+            S = FlatState(self.packer, state, base)
+            yield ("e", item), S, self.sys.exec_env(V, S, item)
 
     def _env_items(self, state: tuple) -> list[tuple]:
         return self.sys.env_items_of(PackedState(self.packer, state).get)
