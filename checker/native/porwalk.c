@@ -1191,3 +1191,152 @@ int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
     if (count_enabled(s, c, T) == 0) return 0;
     return 1;
 }
+
+/* ------------------------------------------------------------------ the state, read
+ * NativeClosure._state's reading of one state, from the values of the slots it reads
+ * (v: gathered by position, pw_marshal_tables says which position holds what).  It fills
+ * the agents' part of pw_state and pw_closure (the units are the live agents, then the
+ * environment units: their records are appended by the caller) and the per-barrier,
+ * per-key, per-array and per-warpgroup arrays.  The same answers as the Python reading
+ * (checker/por/futures.py: Futures._completes, _wg_held, Closure._nb_need, _saturated),
+ * which the tests compare it with state by state. */
+
+typedef struct {
+    int32_t n_agents, n_bars, n_keys, n_arrays, n_hg, n_pairs_hg;
+    const int64_t *pc_base;                  /* first row of each agent, then the end */
+    const int64_t *pc_pos, *carr_pos, *wg_cm_pos, *agent_cta;
+    const int64_t *tok_off, *tok_pos, *n_tok; /* tokens in PorTables.tokens order */
+    /* per row: the static record (NativeClosure._static_record) */
+    const int64_t *nc_off, *nc, *step_off, *step;   /* nc_off -1: completes always */
+    const int64_t *ep, *cl_static, *es, *ek, *sk, *wg_wait, *completing;
+    const int64_t *ops_off, *ops;                   /* 4 ints an operation */
+    const int64_t *reads_off, *reads;               /* hg slots the row's wgmma may read */
+    const int32_t *hg_slot;                         /* per pair: -1 not an owner count */
+    const int64_t *bar_pos;                         /* per table bar: 5 positions or -1 */
+    const int64_t *key_static, *key_all_only, *key_cta, *key_count_pos;
+    const int64_t *flag_off, *flag_agent, *flag_pos; /* per key: named-barrier flags */
+    const int64_t *cta_off, *cta_agent;             /* the agents of each CTA */
+    const int64_t *vis_pos;                         /* per table array, -1: not in system */
+    int64_t vis_cta, vis_cluster, cluster_one;
+    const int64_t *due_off, *due_pos;               /* per hg slot */
+} pw_mtables;
+
+typedef struct {
+    int32_t *pc, *zero0, *agent_unit;
+    int64_t *phase, *pending, *expected, *tx;
+    int64_t *cur_fp_off, *cur_fp, *cur_ops_off, *cur_ops, *exit_pair;
+    int32_t *ucta, *exit_nbkey, *sync_nbkey;
+    int8_t *cl_cand, *carr0, *carr_not1, *exit_sync;
+    int64_t *nb_need, *nb_count;
+    int8_t *arrived, *saturated, *hg_held, *observed;
+    int64_t *wg_cm;
+    uint64_t *hg_readers;
+    int64_t n_fp, n_ops;                            /* out: the agents' part's lengths */
+} pw_mout;
+
+#define PW_DONE (-1)
+#define PW_WARP 32
+
+static int64_t at(const int64_t *v, int64_t pos) { return pos < 0 ? 0 : v[pos]; }
+
+void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
+                int32_t n_agent_units, int32_t n_units, int32_t words, pw_mout *o) {
+    for (int32_t a = 0; a < m->n_agents; a++) o->agent_unit[a] = -1;
+    for (int32_t i = 0; i < n_agent_units; i++) o->agent_unit[agents[i]] = i;
+    for (int32_t h = 0; h < m->n_hg; h++) {
+        int held = 0;
+        for (int64_t k = m->due_off[h]; k < m->due_off[h + 1]; k++)
+            if (v[m->due_pos[k]] > 0) { held = 1; break; }
+        o->hg_held[h] = (int8_t)held;
+    }
+    memset(o->hg_readers, 0, sizeof(uint64_t) * (size_t)(m->n_hg > 0 ? m->n_hg * words : 1));
+    int64_t nf = 0, no = 0;
+    o->cur_fp_off[0] = 0;
+    o->cur_ops_off[0] = 0;
+    for (int32_t i = 0; i < n_agent_units; i++) {
+        int32_t a = agents[i];
+        int64_t pc = v[m->pc_pos[a]];
+        int64_t row = m->pc_base[a] + pc;
+        o->pc[i] = (int32_t)pc;
+        /* zero_mask: the try_wait tokens that are 0 now */
+        int32_t mask = 0, any = 0;
+        for (int64_t k = m->tok_off[a]; k < m->tok_off[a + 1]; k++)
+            if (v[m->tok_pos[k]] == 0) { mask |= 1 << (k - m->tok_off[a]); any = 1; }
+        o->zero0[i] = m->n_tok[a] < 0 ? any : mask;
+        /* Futures._completes: a cluster arrive or exit completes where every other warp
+         * has exited or arrived */
+        int completes = 1;
+        if (m->nc_off[row] >= 0 && m->completing[row]) {
+            for (int32_t b = 0; b < m->n_agents; b++) {
+                if (b == a) continue;
+                if (v[m->pc_pos[b]] == PW_DONE) continue;
+                if (at(v, m->carr_pos[b]) != 1) { completes = 0; break; }
+            }
+        }
+        const int64_t *src;
+        int64_t lo, hi;
+        if (m->nc_off[row] >= 0 && !completes) {
+            src = m->nc; lo = m->nc_off[row]; hi = row_end(m->nc_off, row);
+        } else {
+            src = m->step; lo = m->step_off[row]; hi = m->step_off[row + 1];
+        }
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t p = src[k];
+            /* Closure._current_fp: a wgmma wait's owner counts only where held now */
+            if (m->wg_wait[row] && m->hg_slot[p] != -1 &&
+                (m->hg_slot[p] < 0 || !o->hg_held[m->hg_slot[p]]))
+                continue;
+            o->cur_fp[nf++] = p;
+        }
+        o->cur_fp_off[i + 1] = nf;
+        for (int64_t k = m->ops_off[row]; k < m->ops_off[row + 1]; k++) o->cur_ops[no++] = m->ops[k];
+        o->cur_ops_off[i + 1] = no;
+        int64_t carr = at(v, m->carr_pos[a]);
+        o->exit_pair[i] = m->ep[row];
+        o->ucta[i] = (int32_t)m->agent_cta[a];
+        o->cl_cand[i] = (int8_t)(m->cl_static[row] && !completes);
+        o->carr0[i] = (int8_t)(carr == 0);
+        o->carr_not1[i] = (int8_t)(carr != 1);
+        o->exit_sync[i] = (int8_t)m->es[row];
+        o->exit_nbkey[i] = (int32_t)m->ek[row];
+        o->sync_nbkey[i] = (int32_t)m->sk[row];
+        for (int64_t k = m->reads_off[row]; k < m->reads_off[row + 1]; k++)
+            o->hg_readers[m->reads[k] * words + (i >> 6)] |= (uint64_t)1 << (i & 63);
+    }
+    o->n_fp = nf;
+    o->n_ops = no;
+    for (int32_t b = 0; b < m->n_bars; b++) {
+        const int64_t *p = m->bar_pos + 5 * b;
+        int in = p[0] >= 0;
+        o->phase[b] = in ? v[p[0]] : 0;
+        o->pending[b] = in ? v[p[1]] : 0;
+        o->expected[b] = in ? v[p[2]] : 0;
+        o->tx[b] = in ? v[p[3]] : 0;
+        o->observed[b] = (int8_t)(in && v[p[4]] == 1);
+    }
+    memset(o->arrived, 0, (size_t)(m->n_keys * n_units > 0 ? m->n_keys * n_units : 1));
+    for (int32_t k = 0; k < m->n_keys; k++) {
+        /* Closure._nb_need: the barrier's thread count, else a CTA-wide one's live threads */
+        int64_t need = m->key_static[k];
+        if (need < 0 && m->key_all_only[k]) {
+            need = 0;
+            int64_t c = m->key_cta[k];
+            for (int64_t j = m->cta_off[c]; j < m->cta_off[c + 1]; j++)
+                if (v[m->pc_pos[m->cta_agent[j]]] != PW_DONE) need += PW_WARP;
+        }
+        o->nb_need[k] = need;
+        o->nb_count[k] = at(v, m->key_count_pos[k]);
+        for (int64_t j = m->flag_off[k]; j < m->flag_off[k + 1]; j++) {
+            int32_t u = o->agent_unit[m->flag_agent[j]];
+            if (u >= 0 && v[m->flag_pos[j]] == 1) o->arrived[k * n_units + u] = 1;
+        }
+    }
+    for (int32_t a = 0; a < m->n_agents; a++)
+        o->wg_cm[a] = m->wg_cm_pos[a] < 0 ? -1 : v[m->wg_cm_pos[a]];
+    for (int32_t x = 0; x < m->n_arrays; x++) {
+        int64_t p = m->vis_pos[x];
+        int64_t vis = p < 0 ? -1 : v[p];
+        o->saturated[x] = (int8_t)(p >= 0 && (vis == m->vis_cluster ||
+                                               (vis == m->vis_cta && m->cluster_one)));
+    }
+}

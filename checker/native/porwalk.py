@@ -179,12 +179,47 @@ typedef struct {
     const int64_t *hg_ar;
 } pw_closure;
 void pw_closure_reset(pw_closure *c, int32_t n_units);
+typedef struct {
+    int32_t n_agents, n_bars, n_keys, n_arrays, n_hg, n_pairs_hg;
+    const int64_t *pc_base;
+    const int64_t *pc_pos, *carr_pos, *wg_cm_pos, *agent_cta;
+    const int64_t *tok_off, *tok_pos, *n_tok;
+    const int64_t *nc_off, *nc, *step_off, *step;
+    const int64_t *ep, *cl_static, *es, *ek, *sk, *wg_wait, *completing;
+    const int64_t *ops_off, *ops;
+    const int64_t *reads_off, *reads;
+    const int32_t *hg_slot;
+    const int64_t *bar_pos;
+    const int64_t *key_static, *key_all_only, *key_cta, *key_count_pos;
+    const int64_t *flag_off, *flag_agent, *flag_pos;
+    const int64_t *cta_off, *cta_agent;
+    const int64_t *vis_pos;
+    int64_t vis_cta, vis_cluster, cluster_one;
+    const int64_t *due_off, *due_pos;
+} pw_mtables;
+typedef struct {
+    int32_t *pc, *zero0, *agent_unit;
+    int64_t *phase, *pending, *expected, *tx;
+    int64_t *cur_fp_off, *cur_fp, *cur_ops_off, *cur_ops, *exit_pair;
+    int32_t *ucta, *exit_nbkey, *sync_nbkey;
+    int8_t *cl_cand, *carr0, *carr_not1, *exit_sync;
+    int64_t *nb_need, *nb_count;
+    int8_t *arrived, *saturated, *hg_held, *observed;
+    int64_t *wg_cm;
+    uint64_t *hg_readers;
+    int64_t n_fp, n_ops;
+} pw_mout;
+void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
+                int32_t n_agent_units, int32_t n_units, int32_t words, pw_mout *o);
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
                 int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
 """
 #: answer what mbarrier waits need in C (``pw_prepare``, ``wait_need``); False: ask
 #: ``Closure._block_requirement`` for every one (tests compare the two)
 NATIVE_WAITS = True
+#: read the state's slots in C (``pw_marshal``); False: through the ``Closure`` helpers in
+#: Python (tests compare the two)
+NATIVE_MARSHAL = True
 #: room for the sets of one requirement (``porwalk.c`` PW_MAX_SETS) and unit bitset words
 MAX_SETS = 32
 MAX_WORDS = 4
@@ -358,6 +393,8 @@ class NativeSettle:
         #: state
         self._bar_base: Optional[list] = None
         self._keep: list = []
+        #: the slot reads are ``pw_marshal``'s (``NativeClosure``)
+        self._c_reads = False
 
     # ------------------------------------------------------------------ per state
 
@@ -399,7 +436,12 @@ class NativeSettle:
             raise SettleUnavailable(f"{n} units")
         self.units = units
         self.uidx = {u: i for i, u in enumerate(units)}
+        #: the live agents, the first units (``Closure._units``)
+        self._agent_ids = [u[1] for u in units if u[0] == "a"]
         self.words = words
+        #: the agents' pcs and tokens, the barrier words and the agent -> unit map are
+        #: read by ``pw_marshal`` (``NativeClosure``) rather than here
+        c_reads = self._c_reads
         kind, agent, pc, zero0 = [], [], [], []
         efo, ef, eao, ea, eoo, eo, cwo, cw = [0], [], [0], [], [0], [], [0], []
         lwo, lw = [0], []
@@ -418,13 +460,15 @@ class NativeSettle:
                         lw_set.append(base + lpc)
                 kind.append(0)
                 agent.append(u[1])
-                pc.append(ctx.pcs[u[1]])
-                # Closure._future: the try_wait tokens that are 0 now
-                if t.tokens[u[1]]:
-                    loc = ctx.sys.agents[u[1]].locals
-                    zero0.append(zero_mask(t, u[1], lambda name: ctx.get(loc[name]) == 0))
-                else:
-                    zero0.append(0)
+                if not c_reads:
+                    pc.append(ctx.pcs[u[1]])
+                    # Closure._future: the try_wait tokens that are 0 now
+                    if t.tokens[u[1]]:
+                        loc = ctx.sys.agents[u[1]].locals
+                        zero0.append(zero_mask(t, u[1],
+                                               lambda name: ctx.get(loc[name]) == 0))
+                    else:
+                        zero0.append(0)
                 if not self._native_waits:
                     cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
             else:
@@ -446,10 +490,11 @@ class NativeSettle:
         if self._bar_base is None:
             self._bar_base = [ctx.sys.bar.get(b) for b in t.bars]
         get = ctx.get
-        phase = [0 if s is None else get(s) for s in self._bar_base]
-        pending = [0 if s is None else get(s + 1) for s in self._bar_base]
-        expected = [0 if s is None else get(s + 2) for s in self._bar_base]
-        tx = [0 if s is None else get(s + 3) for s in self._bar_base]
+        if not c_reads:
+            phase = [0 if s is None else get(s) for s in self._bar_base]
+            pending = [0 if s is None else get(s + 1) for s in self._bar_base]
+            expected = [0 if s is None else get(s + 2) for s in self._bar_base]
+            tx = [0 if s is None else get(s + 3) for s in self._bar_base]
         # the environment's part of Closure._writers / Closure._arrivers (_env_writer_index)
         ewo, ew, eao2, ea2 = [0], [], [0], []
         fpt = ctx.fp
@@ -468,11 +513,12 @@ class NativeSettle:
                 ea2.extend(sorted(self.bid[b] for b in ars))
             ewo.append(len(ew))
             eao2.append(len(ea2))
-        agent_unit = [-1] * len(ctx.sys.agents)
-        for i, u in enumerate(units):
-            if u[0] == "a":
-                agent_unit[u[1]] = i
-        self._agent_unit_list = agent_unit
+        if not c_reads:
+            agent_unit = [-1] * len(ctx.sys.agents)
+            for i, u in enumerate(units):
+                if u[0] == "a":
+                    agent_unit[u[1]] = i
+            self._agent_unit_list = agent_unit
         st = self._st = self.__dict__.get("_st") or ffi.new("pw_state *")
         keep: list = []
 
@@ -480,9 +526,16 @@ class NativeSettle:
             return self._buf(f"s{next(_names)}", ty, xs)
 
         st.n_units, st.n_words = n, words
-        st.kind, st.agent, st.pc = arr("int32_t[]", kind), arr("int32_t[]", agent), \
-            arr("int32_t[]", pc)
-        st.zero0 = arr("int32_t[]", zero0)
+        st.kind, st.agent = arr("int32_t[]", kind), arr("int32_t[]", agent)
+        if c_reads:  # the agents' part is pw_marshal's; the environment units' is constant
+            na = len(self._agent_ids)
+            st.pc, st.zero0 = self._buf("m_pc", "int32_t[]", n=n), \
+                self._buf("m_zero0", "int32_t[]", n=n)
+            if n > na:
+                st.pc[na:n] = [-1] * (n - na)
+                st.zero0[na:n] = [0] * (n - na)
+        else:
+            st.pc, st.zero0 = arr("int32_t[]", pc), arr("int32_t[]", zero0)
         st.env_fp_off, st.env_fp = arr("int64_t[]", efo), arr("int64_t[]", ef)
         st.env_arr_off, st.env_arr = arr("int64_t[]", eao), arr("int64_t[]", ea)
         st.env_ops_off, st.env_ops = arr("int64_t[]", eoo), arr("int64_t[]", eo)
@@ -491,8 +544,14 @@ class NativeSettle:
             st.cw = self._buf("cw", "int64_t[]", n=n * len(t.bars) + 1)
         else:
             st.cw_off, st.cw = arr("int64_t[]", cwo), arr("int64_t[]", cw)
-        st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
-        st.expected = arr("int64_t[]", expected)
+        if c_reads:
+            nb = len(t.bars)
+            st.pending, st.tx = self._buf("m_pending", "int64_t[]", n=nb), \
+                self._buf("m_tx", "int64_t[]", n=nb)
+            st.expected = self._buf("m_expected", "int64_t[]", n=nb)
+        else:
+            st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
+            st.expected = arr("int64_t[]", expected)
         st.lw_off, st.lw = arr("int64_t[]", lwo), arr("int64_t[]", lw)
         st.lw_row = self._lw_row
         st.pair_bar = self._pair_bar
@@ -500,8 +559,12 @@ class NativeSettle:
         st.nw_key = ffi.NULL
         st.wg_n = ffi.NULL
         st.key_thr = st.key_now = self._buf("no_keys", "int64_t[]", n=1)
-        st.agent_unit = arr("int32_t[]", agent_unit)
-        st.phase = arr("int64_t[]", phase)
+        if c_reads:
+            st.agent_unit = self._buf("m_agent_unit", "int32_t[]", n=len(ctx.sys.agents))
+            st.phase = self._buf("m_phase", "int64_t[]", n=len(t.bars))
+        else:
+            st.agent_unit = arr("int32_t[]", agent_unit)
+            st.phase = arr("int64_t[]", phase)
         st.obj_bar = self._obj_bar
         st.env_w_off, st.env_w = arr("int64_t[]", ewo), arr("int64_t[]", ew)
         st.env_a_off, st.env_a = arr("int64_t[]", eao2), arr("int64_t[]", ea2)
@@ -628,6 +691,7 @@ class NativeClosure(NativeSettle):
     def __init__(self, tables: PorTables):
         super().__init__(tables)
         self._native_waits = NATIVE_WAITS
+        self._c_reads = NATIVE_MARSHAL
         from ...model.program import ClusterArrive, Exit, NamedBarrierOp
         from ..por.modes import BAR_OPS, FREE_MODES
         self._kinds = (ClusterArrive, Exit, NamedBarrierOp)
@@ -794,6 +858,132 @@ class NativeClosure(NativeSettle):
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
         c.memo_cap = 256
+        if self._c_reads:
+            self._bind_reads(ctx)
+
+    def _bind_reads(self, ctx: Any) -> None:
+        """``pw_marshal``'s tables: where each slot it reads sits in the gathered values,
+        and every (warp, pc)'s ``_static_record`` (so C needs no Python per state)."""
+        from operator import itemgetter
+
+        from ...model.program import ClusterArrive, Exit
+        from ...model.system import VIS_CLUSTER, VIS_CTA
+        ffi, t, sysm, fpt = self.ffi, self.t, ctx.sys, ctx.fp
+        keep = self._static
+        slots: list = []
+        where: dict = {}
+
+        def pos(slot: int) -> int:
+            if slot not in where:
+                where[slot] = len(slots)
+                slots.append(slot)
+            return where[slot]
+
+        def arr(ty: str, xs: list) -> Any:
+            a = ffi.new(ty, xs or [0])
+            keep.append(a)
+            return a
+
+        m = self._m = ffi.new("pw_mtables *")
+        agents, wg = sysm.agents, sysm.wgmma
+        m.n_agents, m.n_bars, m.n_keys = len(agents), len(t.bars), len(self._keys)
+        m.n_arrays, m.n_hg = len(self._arrays), len(self._hg)
+        m.pc_base = arr("int64_t[]", self.w.pc_base)
+        m.pc_pos = arr("int64_t[]", [pos(ag.pc) for ag in agents])
+        m.carr_pos = arr("int64_t[]", [pos(ag.carr) for ag in agents])
+        m.wg_cm_pos = arr("int64_t[]", [pos(wg.cm[a]) if a in wg.group_of else -1
+                                        for a in range(len(agents))])
+        m.agent_cta = arr("int64_t[]", [ag.cta for ag in agents])
+        to, tp = [0], []
+        for a, names in enumerate(t.tokens):
+            tp.extend(pos(agents[a].locals[name]) for name in names)
+            to.append(len(tp))
+        m.tok_off, m.tok_pos = arr("int64_t[]", to), arr("int64_t[]", tp)
+        m.n_tok = arr("int64_t[]", list(t.n_tok))
+        # the hg slots each (warp, pc) may read (Closure._wg_may_hold's readers)
+        reads_of: dict = {}
+        for key, sl_bs in self._hg_by_key.items():
+            for w_ in wg.members[key]:
+                for pc, rd in enumerate(fpt.wgmma_reads_from[w_]):
+                    got = [sl for sl, b in sl_bs if b in rd]
+                    if got:
+                        reads_of.setdefault((w_, pc), []).extend(got)
+        nco, nc, so, sp, oo, ops, ro, rd = [], [], [0], [], [0], [], [0], []
+        ep, cls, es, ek, sk, wgw, comp = [], [], [], [], [], [], []
+        max_fp = max_ops = 0
+        for a in range(len(agents)):
+            code = sysm.code(a)
+            for pc in range(self.w.pc_base[a + 1] - self.w.pc_base[a]):
+                rec = self._static_record(ctx, a, pc)
+                nc_fp, step_fp, e_p, _cta, cl_static, e_s, e_k, s_k, wg_wait, _c, row_ops = rec
+                if nc_fp is None:
+                    nco.append(-1)
+                else:
+                    nco.append(len(nc))
+                    nc.extend(self._pairs_of(nc_fp))
+                    max_fp = max(max_fp, len(nc_fp))
+                sp.extend(self._pairs_of(step_fp))
+                so.append(len(sp))
+                max_fp = max(max_fp, len(step_fp))
+                ops.extend(row_ops)
+                oo.append(len(ops))
+                max_ops = max(max_ops, len(row_ops))
+                rd.extend(reads_of.get((a, pc), ()))
+                ro.append(len(rd))
+                ep.append(e_p)
+                cls.append(int(cl_static))
+                es.append(e_s)
+                ek.append(e_k)
+                sk.append(s_k)
+                wgw.append(int(wg_wait))
+                comp.append(int(isinstance(code[pc], (ClusterArrive, Exit))))
+        nco.append(len(nc))
+        m.nc_off, m.nc = arr("int64_t[]", nco), arr("int64_t[]", nc)
+        m.step_off, m.step = arr("int64_t[]", so), arr("int64_t[]", sp)
+        m.ops_off, m.ops = arr("int64_t[]", oo), arr("int64_t[]", ops)
+        m.reads_off, m.reads = arr("int64_t[]", ro), arr("int64_t[]", rd)
+        m.ep, m.cl_static, m.es = arr("int64_t[]", ep), arr("int64_t[]", cls), arr("int64_t[]", es)
+        m.ek, m.sk = arr("int64_t[]", ek), arr("int64_t[]", sk)
+        m.wg_wait, m.completing = arr("int64_t[]", wgw), arr("int64_t[]", comp)
+        #: room for one agent unit's current footprint and operations
+        self._max_fp, self._max_ops = max_fp, max_ops
+        m.hg_slot = self._c.hg_slot
+        bp = []
+        for b in t.bars:
+            base = sysm.bar.get(b)
+            bp.extend([-1] * 5 if base is None else [pos(base + i) for i in range(5)])
+        m.bar_pos = arr("int64_t[]", bp)
+        m.key_static = arr("int64_t[]", [fpt.nb_count.get(k, -1) for k in self._keys])
+        m.key_all_only = arr("int64_t[]", [int(k in fpt.nb_all_only) for k in self._keys])
+        m.key_cta = arr("int64_t[]", [k[0] for k in self._keys])
+        m.key_count_pos = arr("int64_t[]", [pos(sysm.nb[k]) if k in sysm.nb else -1
+                                            for k in self._keys])
+        fo, fa, fpos = [0], [], []
+        for flags in self._nb_slots:
+            for a, slot in flags:
+                fa.append(a)
+                fpos.append(pos(slot))
+            fo.append(len(fa))
+        m.flag_off, m.flag_agent, m.flag_pos = (arr("int64_t[]", fo), arr("int64_t[]", fa),
+                                                arr("int64_t[]", fpos))
+        co, ca = [0], []
+        for cta in range(sysm.info.num_ctas):
+            ca.extend(sysm.agents_of_cta.get(cta, []))
+            co.append(len(ca))
+        m.cta_off, m.cta_agent = arr("int64_t[]", co), arr("int64_t[]", ca)
+        m.vis_pos = arr("int64_t[]", [pos(sysm.arr[(o[1], o[2])]) if (o[1], o[2]) in sysm.arr
+                                      else -1 for o in self._arrays])
+        m.vis_cta, m.vis_cluster = VIS_CTA, VIS_CLUSTER
+        m.cluster_one = int(sysm.info.cluster_size == 1)
+        do, dp = [0], []
+        for key, b in self._hg:
+            dp.extend(pos(x) for x in fpt.due_slots(key, b))
+            do.append(len(dp))
+        m.due_off, m.due_pos = arr("int64_t[]", do), arr("int64_t[]", dp)
+        self._slots = slots
+        self._gather = itemgetter(*slots) if len(slots) > 1 else (lambda f: (f[slots[0]],))
+        self._vals = arr("int64_t[]", [0] * len(slots))
+        self._mo = ffi.new("pw_mout *")
 
     def _static_record(self, ctx: Any, a: int, pc: int) -> tuple:
         """What the marshal reads of warp ``a`` at ``pc`` that does not depend on the
@@ -821,7 +1011,7 @@ class NativeClosure(NativeSettle):
         if isinstance(ins, NamedBarrierOp):
             sk = self._key_idx[(cta, ins.id)]
         ops: list = []
-        for b, k, cnt, x in ctx._current_ops(("a", a)):
+        for b, k, cnt, x in ctx._ops_at(a, pc):
             ops += [self.bid[b], KINDS.index(k), cnt, x]
         return (nc, fpt.step[a][pc], ep, cta, cl_static, es, ek, sk,
                 isinstance(ins, WgmmaWait), sysm.agents[a].carr, tuple(ops))
@@ -853,7 +1043,96 @@ class NativeClosure(NativeSettle):
         super()._state(ctx)
         if self.fpt is None:
             self._bind(ctx)
-        ffi, t, nm, c = self.ffi, self.t, self.nm, self._c
+        c, st, n = self._c, self._st, len(self.units)
+        if self._c_reads:
+            self._read_c(ctx)
+        else:
+            self._read_py(ctx)
+        st.u_enabled = c.enabled
+        st.native_waits = int(NATIVE_WAITS)
+        st.key_thr, st.key_now = self._key_thr, c.nb_count
+        st.nb_arrived = c.arrived
+        st.nw_key = self._nw_key if NATIVE_WAITS else self.ffi.NULL
+        st.key_all_only, st.key_cta = self._key_all_only, self._key_cta
+        st.key_users_off, st.key_users = self._key_users_off, self._key_users
+        st.cta_agents_off, st.cta_agents = self._cta_agents_off, self._cta_agents
+        st.wg_n = self._wg_n if NATIVE_WAITS else self.ffi.NULL
+        st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
+        self.lib.pw_prepare(self.w.c_tables, st)
+        c.en_done = self._buf("en_done", "int8_t[]", n=n)
+        c.en_sets = self._buf("en_sets", "uint64_t[]", n=n * self.words)
+        c.memo = self._buf("memo", "uint64_t[]", n=2 * c.memo_cap * self.words)
+        self.lib.pw_closure_reset(c, n)
+        self._Tout = self._buf("Tout", "uint64_t[]", n=self.words)
+
+    def _read_c(self, ctx: Any) -> None:
+        """The state's reading by ``pw_marshal``, from the values of the slots it reads;
+        the environment units' records (few, from the reducer's memos) in Python."""
+        c, st, units = self._c, self._st, self.units
+        n, words = len(units), self.words
+        agents = self._agent_ids
+        na = len(agents)
+        flat = getattr(ctx.get, "__self__", None)
+        if isinstance(flat, list):
+            self._vals[0:len(self._slots)] = self._gather(flat)
+        else:
+            self._vals[0:len(self._slots)] = [ctx.get(x) for x in self._slots]
+        buf = self._buf
+        c.enabled = buf("m_enabled", "int8_t[]", [int(ctx._enabled(u)) for u in units])
+        env_fp: list = []
+        env_ops: list = []
+        env_fo: list = []
+        env_oo: list = []
+        for u in units[na:]:
+            env_fp.extend(self._pairs(ctx.env_fps[u]))
+            for b, k, cnt, x in ctx._current_ops(u):
+                env_ops += [self.bid[b], KINDS.index(k), cnt, x]
+            env_fo.append(len(env_fp))
+            env_oo.append(len(env_ops))
+        o = self._mo
+        o.pc, o.zero0, o.agent_unit = st.pc, st.zero0, st.agent_unit
+        o.phase, o.pending, o.expected, o.tx = st.phase, st.pending, st.expected, st.tx
+        o.cur_fp_off = c.cur_fp_off = buf("m_cfo", "int64_t[]", n=n + 1)
+        o.cur_fp = c.cur_fp = buf("m_cf", "int64_t[]", n=na * self._max_fp + len(env_fp))
+        o.cur_ops_off = c.cur_ops_off = buf("m_coo", "int64_t[]", n=n + 1)
+        o.cur_ops = c.cur_ops = buf("m_co", "int64_t[]", n=na * self._max_ops + len(env_ops))
+        o.exit_pair = c.exit_pair = buf("m_ep", "int64_t[]", n=n)
+        o.ucta = c.ucta = buf("m_ucta", "int32_t[]", n=n)
+        o.exit_nbkey = c.exit_nbkey = buf("m_ek", "int32_t[]", n=n)
+        o.sync_nbkey = c.sync_nbkey = buf("m_sk", "int32_t[]", n=n)
+        o.cl_cand = c.cl_cand = buf("m_cl", "int8_t[]", n=n)
+        o.carr0 = c.carr0 = buf("m_carr0", "int8_t[]", n=n)
+        o.carr_not1 = c.carr_not1 = buf("m_carr1", "int8_t[]", n=n)
+        o.exit_sync = c.exit_sync = buf("m_es", "int8_t[]", n=n)
+        o.nb_need = c.nb_need = buf("m_need", "int64_t[]", n=len(self._keys))
+        o.nb_count = c.nb_count = buf("m_count", "int64_t[]", n=len(self._keys))
+        o.arrived = c.arrived = buf("m_arrived", "int8_t[]", n=len(self._keys) * n)
+        o.saturated = c.saturated = buf("m_sat", "int8_t[]", n=len(self._arrays))
+        o.hg_held = c.hg_held = buf("m_held", "int8_t[]", n=len(self._hg))
+        o.hg_readers = c.hg_readers = buf("m_readers", "uint64_t[]", n=len(self._hg) * words)
+        o.observed = c.observed = buf("m_observed", "int8_t[]", n=len(self.t.bars))
+        o.wg_cm = st.wg_cm = buf("m_wgcm", "int64_t[]", n=len(ctx.sys.agents))
+        ag = buf("m_agents", "int32_t[]", agents)
+        self.lib.pw_marshal(self._m, self._vals, ag, na, n, words, o)
+        if n > na:  # the environment units, after the agents
+            nf, no, e = o.n_fp, o.n_ops, n - na
+            if env_fp:
+                c.cur_fp[nf:nf + len(env_fp)] = env_fp
+            if env_ops:
+                c.cur_ops[no:no + len(env_ops)] = env_ops
+            c.cur_fp_off[na + 1:n + 1] = [nf + x for x in env_fo]
+            c.cur_ops_off[na + 1:n + 1] = [no + x for x in env_oo]
+            c.exit_pair[na:n] = [-1] * e
+            c.ucta[na:n] = [-1] * e
+            c.exit_nbkey[na:n] = [-1] * e
+            c.sync_nbkey[na:n] = [-1] * e
+            for name in ("cl_cand", "carr0", "carr_not1", "exit_sync"):
+                getattr(c, name)[na:n] = [0] * e
+
+    def _read_py(self, ctx: Any) -> None:
+        """The state's reading through the ``Closure`` helpers (``NATIVE_MARSHAL``
+        False): the reference ``pw_marshal`` is tested against."""
+        c = self._c
         sysm, fpt = ctx.sys, ctx.fp
         units = self.units
         n = len(units)
@@ -909,9 +1188,6 @@ class NativeClosure(NativeSettle):
             coo.append(len(co))
         c.enabled = arr("int8_t[]", enabled)
         st = self._st
-        st.u_enabled = c.enabled
-        st.native_waits = int(NATIVE_WAITS)
-        self.lib.pw_prepare(self.w.c_tables, st)
         c.cur_fp_off, c.cur_fp = arr("int64_t[]", cfo), arr("int64_t[]", cf)
         c.cur_ops_off, c.cur_ops = arr("int64_t[]", coo), arr("int64_t[]", co)
         c.exit_pair, c.ucta = arr("int64_t[]", exit_pair), arr("int32_t[]", ucta)
@@ -930,18 +1206,10 @@ class NativeClosure(NativeSettle):
                 if i >= 0 and ctx.get(slot) == 1:
                     arrived[k * n + i] = 1
         c.nb_need, c.nb_count = arr("int64_t[]", need), arr("int64_t[]", count)
-        st.key_thr, st.key_now = self._key_thr, c.nb_count
         c.arrived = arr("int8_t[]", arrived)
-        st.nb_arrived = c.arrived
-        st.nw_key = self._nw_key if NATIVE_WAITS else ffi.NULL
-        st.key_all_only, st.key_cta = self._key_all_only, self._key_cta
-        st.key_users_off, st.key_users = self._key_users_off, self._key_users
-        st.cta_agents_off, st.cta_agents = self._cta_agents_off, self._cta_agents
         wg = sysm.wgmma
         st.wg_cm = arr("int64_t[]", [ctx.get(wg.cm[a]) if a in wg.group_of else -1
                                      for a in range(len(sysm.agents))])
-        st.wg_n = self._wg_n if NATIVE_WAITS else ffi.NULL
-        st.wg_sib_off, st.wg_sib = self._wg_sib_off, self._wg_sib
         c.saturated = arr("int8_t[]", [int(ctx._saturated(o)) for o in self._arrays])
         # Closure._wg_may_hold, less T: held now, and the members that may still read
         held = [int(ctx._wg_held(key, b)) for key, b in self._hg]
@@ -962,11 +1230,6 @@ class NativeClosure(NativeSettle):
         get = ctx.get
         c.observed = arr("int8_t[]", [int(base is not None and get(base + 4) == 1)
                                       for base in self._bar_base])
-        c.en_done = self._buf("en_done", "int8_t[]", n=n)
-        c.en_sets = self._buf("en_sets", "uint64_t[]", n=n * self.words)
-        c.memo = self._buf("memo", "uint64_t[]", n=2 * c.memo_cap * self.words)
-        self.lib.pw_closure_reset(c, n)
-        self._Tout = self._buf("Tout", "uint64_t[]", n=self.words)
 
     def stubborn(self, ctx: Any, seed: tuple, best_size: Optional[int]) -> Optional[set]:
         if ctx is not self._ctx:

@@ -482,8 +482,11 @@ class Futures:
             if head == BULK_MARK:
                 return []
             return [o for o in self.fp.bar_ops(a0, head) if o[1] != "X"]
-        a = u[1]
-        pc = self.pcs[a]
+        return self._ops_at(u[1], self.pcs[u[1]])
+
+    def _ops_at(self, a: int, pc: int) -> list:
+        """Barrier operations of warp ``a``'s step at ``pc`` (``_current_ops`` of a warp
+        there: a function of the program alone)."""
         if pc == DONE:
             return []
         ins = self.sys.code(a)[pc]
