@@ -102,3 +102,33 @@ def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
     assert asked["n"] > 100 and asked["nonempty"] > 0
+
+
+@pytest.mark.parametrize("name,params", [
+    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 2, "k_tiles": 4}),
+    ("textbook/pipeline_tma_async.pipe", {}),
+    ("bugs/p9-bug.pipe", {}),
+    ("kernels/k5_hopper_fmha.pipe", {})])
+def test_wait_completions_bottom_up_equals_the_walk(name: str, params: dict) -> None:
+    """In a program without loops, the fewest completions before each wait ahead are
+    computed bottom-up and shared between starts (``_wait_completions_dag``); they equal
+    the walk from each start (``_wait_completions_dfs``) for every warp, pc, barrier of
+    its CTA and phase."""
+    from pipeproof.checker.por import Footprints
+    from pipeproof.model.mbarrier import PHASE_MOD
+
+    system = G.build_system((ROOT / "examples" / name).read_text(), params)
+    fp = Footprints(system)
+    asked = nonempty = 0
+    for a, ag in enumerate(system.agents):
+        if not fp.acyclic[a]:
+            continue
+        bars = sorted({b for b in system.bar if b.cta == ag.cta}, key=str)
+        for start in range(len(system.code(a))):
+            for b in bars:
+                for phase in range(PHASE_MOD):
+                    got = fp._wait_completions_dag(a, start, b, phase)
+                    assert got == fp._wait_completions_dfs(a, start, b, phase), (a, start, b)
+                    asked += 1
+                    nonempty += any(n >= 1 for n in got.values())
+    assert asked > 100 and nonempty > 0

@@ -395,6 +395,10 @@ class NativeSettle:
         self._keep: list = []
         #: the slot reads are ``pw_marshal``'s (``NativeClosure``)
         self._c_reads = False
+        #: ``_env_record`` by (item, queue), and the waits a round ahead's rows by the
+        #: reducer's shared answer (warp, its identity)
+        self._env_memo: dict = {}
+        self._lw_memo: dict = {}
 
     # ------------------------------------------------------------------ per state
 
@@ -449,15 +453,23 @@ class NativeSettle:
         for r in self._lw_set:
             lw_row[r] = -1
         self._lw_set = lw_set = []
+        lw_memo = self._lw_memo
         for u in units:
             if u[0] == "a":
                 later = ctx._later_waits(u[1])
                 if later:
-                    lw.extend(sorted({self.bid[b] for b in later.values()}))
-                    base = self.w.pc_base[u[1]]
-                    for lpc, b in later.items():
-                        lw_row[base + lpc] = self.bid[b]
-                        lw_set.append(base + lpc)
+                    got = lw_memo.get((u[1], id(later)))
+                    if got is None or got[0] is not later:
+                        if len(lw_memo) > 1 << 16:
+                            lw_memo.clear()
+                        base = self.w.pc_base[u[1]]
+                        got = lw_memo[(u[1], id(later))] = (
+                            later, sorted({self.bid[b] for b in later.values()}),
+                            [(base + lpc, self.bid[b]) for lpc, b in later.items()])
+                    lw.extend(got[1])
+                    for r, b in got[2]:
+                        lw_row[r] = b
+                        lw_set.append(r)
                 kind.append(0)
                 agent.append(u[1])
                 if not c_reads:
@@ -476,12 +488,10 @@ class NativeSettle:
                 agent.append(-1)
                 pc.append(-1)
                 zero0.append(0)
-                f = ctx._future(u, set())
-                ef.extend(self._pairs(f[0]))
-                for b, c in sorted((self.bid[b], c) for b, c in f[1].items()):
-                    ea += [b, c]
-                for b, k, c, x in f[2]:
-                    eo += [self.bid[b], KINDS.index(k), c, x]
+                rec = self._env_record(ctx, u)
+                ef.extend(rec[0])
+                ea.extend(rec[1])
+                eo.extend(rec[2])
             efo.append(len(ef))
             eao.append(len(ea))
             eoo.append(len(eo))
@@ -497,20 +507,11 @@ class NativeSettle:
             tx = [0 if s is None else get(s + 3) for s in self._bar_base]
         # the environment's part of Closure._writers / Closure._arrivers (_env_writer_index)
         ewo, ew, eao2, ea2 = [0], [], [0], []
-        fpt = ctx.fp
         for u in units:
             if u[0] == "e":
-                ws = {o[1] for o, m in ctx.env_fps[u]
-                      if o[0] == "bar" and m not in ("R", "O", "RD")}
-                ars: set = set()
-                it = u[1]
-                if it[0] != "tma":
-                    for qpc in ctx.queued.get(it[1], []):
-                        ws |= {o[1] for o, m in fpt.future_env[it[1]][qpc]
-                               if o[0] == "bar" and m not in ("R", "O", "RD")}
-                        ars |= fpt.arrivals_of(it[1], qpc)
-                ew.extend(sorted(self.bid[b] for b in ws))
-                ea2.extend(sorted(self.bid[b] for b in ars))
+                rec = self._env_record(ctx, u)
+                ew.extend(rec[3])
+                ea2.extend(rec[4])
             ewo.append(len(ew))
             eao2.append(len(ea2))
         if not c_reads:
@@ -595,6 +596,36 @@ class NativeSettle:
         o.gathered_cap = o.ops_cap
         o.gathered = self._buf("gathered", "int64_t[]", n=4 * o.ops_cap)
         self._others = self._buf("others", "int32_t[]", n=n + 1)
+
+    def _env_record(self, ctx: Any, u: tuple) -> tuple:
+        """An environment unit's part of the state's reading: its future while T is frozen
+        (``Closure._future``: footprint pairs, arrival counts, operations) and the barriers
+        it may write and arrive at (``Closure._env_writer_index``, ``_arrivers``).  A
+        function of the item and its warp's queue: memoized across states."""
+        it = u[1]
+        q = () if it[0] == "tma" else tuple(ctx.queued.get(it[1], ()))
+        got = self._env_memo.get((it, q))
+        if got is not None:
+            return got
+        f = ctx._future(u, set())
+        ea, eo = [], []
+        for b, c in sorted((self.bid[b], c) for b, c in f[1].items()):
+            ea += [b, c]
+        for b, k, c, x in f[2]:
+            eo += [self.bid[b], KINDS.index(k), c, x]
+        fpt = ctx.fp
+        ws = {o[1] for o, m in ctx.env_fps[u] if o[0] == "bar" and m not in ("R", "O", "RD")}
+        ars: set = set()
+        for qpc in q:
+            ws |= {o[1] for o, m in fpt.future_env[it[1]][qpc]
+                   if o[0] == "bar" and m not in ("R", "O", "RD")}
+            ars |= fpt.arrivals_of(it[1], qpc)
+        got = (self._pairs(f[0]), ea, eo, sorted(self.bid[b] for b in ws),
+               sorted(self.bid[b] for b in ars))
+        if len(self._env_memo) > 1 << 16:
+            self._env_memo.clear()
+        self._env_memo[(it, q)] = got
+        return got
 
     def _need(self, a: int, pc: int, sets: Any, max_sets: int) -> int:
         """``Closure._block_requirement`` of (a, pc), cached as ``_blocked_frozen`` caches it:

@@ -139,6 +139,8 @@ class Footprints:
         # reaches -- all of them up front cost a walk of the program per pc
         self._waits_from: dict = {}
         self._wait_comp: dict = {}
+        #: ``_wait_completions_dag``'s answers by (warp, barrier, phase), then (pc, m)
+        self._wait_dag: dict = {}
         self._reach_memo: dict = {}
         # barrier operations per segment (for the settle analysis); None marks a loop
         self.seg_ops: list[list[Optional[tuple]]] = self._per_pc(self._segment_ops)
@@ -189,11 +191,21 @@ class Footprints:
         differs from the phase, or the stale-parity violation, ``model/mbarrier.py``);
         the phase only moves forward, one step per completion, so the fewest completions
         before each wait are found greedily.  A ``TryWait`` may fail: the path after it
-        goes on with the count before it.  Memoized (a pure function of the programs)."""
+        goes on with the count before it.  Memoized (a pure function of the programs); in
+        an acyclic program, through ``_wait_completions_dag``, whose answers for every
+        (pc, count) it passes serve later starts too."""
         key = (a, start, bar, phase)
         r = self._wait_comp.get(key)
         if r is not None:
             return r
+        if self.acyclic[a]:
+            r = self._wait_comp[key] = self._wait_completions_dag(a, start, bar, phase)
+        else:
+            r = self._wait_comp[key] = self._wait_completions_dfs(a, start, bar, phase)
+        return r
+
+    def _wait_completions_dfs(self, a: int, start: int, bar: BarRef, phase: int) -> dict:
+        """``wait_completions`` by a walk over (pc, completions so far) from ``start``."""
         code = self.sys.code(a)
         out: dict = {}
         seen: set = set()
@@ -214,8 +226,53 @@ class Footprints:
                 if type(ins) is Wait:
                     nxt = k
             work.extend((q, nxt) for q in self._successors(a, pc))
-        self._wait_comp[key] = out
         return out
+
+    def _wait_completions_dag(self, a: int, start: int, bar: BarRef, phase: int) -> dict:
+        """``wait_completions`` where warp ``a``'s program has no loop: the answer from
+        (pc, m) -- m completions needed so far -- is the wait at pc's own entry merged with
+        its successors' answers (the fewest over all paths is the fewest over each first
+        step's), computed once per (pc, m) for this barrier and phase, bottom-up.  The
+        dicts are shared between nodes and callers: never changed once made."""
+        code = self.sys.code(a)
+        memo = self._wait_dag.setdefault((a, bar, phase), {})
+        stack = [(start, 0)]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            pc, m = node
+            if pc >= len(code):
+                memo[node] = {}
+                stack.pop()
+                continue
+            ins = code[pc]
+            nxt, k = m, -1
+            if type(ins) in (Wait, TryWait) and ins.bar == bar:
+                k = m
+                while k < 2 and not wait_passes(ins, phase + k):
+                    k += 1
+                if type(ins) is Wait:
+                    nxt = k
+            kids = [(q, nxt) for q in self._successors(a, pc)]
+            todo = [x for x in kids if x not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if k < 0 and len(kids) == 1:
+                memo[node] = memo[kids[0]]  # straight-line code: the successor's answer
+                continue
+            out: dict = {}
+            for x in kids:
+                for q, n in memo[x].items():
+                    if n < out.get(q, 3):
+                        out[q] = n
+            if k >= 0 and k < out.get(pc, 3):
+                out[pc] = k
+            memo[node] = out
+        return memo[(start, 0)]
 
     def _reach(self, a: int, pc: int) -> frozenset:
         """The pcs warp ``a`` may reach from ``pc`` by control flow, ``pc`` included
