@@ -132,3 +132,31 @@ def test_wait_completions_bottom_up_equals_the_walk(name: str, params: dict) -> 
                     asked += 1
                     nonempty += any(n >= 1 for n in got.values())
     assert asked > 100 and nonempty > 0
+
+
+@pytest.mark.parametrize("name,params", [
+    ("textbook/pipeline_tma_async_multicast.pipe", {"stages": 2, "k_tiles": 4}),
+    ("bugs/p9-bug.pipe", {}),
+    ("kernels/k1_hopper_persistent_gemm.pipe", {}),
+    ("kernels/k5_hopper_fmha.pipe", {})])
+def test_sets_ahead_bottom_up_equal_the_reachable_pcs(name: str, params: dict) -> None:
+    """The barriers of the waits and the arrays of the inits a warp may reach from each
+    pc, computed bottom-up (``Footprints._ahead``, programs without loops), equal the
+    same sets taken over the reachable pcs (``_reach``)."""
+    from pipeproof.checker.por import Footprints
+    from pipeproof.model.program import MbarInit, TryWait, Wait
+
+    system = G.build_system((ROOT / "examples" / name).read_text(), params)
+    fp = Footprints(system)
+    loop_free = 0
+    for a in range(len(system.agents)):
+        code = system.code(a)
+        loop_free += fp.acyclic[a]
+        for pc in reversed(range(len(code))):  # the later pcs first: most sharing
+            reach = fp._reach(a, pc)
+            assert fp.wait_bars_from(a, pc) == frozenset(
+                code[p].bar for p in reach if type(code[p]) in (Wait, TryWait))
+            assert fp.inits_from(a, pc) == frozenset(
+                (code[p].cta, n) for p in reach if isinstance(code[p], MbarInit)
+                for n, _ in code[p].arrays)
+    assert loop_free > 0

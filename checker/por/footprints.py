@@ -82,6 +82,11 @@ class Footprints:
         # programs without a back edge: a pc reached twice by a walk is a join of two
         # branches, not a loop (each run passes it at most once)
         self.acyclic: list[bool] = [is_acyclic(sysm.code(a)) for a in range(len(sysm.agents))]
+        #: the warps whose programs initialize an mbarrier (``inits_from`` is empty for
+        #: the others)
+        self.init_agents: tuple = tuple(
+            a for a in range(len(sysm.agents))
+            if any(isinstance(ins, MbarInit) for ins in sysm.code(a)))
         self.blocking: list[list[bool]] = []
         for a in range(n):
             self._due()
@@ -291,15 +296,44 @@ class Footprints:
             r = self._reach_memo[(a, pc)] = frozenset(seen)
         return r
 
+    def _ahead(self, a: int, pc: int, tag: str, own: Any) -> frozenset:
+        """The union of ``own(p)`` over the pcs warp ``a`` may reach from ``pc``, memoized
+        under ``(tag, a, p)``: over ``_reach`` where the program loops, else bottom-up, each
+        pc's set its own with its successors' (shared along straight-line code), so that
+        the pcs a search passes one after another cost one step each."""
+        memo = self._reach_memo
+        r = memo.get((tag, a, pc))
+        if r is not None:
+            return r
+        if not self.acyclic[a]:
+            r = memo[(tag, a, pc)] = frozenset().union(*(own(p) for p in self._reach(a, pc)))
+            return r
+        n = len(self.sys.code(a))
+        stack = [pc]
+        while stack:
+            p = stack[-1]
+            if (tag, a, p) in memo:
+                stack.pop()
+                continue
+            kids = [q for q in self._successors(a, p) if q < n]
+            todo = [q for q in kids if (tag, a, q) not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            mine = own(p)
+            if not mine and len(kids) == 1:
+                memo[(tag, a, p)] = memo[(tag, a, kids[0])]
+            else:
+                memo[(tag, a, p)] = frozenset(mine).union(*(memo[(tag, a, q)] for q in kids))
+        return memo[(tag, a, pc)]
+
     def wait_bars_from(self, a: int, pc: int) -> frozenset:
         """Barriers of the mbarrier waits (``Wait``, ``TryWait``) warp ``a`` may reach from
         ``pc``."""
-        r = self._reach_memo.get(("w", a, pc))
-        if r is None:
-            code = self.sys.code(a)
-            r = self._reach_memo[("w", a, pc)] = frozenset(
-                code[p].bar for p in self._reach(a, pc) if type(code[p]) in (Wait, TryWait))
-        return r
+        code = self.sys.code(a)
+        return self._ahead(a, pc, "w", lambda p: (code[p].bar,)
+                           if type(code[p]) in (Wait, TryWait) else ())
 
     def later_candidates(self, a: int, pc: int) -> tuple:
         """``(barrier, phase slot, (cta, array))`` of the barriers of ``wait_bars_from(a,
@@ -317,13 +351,10 @@ class Footprints:
     def inits_from(self, a: int, pc: int) -> frozenset:
         """(cta, array) of the barriers an ``MbarInit`` warp ``a`` may reach from ``pc``
         initializes: their phase may start again at 0."""
-        r = self._reach_memo.get(("i", a, pc))
-        if r is None:
-            code = self.sys.code(a)
-            r = self._reach_memo[("i", a, pc)] = frozenset(
-                (code[p].cta, name) for p in self._reach(a, pc)
-                if isinstance(code[p], MbarInit) for name, _ in code[p].arrays)
-        return r
+        code = self.sys.code(a)
+        return self._ahead(a, pc, "i", lambda p: [(code[p].cta, name) for name, _ in
+                                                  code[p].arrays]
+                           if isinstance(code[p], MbarInit) else ())
 
     # ------------------------------------------------------------------ per instruction
 

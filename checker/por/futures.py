@@ -78,12 +78,17 @@ class Futures:
         #: where ``_settle_futures`` collects the barriers of ``_settle_blocked`` that
         #: stopped the walk of the future it computes (None: not collecting)
         self._stopped_by: Optional[set] = None
+        #: per warp with async work queued: the pcs of that work (every reader asks
+        #: ``queued.get(a, [])``: empty queues are left out)
         self.queued: dict[int, list[int]] = {}
         for ag in self.sys.agents:
-            q = []
+            q: list = []
             for slot in (ag.qtc, ag.qcp, ag.qbs):
-                q.extend(x for x in get(slot) if x != BULK_MARK)
-            self.queued[ag.index] = q
+                x = get(slot)
+                if x:
+                    q.extend(y for y in x if y != BULK_MARK)
+            if q:
+                self.queued[ag.index] = q
 
     def _wg_held(self, key: tuple, buf: Any) -> bool:
         """Does a member of warpgroup ``key`` hold an owner count of ``buf`` for its wgmma
@@ -559,9 +564,10 @@ class Futures:
                 r = _NO_LATER
             else:
                 if self._reinit is None:
+                    pcs = self.pcs
                     self._reinit = frozenset().union(*(
-                        self.fp.inits_from(v, p) for v, p in enumerate(self.pcs)
-                        if p != DONE))
+                        self.fp.inits_from(v, pcs[v]) for v in self.fp.init_agents
+                        if pcs[v] != DONE))
                 reinit, get = self._reinit, self.get
                 key = (a, start) + tuple(-1 if arr in reinit else get(slot) % PHASE_MOD
                                          for _b, slot, arr in cands)
