@@ -290,17 +290,31 @@ class Explorer:
 
     def successors(self, state: tuple) -> list[tuple[tuple, tuple, Optional[tuple]]]:
         """The steps of a stubborn set of ``state`` (all steps without reduction).  With
-        a reducer, every enabled step is executed (its enabledness is the model's
+        a reducer, every warp's enabled step is executed (its enabledness is the model's
         answer) but only the kept ones become states: on NVIDIA's 2x1 and 2x2 Hopper
         GEMMs the sets keep 7-12% of the steps, and making a state (copy, dead locals,
         warp order) is most of a step's cost."""
         if self.reducer is None:
             return list(self._all_successors(state))
-        steps = list(self._steps(state))
+        base = self.packer.unpack_list(state)
+        self._last_flat = (state, base)  # the reducer reads the state through it
+        steps: list = []
+        for a in range(len(self.pc_slots)):
+            steps.extend(self._agent_steps(state, base, a))
+        # an asynchronous completion is always enabled and one step (``_env_steps``): it
+        # is executed only where the stubborn set keeps it (a TMA delivery costs about
+        # twice a warp's step, and the sets keep few)
+        steps.extend((("e", item), None, None)
+                     for item in self.sys.env_items_of(base.__getitem__))
         if len(steps) > 1:
             steps = self.reducer.reduce(state, steps)
-        return [(step, self.canon(S.freeze()), first_violation(out.checks))
-                for step, S, out in steps]
+        out = []
+        for step, S, o in steps:
+            if S is None:
+                S = FlatState(self.packer, state, base)
+                o = self.sys.exec_env(V, S, step[1])
+            out.append((step, self.canon(S.freeze()), first_violation(o.checks)))
+        return out
 
     def _all_successors(self, state: tuple) -> Iterator[tuple[tuple, tuple, Optional[tuple]]]:
         """Yield ``(step, next_state, violation)``; ``step`` identifies the transition:
