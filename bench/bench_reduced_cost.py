@@ -74,7 +74,10 @@ def run(src: str, name: str, max_states: int, timeout: float,
 def write_md(path: str, header: str, rows: dict, before: dict) -> None:
     """The table: one row per configuration, the earlier checkout's numbers beside.
     Speed-up: CPU seconds before / after where both decided; where both stopped at the
-    time limit, the states reached per CPU second after / before."""
+    time limit, the states reached per CPU second after / before.  The sections written
+    by hand after the table ("## ...") are kept as they are."""
+    old = open(path).read() if os.path.exists(path) else ""
+    kept = old[old.index("\n## "):] if "\n## " in old else ""
     with open(path, "w") as f:
         f.write("# Explicit engine with stubborn sets on NVIDIA's lifted GEMMs: CPU cost\n\n")
         f.write(header + "  The search alone (`check_explicit(por=True, confirm_timeout=0)`, "
@@ -105,6 +108,7 @@ def write_md(path: str, header: str, rows: dict, before: dict) -> None:
             elif before:
                 line += " - | - | - | - | - |"
             f.write(line + "\n")
+        f.write(kept)
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ and hashing a state touches a few dozen small ints.
 from __future__ import annotations
 
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from ..model.system import QueueOps
@@ -52,6 +53,13 @@ class Packer:
             slots == list(range(slots[0], slots[0] + len(slots))) for slots in self.comp_slots
         ) and [sl[0] for sl in self.comp_slots] == sorted(sl[0] for sl in self.comp_slots)
         self.bounds = [(sl[0], sl[0] + len(sl)) for sl in self.comp_slots]
+        # otherwise: the components' values one after another, then put in slot order by
+        # one itemgetter (both loops in C)
+        concat = [s for slots in self.comp_slots for s in slots]
+        at = [0] * len(names)
+        for i, s in enumerate(concat):
+            at[s] = i
+        self._in_slot_order = itemgetter(*at) if len(at) > 1 else (lambda xs: tuple(xs))
         self.initial = self.pack(init)
 
     def intern(self, comp: tuple) -> int:
@@ -69,15 +77,10 @@ class Packer:
         return tuple(self.unpack_list(state))
 
     def unpack_list(self, state: tuple) -> list:
-        if self.contiguous:
-            table = self.table
-            return list(chain.from_iterable([table[c] for c in state]))
-        flat: list[Any] = [None] * len(self.where)
         table = self.table
-        for slots, cid in zip(self.comp_slots, state):
-            for s, x in zip(slots, table[cid]):
-                flat[s] = x
-        return flat
+        if self.contiguous:
+            return list(chain.from_iterable([table[c] for c in state]))
+        return list(self._in_slot_order(list(chain.from_iterable([table[c] for c in state]))))
 
 
 class PackedState(QueueOps):
