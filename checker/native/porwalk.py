@@ -446,57 +446,65 @@ class NativeSettle:
         #: the agents' pcs and tokens, the barrier words and the agent -> unit map are
         #: read by ``pw_marshal`` (``NativeClosure``) rather than here
         c_reads = self._c_reads
-        kind, agent, pc, zero0 = [], [], [], []
-        efo, ef, eao, ea, eoo, eo, cwo, cw = [0], [], [0], [], [0], [], [0], []
+        agents = self._agent_ids
+        na = len(agents)
+        ne = n - na  # the environment units, after the agents
+        kind = [0] * na + [1] * ne
+        agent = agents + [-1] * ne
         lwo, lw = [0], []
         lw_row = self._lw_row
         for r in self._lw_set:
             lw_row[r] = -1
         self._lw_set = lw_set = []
         lw_memo = self._lw_memo
-        for u in units:
-            if u[0] == "a":
-                later = ctx._later_waits(u[1])
-                if later:
-                    got = lw_memo.get((u[1], id(later)))
-                    if got is None or got[0] is not later:
-                        if len(lw_memo) > 1 << 16:
-                            lw_memo.clear()
-                        base = self.w.pc_base[u[1]]
-                        got = lw_memo[(u[1], id(later))] = (
-                            later, sorted({self.bid[b] for b in later.values()}),
-                            [(base + lpc, self.bid[b]) for lpc, b in later.items()])
-                    lw.extend(got[1])
-                    for r, b in got[2]:
-                        lw_row[r] = b
-                        lw_set.append(r)
-                kind.append(0)
-                agent.append(u[1])
-                if not c_reads:
-                    pc.append(ctx.pcs[u[1]])
-                    # Closure._future: the try_wait tokens that are 0 now
-                    if t.tokens[u[1]]:
-                        loc = ctx.sys.agents[u[1]].locals
-                        zero0.append(zero_mask(t, u[1],
-                                               lambda name: ctx.get(loc[name]) == 0))
-                    else:
-                        zero0.append(0)
-                if not self._native_waits:
-                    cw.extend(self.bid[b] for b in ctx._closed_waits(u[1]))
-            else:
-                kind.append(1)
-                agent.append(-1)
-                pc.append(-1)
-                zero0.append(0)
-                rec = self._env_record(ctx, u)
-                ef.extend(rec[0])
-                ea.extend(rec[1])
-                eo.extend(rec[2])
+        for a in agents:
+            later = ctx._later_waits(a)
+            if later:
+                got = lw_memo.get((a, id(later)))
+                if got is None or got[0] is not later:
+                    if len(lw_memo) > 1 << 16:
+                        lw_memo.clear()
+                    base = self.w.pc_base[a]
+                    got = lw_memo[(a, id(later))] = (
+                        later, sorted({self.bid[b] for b in later.values()}),
+                        [(base + lpc, self.bid[b]) for lpc, b in later.items()])
+                lw.extend(got[1])
+                for r, b in got[2]:
+                    lw_row[r] = b
+                    lw_set.append(r)
+            lwo.append(len(lw))
+        lwo.extend([len(lw)] * ne)
+        if not c_reads:
+            pc = [ctx.pcs[a] for a in agents] + [-1] * ne
+            # Closure._future: the try_wait tokens that are 0 now
+            zero0 = []
+            for a in agents:
+                if t.tokens[a]:
+                    loc = ctx.sys.agents[a].locals
+                    zero0.append(zero_mask(t, a, lambda name: ctx.get(loc[name]) == 0))
+                else:
+                    zero0.append(0)
+            zero0 += [0] * ne
+        cwo, cw = [0], []
+        if not self._native_waits:
+            for a in agents:
+                cw.extend(self.bid[b] for b in ctx._closed_waits(a))
+                cwo.append(len(cw))
+            cwo.extend([len(cw)] * ne)
+        efo, ef, eao, ea, eoo, eo = [0] * (na + 1), [], [0] * (na + 1), [], [0] * (na + 1), []
+        ewo, ew, eao2, ea2 = [0] * (na + 1), [], [0] * (na + 1), []
+        for u in units[na:]:  # futures, and the environment's part of Closure._writers
+            rec = self._env_record(ctx, u)  # and Closure._arrivers (_env_writer_index)
+            ef.extend(rec[0])
+            ea.extend(rec[1])
+            eo.extend(rec[2])
+            ew.extend(rec[3])
+            ea2.extend(rec[4])
             efo.append(len(ef))
             eao.append(len(ea))
             eoo.append(len(eo))
-            cwo.append(len(cw))
-            lwo.append(len(lw))
+            ewo.append(len(ew))
+            eao2.append(len(ea2))
         if self._bar_base is None:
             self._bar_base = [ctx.sys.bar.get(b) for b in t.bars]
         get = ctx.get
@@ -505,16 +513,6 @@ class NativeSettle:
             pending = [0 if s is None else get(s + 1) for s in self._bar_base]
             expected = [0 if s is None else get(s + 2) for s in self._bar_base]
             tx = [0 if s is None else get(s + 3) for s in self._bar_base]
-        # the environment's part of Closure._writers / Closure._arrivers (_env_writer_index)
-        ewo, ew, eao2, ea2 = [0], [], [0], []
-        for u in units:
-            if u[0] == "e":
-                rec = self._env_record(ctx, u)
-                ew.extend(rec[3])
-                ea2.extend(rec[4])
-            ewo.append(len(ew))
-            eao2.append(len(ea2))
-        if not c_reads:
             agent_unit = [-1] * len(ctx.sys.agents)
             for i, u in enumerate(units):
                 if u[0] == "a":
