@@ -110,3 +110,49 @@ def test_p9_reduced_counterexample_shortens_to_the_shortest(monkeypatch) -> None
     assert v.status == "VIOLATED" and v.depth > 51  # the reduced search's run
     s = shorten(system, v.trace.steps, v.prop)
     assert s is not None and s.prop == v.prop and s.depth == 51  # the shortest
+
+
+def _units_prefix(short: list, long: list) -> bool:
+    """Is every warp's part of ``short`` a prefix of its part of ``long`` (and every
+    asynchronous step of ``short`` one of ``long``'s)?"""
+    for a in {s[1] for s in long if s[0] == "a"}:
+        mine = [s for s in short if s[:2] == ("a", a)]
+        if mine != [s for s in long if s[:2] == ("a", a)][:len(mine)]:
+            return False
+    return all(s in long for s in short if s[0] == "e")
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(G.mutants(include_config_errors=False))
+def test_dropping_tails_keeps_a_run_and_each_warps_prefix(prog: G.Program) -> None:
+    """Random runs (long, many needless steps) of generated mutants: the tails phase
+    drops only steps of warps that take no later step -- each warp keeps a prefix of its
+    steps, so none runs at another pc -- and what is left is a run of the model ending
+    in the same property (replayed the old way); the whole shortening too."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    from pipeproof.checker import shorten as sh, swarm
+
+    try:
+        system = G.build_system(prog.source)
+    except ConfigError:
+        return
+    with MonkeyPatch.context() as m:
+        m.setattr(swarm, "drop_needless_steps", lambda system, v: v)  # the raw run
+        v = swarm.check_swarm(system, timeout=60)
+    if v.status != "VIOLATED":
+        return
+    run = v.trace.steps
+    ex = Explorer(system, symmetry=False)
+    at = [ex.initial]
+    assert counterexample_end(ex, run, v.prop, states=at) is not None
+    first = len(run) - 2 if v.prop != "deadlock" else len(run) - 1
+    cur, _, got = sh._drop_tails(ex, list(run), at, v.prop, first, None)
+    assert _units_prefix(cur, run)
+    assert _slow_end(ex, cur, v.prop) is not None
+    if got is None:
+        assert cur == run
+    s = shorten(system, run, v.prop)
+    if s is not None:
+        assert s.prop == v.prop and len(s.trace.steps) < len(run)
+        assert _slow_end(ex, s.trace.steps, v.prop) is not None
