@@ -294,8 +294,12 @@ def main() -> int:
         if args.only and args.only not in name:
             continue
         rows.append(lift_and_check(name, entry, arch, races, timeout=args.timeout))
+    title = "# NVIDIA's CuTe DSL examples, lifted and checked\n\n"
+    # the earlier runs and what was written about them stay, below the new table
+    old = open(args.out).read() if os.path.exists(args.out) else ""
+    old = old[len(title):] if old.startswith(title) else old
     with open(args.out, "w") as f:
-        f.write("# NVIDIA's CuTe DSL examples, lifted and checked\n\n")
+        f.write(title)
         f.write(f"pipeproof {__version__}, nvidia-cutlass-dsl {cutlass.__version__}, "
                 f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs; the examples "
                 f"from the CUTLASS sources in `{os.path.basename(os.path.abspath(args.src))}` "
@@ -304,6 +308,8 @@ def main() -> int:
         f.write("|---|---|---|---|---|\n")
         for name, verdict, ls, cs, detail in rows:
             f.write(f"| {name} | {verdict} | {ls:.1f} | {cs:.1f} | {detail} |\n")
+        if old.strip():
+            f.write("\nThe previous run:\n\n" + old)
     print(f"wrote {args.out}")
     return 0
 
