@@ -820,7 +820,8 @@ done:
  * Closure.stubborn and Closure._grow in native code.  What a round reads of the state beyond
  * pw_state comes in as a pw_closure (made by checker/native/porwalk.py NativeClosure
  * from the same Closure helpers, once per state); the enablers of a disabled warp
- * (Closure._enablers) are asked through a callback, once per unit and state. */
+ * (Closure._enablers) are the writers of its barrier for an mbarrier wait, else asked
+ * through a callback, once per unit and state. */
 
 #define PW_MAX_UNITS (64 * PW_MAX_WORDS)
 
@@ -876,6 +877,10 @@ typedef struct {
     /* per slot: the pair of a wgmma read of its buffer (mode "AR"), -1 none: a reader
      * outside T may read before T moves only where its future holds it */
     const int64_t *hg_ar;
+    const int8_t *en_kind;      /* per row: how the enablers of a disabled warp
+                                 * there are found (EN_*; 0: the callback) */
+    const int32_t *env_owner;   /* per unit: 2a for the head of warp a's bulk-store
+                                 * queue, 2a + 1 for its cp.async queue, else -1 */
 } pw_closure;
 
 static int bit(const uint64_t *T, int32_t u) { return (T[u >> 6] >> (u & 63)) & 1; }
@@ -903,6 +908,55 @@ static int nb_cannot(const pw_closure *c, const pw_state *s, const fut_flags *ff
     return c->nb_count[k] + 32 * (n + own) < c->nb_need[k];
 }
 
+enum { EN_ASK = 0, EN_WAIT = 1, EN_CLUSTER = 2, EN_NAMED = 3, EN_WGMMA = 4, EN_BULK = 5,
+       EN_CPASYNC = 6, EN_TMEM = 7 };
+
+static void set_agents(const pw_state *s, uint64_t *e, const int64_t *xs, int64_t lo,
+                       int64_t hi, int32_t but) {
+    for (int64_t k = lo; k < hi; k++) {
+        int32_t v = s->agent_unit[xs[k]];  /* -1: exited, not a unit */
+        if (v >= 0 && xs[k] != but) setbit(e, v);
+    }
+}
+
+/* Closure._enablers: the units that may enable the disabled step of warp unit u, into e;
+ * 0, or what the callback answers where the kind is not tabled (EN_ASK) */
+static int enablers(const pw_tables *t, const pw_state *s, const pw_closure *c, int32_t u,
+                    uint64_t *e) {
+    int32_t w = s->n_words, a = s->agent[u];
+    int64_t row = t->pc_base[a] + s->pc[u];
+    int64_t cta = c->ucta[u];
+    memset(e, 0, sizeof(uint64_t) * (size_t)w);
+    switch (c->en_kind[row]) {
+    case EN_WAIT:  /* the writers of its barrier (pw_prepare), less itself */
+        memcpy(e, s->writers_bar + t->wait_bar[row] * w, sizeof(uint64_t) * (size_t)w);
+        e[u >> 6] &= ~((uint64_t)1 << (u & 63));
+        return 0;
+    case EN_CLUSTER:  /* every other live warp */
+        for (int32_t b = 0; b < t->n_agents; b++)
+            if (b != a && s->agent_unit[b] >= 0) setbit(e, s->agent_unit[b]);
+        return 0;
+    case EN_NAMED:  /* the other live warps of its CTA */
+        set_agents(s, e, s->cta_agents, s->cta_agents_off[cta], s->cta_agents_off[cta + 1], a);
+        return 0;
+    case EN_WGMMA:  /* the other live warps of its warpgroup */
+        set_agents(s, e, s->wg_sib, s->wg_sib_off[a], s->wg_sib_off[a + 1], a);
+        return 0;
+    case EN_BULK: case EN_CPASYNC:  /* the head of its own queue of that kind */
+        for (int32_t v = 0; v < s->n_units; v++)
+            if (c->env_owner[v] == (c->en_kind[row] == EN_BULK ? 2 * a : 2 * a + 1))
+                setbit(e, v);
+        return 0;
+    case EN_TMEM:  /* the live warps of the peer CTA */
+        if ((cta ^ 1) < c->n_ctas)
+            set_agents(s, e, s->cta_agents, s->cta_agents_off[cta ^ 1],
+                       s->cta_agents_off[(cta ^ 1) + 1], -1);
+        return 0;
+    default:
+        return c->enablers(u, e);
+    }
+}
+
 /* one round of the closure: 0, or < 0 where it cannot be computed here */
 static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
                 pw_result *r, pw_settled *out) {
@@ -914,7 +968,7 @@ static int grow(const pw_tables *t, pw_state *s, pw_closure *c, uint64_t *T,
         if (!bit(T0, u) || s->kind[u] != 0 || c->enabled[u]) continue;
         uint64_t *e = c->en_sets + (int64_t)u * w;
         if (!c->en_done[u]) {
-            if (c->enablers(u, e) != 0) return -1;
+            if (enablers(t, s, c, u, e) != 0) return -1;
             c->en_done[u] = 1;
         }
         for (int32_t j = 0; j < w; j++) T[j] |= e[j];

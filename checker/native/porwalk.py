@@ -177,6 +177,8 @@ typedef struct {
     const int8_t *hg_held;
     const uint64_t *hg_readers;
     const int64_t *hg_ar;
+    const int8_t *en_kind;
+    const int32_t *env_owner;
 } pw_closure;
 void pw_closure_reset(pw_closure *c, int32_t n_units);
 typedef struct {
@@ -886,6 +888,13 @@ class NativeClosure(NativeSettle):
             if ("buf", b) in self.oid and "AR" in self.mid else -1 for _key, b in self._hg])
         self._en_cb = ffi.callback("int(int32_t, uint64_t *)", self._enablers)
         c.enablers = self._en_cb
+        # how porwalk.c finds a disabled warp's enablers (Closure._enablers), per row
+        from ...model.program import (BulkWaitRead, ClusterWait, CpAsyncWaitGroup, TmemWait,
+                                      Wait)
+        en = {Wait: 1, ClusterWait: 2, NamedWait: 3, WgmmaWait: 4, BulkWaitRead: 5,
+              CpAsyncWaitGroup: 6, TmemWait: 7}
+        c.en_kind = arr("int8_t[]", [en.get(type(ins), 0) for ag in sysm.agents
+                                     for ins in ag.program.code])
         c.memo_cap = 256
         if self._c_reads:
             self._bind_reads(ctx)
@@ -1077,6 +1086,10 @@ class NativeClosure(NativeSettle):
             self._read_c(ctx)
         else:
             self._read_py(ctx)
+        na = len(self._agent_ids)
+        c.env_owner = self._buf("env_owner", "int32_t[]", [-1] * na + [
+            2 * u[1][1] if u[1][0] == "bulk" else 2 * u[1][1] + 1 if u[1][0] == "cp.async"
+            else -1 for u in self.units[na:]])
         st.u_enabled = c.enabled
         st.native_waits = int(NATIVE_WAITS)
         st.key_thr, st.key_now = self._key_thr, c.nb_count
