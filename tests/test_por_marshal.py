@@ -4,8 +4,10 @@ state of bounded reduced searches, every array the closure reads -- the units' p
 known 0, current footprints and operations, exit and cluster flags, the barrier words,
 named-barrier needs, counts and flags, the wgmma owner counts held and their readers, the
 arrays' visibility -- is the same.  (A current footprint is compared as a set: the Python
-reading of a wgmma wait's builds a new frozenset, whose order is its own.)  Skipped
-without cffi or a C compiler."""
+reading of a wgmma wait's builds a new frozenset, whose order is its own.)  And the
+enabled units the reducer hands the closure (those the explorer found a step for) are
+those ``Futures._enabled`` derives from the state.  Skipped without cffi or a C
+compiler."""
 
 from __future__ import annotations
 
@@ -117,5 +119,50 @@ def test_marshal_in_c_equals_python_on_generated_kernels(prog: Any) -> None:
     mp = MonkeyPatch()
     try:
         _compare(prog.source, {}, 300, mp)
+    finally:
+        mp.undo()
+
+
+def _enabled_agree(source: str, params: dict, states: int, monkeypatch: Any) -> int:
+    """In every state the reduction asks about: the units the explorer found a step for
+    (what ``Reducer.reduce`` tells the closure) are the units ``Futures._enabled`` derives
+    from the state."""
+    from pipeproof.checker.por import reducer
+
+    seen = [0]
+
+    class Checked(reducer.Closure):
+        def stubborn(self, seed: tuple, best_size: Any) -> Any:
+            if not getattr(self, "_checked", False):
+                self._checked = True
+                told = {u for u in self._units if self._en_cache[u]}
+                assert told == {u for u in self._units if self._enabled_uncached(u)}
+                seen[0] += 1
+            return super().stubborn(seed, best_size)
+
+    with monkeypatch.context() as m:
+        m.setenv("PIPEPROOF_POR_CLOSURE", "python")
+        m.setattr(reducer, "Closure", Checked)
+        system = G.build_system(source, params)
+        check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
+    return seen[0]
+
+
+@pytest.mark.parametrize("name,params,states", CASES)
+def test_enabled_units_are_the_explorers(name: str, params: dict, states: int,
+                                         monkeypatch: Any) -> None:
+    assert _enabled_agree((ROOT / "examples" / name).read_text(), params, states,
+                          monkeypatch) > 20
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(prog=G.mutants(include_config_errors=False))
+def test_enabled_units_are_the_explorers_on_generated_kernels(prog: Any) -> None:
+    from _pytest.monkeypatch import MonkeyPatch
+
+    mp = MonkeyPatch()
+    try:
+        _enabled_agree(prog.source, {}, 300, mp)
     finally:
         mp.undo()

@@ -172,6 +172,11 @@ class Reducer:
             return enabled
         get = self.ex.getter(state)
         ctx = Closure(self, state, get)
+        # which units are enabled is the model's answer the explorer just computed (the
+        # units with a step); ``Futures._enabled`` would derive it again
+        en = ctx._en_cache
+        for u in ctx._units:
+            en[u] = u in units
         best: Optional[set] = None
         best_pos = None
         pos = {u: (u[0], u[1], ctx.pcs[u[1]]) if u[0] == "a" else u for u in units}
