@@ -3,7 +3,7 @@ reading through the ``Closure`` helpers in Python (``NativeClosure._read_py``): 
 state of bounded reduced searches, every array the closure reads -- the units' pcs, tokens
 known 0, current footprints and operations, exit and cluster flags, the barrier words,
 named-barrier needs, counts and flags, the wgmma owner counts held and their readers, the
-arrays' visibility -- is the same.  (A current footprint is compared as a set: the Python
+arrays' visibility, the waits a round ahead -- is the same.  (A current footprint is compared as a set: the Python
 reading of a wgmma wait's builds a new frozenset, whose order is its own.)  And the
 enabled units the reducer hands the closure (those the explorer found a step for) are
 those ``Futures._enabled`` derives from the state.  Skipped without cffi or a C
@@ -59,6 +59,10 @@ def _read(nc: Any, ctx: Any) -> dict:
            "observed": take(c.observed, nb)}
     for name in ("phase", "pending", "expected", "tx"):
         out[name] = take(getattr(st, name), nb)
+    # the waits a round ahead: per unit the barriers (a set), per row the barrier
+    out["lw"] = [sorted(st.lw[k] for k in range(st.lw_off[i], st.lw_off[i + 1]))
+                 for i in range(n)]
+    out["lw_row"] = take(st.lw_row, nc.rows)
     for name in ("exit_pair", "ucta", "cl_cand", "carr0", "carr_not1", "exit_sync",
                  "exit_nbkey", "sync_nbkey"):
         out[name] = take(getattr(c, name), n)

@@ -1273,6 +1273,13 @@ typedef struct {
     const int64_t *vis_pos;                         /* per table array, -1: not in system */
     int64_t vis_cta, vis_cluster, cluster_one;
     const int64_t *due_off, *due_pos;               /* per hg slot */
+    /* the waits a round ahead (Footprints.later_candidates, per row): barrier, position
+     * of its phase in v, its array's index among the re-initializable ones or -1;
+     * the warps that initialize barriers and, per row, the arrays they may still
+     * initialize from there (Footprints.inits_from) */
+    const int64_t *lc_off, *lc_bar, *lc_pos, *lc_arr;
+    int32_t n_reinit, n_ini;
+    const int64_t *ini_agent, *ini_off, *ini_arr;
 } pw_mtables;
 
 typedef struct {
@@ -1393,4 +1400,120 @@ void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
         o->saturated[x] = (int8_t)(p >= 0 && (vis == m->vis_cluster ||
                                                (vis == m->vis_cta && m->cluster_one)));
     }
+}
+
+/* ------------------------------------------------------------------ the waits ahead
+ * Futures._later_waits for every live warp, into pw_state's lw_off / lw / lw_row: the
+ * waits further down that need two completions of their barrier from its phase now, on
+ * barriers no live warp may initialize again.  The answer is a function of the warp's
+ * row and its candidates' phases (-1: may be initialized again): memoized here, asked
+ * through the callback (Footprints.later_waits) where new. */
+
+#define PW_LATER_MAX 21      /* candidates a key holds: 3 bits each */
+#define PW_LATER_PAIRS 4096  /* room for one answer's (pc, barrier) pairs */
+
+typedef struct pw_lmemo pw_lmemo;
+struct pw_lmemo {
+    int64_t cap, n;                  /* slots (a power of 2), used */
+    int64_t *row, *ph, *off, *cnt;   /* per slot: key (row -1: empty), answer in pool */
+    int64_t *pool, pool_n, pool_cap; /* (pc, barrier) pairs */
+};
+
+pw_lmemo *pw_lmemo_new(void) { return calloc(1, sizeof(pw_lmemo)); }
+
+void pw_lmemo_free(pw_lmemo *lm) {
+    if (!lm) return;
+    free(lm->row); free(lm->ph); free(lm->off); free(lm->cnt); free(lm->pool);
+    free(lm);
+}
+
+static uint64_t lm_hash(int64_t row, int64_t ph) {
+    uint64_t h = (uint64_t)row * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ph * 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 31);
+}
+
+static int lm_grow(pw_lmemo *lm) {
+    int64_t ncap = lm->cap ? 2 * lm->cap : 1024;
+    int64_t *row = malloc(sizeof(int64_t) * (size_t)ncap), *ph = malloc(sizeof(int64_t) * (size_t)ncap);
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)ncap), *cnt = malloc(sizeof(int64_t) * (size_t)ncap);
+    if (!row || !ph || !off || !cnt) { free(row); free(ph); free(off); free(cnt); return -1; }
+    for (int64_t i = 0; i < ncap; i++) row[i] = -1;
+    for (int64_t i = 0; i < lm->cap; i++) {
+        if (lm->row[i] < 0) continue;
+        uint64_t j = lm_hash(lm->row[i], lm->ph[i]) & (uint64_t)(ncap - 1);
+        while (row[j] >= 0) j = (j + 1) & (uint64_t)(ncap - 1);
+        row[j] = lm->row[i]; ph[j] = lm->ph[i]; off[j] = lm->off[i]; cnt[j] = lm->cnt[i];
+    }
+    free(lm->row); free(lm->ph); free(lm->off); free(lm->cnt);
+    lm->row = row; lm->ph = ph; lm->off = off; lm->cnt = cnt; lm->cap = ncap;
+    return 0;
+}
+
+/* 0, or < 0: the callback gave no answer (-1), too many candidates (-2), no memory (-3) */
+int pw_later(const pw_mtables *m, pw_lmemo *lm, const int64_t *v, const int32_t *agents,
+             int32_t na, int32_t n_units,
+             int (*cb)(int32_t a, int32_t pc, const int32_t *phases, int32_t n,
+                       int64_t *out, int32_t cap),
+             int64_t *lw_off, int64_t *lw, int64_t *lw_row, int64_t *lw_set, int64_t *n_set) {
+    for (int64_t k = 0; k < *n_set; k++) lw_row[lw_set[k]] = -1;
+    *n_set = 0;
+    uint8_t reinit[256];
+    if (m->n_reinit > 256) return -2;
+    memset(reinit, 0, sizeof reinit);
+    for (int32_t i = 0; i < m->n_ini; i++) {
+        int64_t b = m->ini_agent[i], pc = v[m->pc_pos[b]];
+        if (pc == PW_DONE) continue;
+        int64_t row = m->pc_base[b] + pc;
+        for (int64_t k = m->ini_off[row]; k < m->ini_off[row + 1]; k++) reinit[m->ini_arr[k]] = 1;
+    }
+    static int64_t pairs[2 * PW_LATER_PAIRS];
+    int64_t nlw = 0;
+    lw_off[0] = 0;
+    for (int32_t i = 0; i < na; i++) {
+        int32_t a = agents[i];
+        int64_t pc = v[m->pc_pos[a]], row = m->pc_base[a] + pc;
+        int64_t lo = m->lc_off[row], hi = m->lc_off[row + 1];
+        if (lo == hi) { lw_off[i + 1] = nlw; continue; }
+        if (hi - lo > PW_LATER_MAX) return -2;
+        int32_t phases[PW_LATER_MAX];
+        int64_t key = 0;
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t x = m->lc_arr[k] >= 0 && reinit[m->lc_arr[k]] ? -1
+                        : ((v[m->lc_pos[k]] % 4) + 4) % 4;  /* mod PHASE_MOD */
+            phases[k - lo] = (int32_t)x;
+            key |= (x + 1) << (3 * (k - lo));
+        }
+        if (lm->n * 2 >= lm->cap && lm_grow(lm)) return -3;
+        uint64_t j = lm_hash(row, key) & (uint64_t)(lm->cap - 1);
+        while (lm->row[j] >= 0 && !(lm->row[j] == row && lm->ph[j] == key))
+            j = (j + 1) & (uint64_t)(lm->cap - 1);
+        if (lm->row[j] < 0) {  /* new: ask */
+            int np = cb(a, (int32_t)pc, phases, (int32_t)(hi - lo), pairs, PW_LATER_PAIRS);
+            if (np < 0) return -1;
+            if (lm->pool_n + 2 * np > lm->pool_cap) {
+                int64_t nc = lm->pool_cap ? 2 * lm->pool_cap : 4096;
+                while (nc < lm->pool_n + 2 * np) nc *= 2;
+                int64_t *p = realloc(lm->pool, sizeof(int64_t) * (size_t)nc);
+                if (!p) return -3;
+                lm->pool = p; lm->pool_cap = nc;
+            }
+            memcpy(lm->pool + lm->pool_n, pairs, sizeof(int64_t) * (size_t)(2 * np));
+            lm->row[j] = row; lm->ph[j] = key; lm->off[j] = lm->pool_n; lm->cnt[j] = np;
+            lm->pool_n += 2 * np;
+            lm->n++;
+        }
+        const int64_t *got = lm->pool + lm->off[j];
+        int64_t first = nlw;
+        for (int64_t k = 0; k < lm->cnt[j]; k++) {
+            int64_t r = m->pc_base[a] + got[2 * k], b = got[2 * k + 1];
+            lw_row[r] = b;
+            lw_set[(*n_set)++] = r;
+            int seen = 0;
+            for (int64_t q = first; q < nlw; q++) if (lw[q] == b) { seen = 1; break; }
+            if (!seen) lw[nlw++] = b;
+        }
+        lw_off[i + 1] = nlw;
+    }
+    for (int32_t i = na; i < n_units; i++) lw_off[i + 1] = nlw;
+    return 0;
 }

@@ -198,6 +198,9 @@ typedef struct {
     const int64_t *vis_pos;
     int64_t vis_cta, vis_cluster, cluster_one;
     const int64_t *due_off, *due_pos;
+    const int64_t *lc_off, *lc_bar, *lc_pos, *lc_arr;
+    int32_t n_reinit, n_ini;
+    const int64_t *ini_agent, *ini_off, *ini_arr;
 } pw_mtables;
 typedef struct {
     int32_t *pc, *zero0, *agent_unit;
@@ -213,6 +216,14 @@ typedef struct {
 } pw_mout;
 void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
                 int32_t n_agent_units, int32_t n_units, int32_t words, pw_mout *o);
+typedef struct pw_lmemo pw_lmemo;
+pw_lmemo *pw_lmemo_new(void);
+void pw_lmemo_free(pw_lmemo *lm);
+int pw_later(const pw_mtables *m, pw_lmemo *lm, const int64_t *v, const int32_t *agents,
+             int32_t na, int32_t n_units,
+             int (*cb)(int32_t a, int32_t pc, const int32_t *phases, int32_t n,
+                       int64_t *out, int32_t cap),
+             int64_t *lw_off, int64_t *lw, int64_t *lw_row, int64_t *lw_set, int64_t *n_set);
 int pw_stubborn(const pw_tables *t, pw_state *s, pw_closure *c, int32_t seed,
                 int32_t best_size, pw_result *r, pw_settled *out, uint64_t *T);
 """
@@ -459,7 +470,7 @@ class NativeSettle:
             lw_row[r] = -1
         self._lw_set = lw_set = []
         lw_memo = self._lw_memo
-        for a in agents:
+        for a in agents if not c_reads else ():  # pw_later's, after the gather
             later = ctx._later_waits(a)
             if later:
                 got = lw_memo.get((a, id(later)))
@@ -475,7 +486,8 @@ class NativeSettle:
                     lw_row[r] = b
                     lw_set.append(r)
             lwo.append(len(lw))
-        lwo.extend([len(lw)] * ne)
+        if not c_reads:
+            lwo.extend([len(lw)] * ne)
         if not c_reads:
             pc = [ctx.pcs[a] for a in agents] + [-1] * ne
             # Closure._future: the try_wait tokens that are 0 now
@@ -553,7 +565,11 @@ class NativeSettle:
         else:
             st.pending, st.tx = arr("int64_t[]", pending), arr("int64_t[]", tx)
             st.expected = arr("int64_t[]", expected)
-        st.lw_off, st.lw = arr("int64_t[]", lwo), arr("int64_t[]", lw)
+        if c_reads:  # pw_later fills them
+            st.lw_off = self._buf("m_lwo", "int64_t[]", n=n + 1)
+            st.lw = self._buf("m_lw", "int64_t[]", n=n * len(t.bars) + 1)
+        else:
+            st.lw_off, st.lw = arr("int64_t[]", lwo), arr("int64_t[]", lw)
         st.lw_row = self._lw_row
         st.pair_bar = self._pair_bar
         st.native_waits = 0
@@ -1018,6 +1034,35 @@ class NativeClosure(NativeSettle):
             dp.extend(pos(x) for x in fpt.due_slots(key, b))
             do.append(len(dp))
         m.due_off, m.due_pos = arr("int64_t[]", do), arr("int64_t[]", dp)
+        # the waits a round ahead (Futures._later_waits): per row its candidates, the
+        # arrays some warp may initialize again
+        ini = sorted(fpt.init_agents)
+        ri: dict = {}
+        io, ia = [0], []
+        lo, lb, lp, la = [0], [], [], []
+        for a in range(len(agents)):
+            for pc in range(self.w.pc_base[a + 1] - self.w.pc_base[a]):
+                arrs = sorted(fpt.inits_from(a, pc)) if a in ini else []
+                ia.extend(ri.setdefault(x, len(ri)) for x in arrs)
+                io.append(len(ia))
+        for a in range(len(agents)):
+            for pc in range(self.w.pc_base[a + 1] - self.w.pc_base[a]):
+                for b, slot, x in fpt.later_candidates(a, pc):
+                    lb.append(self.bid[b])
+                    lp.append(pos(slot))
+                    la.append(ri.get(x, -1))
+                lo.append(len(lb))
+        m.lc_off, m.lc_bar = arr("int64_t[]", lo), arr("int64_t[]", lb)
+        m.lc_pos, m.lc_arr = arr("int64_t[]", lp), arr("int64_t[]", la)
+        m.n_reinit, m.n_ini = len(ri), len(ini)
+        m.ini_agent, m.ini_off, m.ini_arr = (arr("int64_t[]", ini), arr("int64_t[]", io),
+                                             arr("int64_t[]", ia))
+        self._lmemo = ffi.gc(self.lib.pw_lmemo_new(), self.lib.pw_lmemo_free)
+        self._later_cb = ffi.callback(
+            "int(int32_t, int32_t, const int32_t *, int32_t, int64_t *, int32_t)", self._later)
+        self._lw_rows = arr("int64_t[]", [0] * max(self.rows, 1))
+        self._lw_n = ffi.new("int64_t *", 0)
+        keep.append(self._lw_n)
         self._slots = slots
         self._gather = itemgetter(*slots) if len(slots) > 1 else (lambda f: (f[slots[0]],))
         self._vals = arr("int64_t[]", [0] * len(slots))
@@ -1156,6 +1201,11 @@ class NativeClosure(NativeSettle):
         o.wg_cm = st.wg_cm = buf("m_wgcm", "int64_t[]", n=len(ctx.sys.agents))
         ag = buf("m_agents", "int32_t[]", agents)
         self.lib.pw_marshal(self._m, self._vals, ag, na, n, words, o)
+        rc = self.lib.pw_later(self._m, self._lmemo, self._vals, ag, na, n, self._later_cb,
+                               st.lw_off, st.lw, self._lw_row, self._lw_rows, self._lw_n)
+        if rc != 0:
+            self._ctx = None  # this state's reading is not complete
+            raise SettleUnavailable(f"pw_later: {rc}")
         if n > na:  # the environment units, after the agents
             nf, no, e = o.n_fp, o.n_ops, n - na
             if env_fp:
@@ -1170,6 +1220,19 @@ class NativeClosure(NativeSettle):
             c.sync_nbkey[na:n] = [-1] * e
             for name in ("cl_cand", "carr0", "carr_not1", "exit_sync"):
                 getattr(c, name)[na:n] = [0] * e
+
+    def _later(self, a: int, pc: int, phases: Any, n: int, out: Any, cap: int) -> int:
+        """``pw_later``'s question: ``Footprints.later_waits`` as (pc, barrier id) pairs
+        (their number; -1: no answer)."""
+        try:
+            r = self.fpt.later_waits(a, pc, [phases[i] for i in range(n)])
+            if len(r) > cap:
+                return -1
+            for k, (q, b) in enumerate(r.items()):
+                out[2 * k], out[2 * k + 1] = q, self.bid[b]
+            return len(r)
+        except Exception:  # a callback must not raise through C: no answer
+            return -1
 
     def _read_py(self, ctx: Any) -> None:
         """The state's reading through the ``Closure`` helpers (``NATIVE_MARSHAL``

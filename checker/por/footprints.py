@@ -348,6 +348,20 @@ class Footprints:
                 key=lambda x: x[1]))
         return r
 
+    def later_waits(self, a: int, start: int, phases: Any) -> dict:
+        """``{pc: barrier}`` of the waits ahead of warp ``a`` at ``start`` that need at least
+        two completions of their barrier (``wait_completions``), given, per entry of
+        ``later_candidates(a, start)``, its barrier's phase (mod ``PHASE_MOD``), or -1
+        where some live warp may initialize it again (``Futures._later_waits``)."""
+        r: dict = {}
+        for (b, _slot, _arr), phase in zip(self.later_candidates(a, start), phases):
+            if phase < 0:
+                continue
+            for pc, n in self.wait_completions(a, start, b, phase).items():
+                if n >= 2:
+                    r[pc] = b
+        return r
+
     def inits_from(self, a: int, pc: int) -> frozenset:
         """(cta, array) of the barriers an ``MbarInit`` warp ``a`` may reach from ``pc``
         initializes: their phase may start again at 0."""

@@ -574,13 +574,7 @@ class Futures:
                 memo = self.red._later_memo
                 r = memo.get(key)
                 if r is None:
-                    r = {}
-                    for (b, _slot, _arr), phase in zip(cands, key[2:]):
-                        if phase < 0:
-                            continue
-                        for pc, n in self.fp.wait_completions(a, start, b, phase).items():
-                            if n >= 2:
-                                r[pc] = b
+                    r = self.fp.later_waits(a, start, key[2:])
                     if len(memo) > _MEMO_LIMIT:
                         memo.clear()
                     memo[key] = r
