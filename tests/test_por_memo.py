@@ -86,7 +86,9 @@ def _later_waits_reference(ctx: Any, a: int) -> dict:
 def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
                                                        states: int, monkeypatch: Any) -> None:
     """The waits a round ahead, memoized across states by the warp's pc and the phases it
-    reads, equal the answer computed afresh in every state where the closure asks."""
+    reads, equal the answer computed afresh in every state where the closure asks.  (The
+    Python closure: the native one reads them in C, ``pw_later``, which
+    ``test_por_marshal`` holds to this reading.)"""
     asked = {"n": 0, "nonempty": 0}
     orig = por.Closure._later_waits
 
@@ -98,6 +100,7 @@ def test_later_waits_memo_answers_what_the_reads_give(name: str, params: dict,
         return r
 
     with monkeypatch.context() as m:
+        m.setenv("PIPEPROOF_POR_CLOSURE", "python")
         m.setattr(por.Closure, "_later_waits", later)
         system = G.build_system((ROOT / "examples" / name).read_text(), params)
         check_explicit(system, max_states=states, timeout=600, por=True, confirm_timeout=0)
