@@ -118,11 +118,17 @@ def test_marshal_in_c_equals_python_everywhere(name: str, monkeypatch: Any) -> N
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(prog=G.mutants(include_config_errors=False))
 def test_marshal_in_c_equals_python_on_generated_kernels(prog: Any) -> None:
+    _on_generated(_compare, prog)
+
+
+def _on_generated(check: Any, prog: Any) -> None:
+    """``check`` on a generated kernel, 300 states, with a monkeypatch of its own (a
+    hypothesis test runs many examples in one pytest call)."""
     from _pytest.monkeypatch import MonkeyPatch
 
     mp = MonkeyPatch()
     try:
-        _compare(prog.source, {}, 300, mp)
+        check(prog.source, {}, 300, mp)
     finally:
         mp.undo()
 
@@ -163,10 +169,4 @@ def test_enabled_units_are_the_explorers(name: str, params: dict, states: int,
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(prog=G.mutants(include_config_errors=False))
 def test_enabled_units_are_the_explorers_on_generated_kernels(prog: Any) -> None:
-    from _pytest.monkeypatch import MonkeyPatch
-
-    mp = MonkeyPatch()
-    try:
-        _enabled_agree(prog.source, {}, 300, mp)
-    finally:
-        mp.undo()
+    _on_generated(_enabled_agree, prog)

@@ -1280,6 +1280,7 @@ typedef struct {
     const int64_t *lc_off, *lc_bar, *lc_pos, *lc_arr;
     int32_t n_reinit, n_ini;
     const int64_t *ini_agent, *ini_off, *ini_arr;
+    int64_t done, warp_size, phase_mod;  /* the model's DONE pc, WARP_SIZE, PHASE_MOD */
 } pw_mtables;
 
 typedef struct {
@@ -1295,8 +1296,6 @@ typedef struct {
     int64_t n_fp, n_ops;                            /* out: the agents' part's lengths */
 } pw_mout;
 
-#define PW_DONE (-1)
-#define PW_WARP 32
 
 static int64_t at(const int64_t *v, int64_t pos) { return pos < 0 ? 0 : v[pos]; }
 
@@ -1330,7 +1329,7 @@ void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
         if (m->nc_off[row] >= 0 && m->completing[row]) {
             for (int32_t b = 0; b < m->n_agents; b++) {
                 if (b == a) continue;
-                if (v[m->pc_pos[b]] == PW_DONE) continue;
+                if (v[m->pc_pos[b]] == m->done) continue;
                 if (at(v, m->carr_pos[b]) != 1) { completes = 0; break; }
             }
         }
@@ -1383,7 +1382,7 @@ void pw_marshal(const pw_mtables *m, const int64_t *v, const int32_t *agents,
             need = 0;
             int64_t c = m->key_cta[k];
             for (int64_t j = m->cta_off[c]; j < m->cta_off[c + 1]; j++)
-                if (v[m->pc_pos[m->cta_agent[j]]] != PW_DONE) need += PW_WARP;
+                if (v[m->pc_pos[m->cta_agent[j]]] != m->done) need += m->warp_size;
         }
         o->nb_need[k] = need;
         o->nb_count[k] = at(v, m->key_count_pos[k]);
@@ -1417,6 +1416,7 @@ struct pw_lmemo {
     int64_t cap, n;                  /* slots (a power of 2), used */
     int64_t *row, *ph, *off, *cnt;   /* per slot: key (row -1: empty), answer in pool */
     int64_t *pool, pool_n, pool_cap; /* (pc, barrier) pairs */
+    int64_t *pairs;                  /* room for the callback's answer */
 };
 
 pw_lmemo *pw_lmemo_new(void) { return calloc(1, sizeof(pw_lmemo)); }
@@ -1424,6 +1424,7 @@ pw_lmemo *pw_lmemo_new(void) { return calloc(1, sizeof(pw_lmemo)); }
 void pw_lmemo_free(pw_lmemo *lm) {
     if (!lm) return;
     free(lm->row); free(lm->ph); free(lm->off); free(lm->cnt); free(lm->pool);
+    free(lm->pairs);
     free(lm);
 }
 
@@ -1462,11 +1463,12 @@ int pw_later(const pw_mtables *m, pw_lmemo *lm, const int64_t *v, const int32_t 
     memset(reinit, 0, sizeof reinit);
     for (int32_t i = 0; i < m->n_ini; i++) {
         int64_t b = m->ini_agent[i], pc = v[m->pc_pos[b]];
-        if (pc == PW_DONE) continue;
+        if (pc == m->done) continue;
         int64_t row = m->pc_base[b] + pc;
         for (int64_t k = m->ini_off[row]; k < m->ini_off[row + 1]; k++) reinit[m->ini_arr[k]] = 1;
     }
-    static int64_t pairs[2 * PW_LATER_PAIRS];
+    if (!lm->pairs && !(lm->pairs = malloc(sizeof(int64_t) * 2 * PW_LATER_PAIRS))) return -3;
+    int64_t *pairs = lm->pairs;
     int64_t nlw = 0;
     lw_off[0] = 0;
     for (int32_t i = 0; i < na; i++) {
@@ -1479,7 +1481,7 @@ int pw_later(const pw_mtables *m, pw_lmemo *lm, const int64_t *v, const int32_t 
         int64_t key = 0;
         for (int64_t k = lo; k < hi; k++) {
             int64_t x = m->lc_arr[k] >= 0 && reinit[m->lc_arr[k]] ? -1
-                        : ((v[m->lc_pos[k]] % 4) + 4) % 4;  /* mod PHASE_MOD */
+                        : ((v[m->lc_pos[k]] % m->phase_mod) + m->phase_mod) % m->phase_mod;
             phases[k - lo] = (int32_t)x;
             key |= (x + 1) << (3 * (k - lo));
         }

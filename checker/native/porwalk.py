@@ -201,6 +201,7 @@ typedef struct {
     const int64_t *lc_off, *lc_bar, *lc_pos, *lc_arr;
     int32_t n_reinit, n_ini;
     const int64_t *ini_agent, *ini_off, *ini_arr;
+    int64_t done, warp_size, phase_mod;
 } pw_mtables;
 typedef struct {
     int32_t *pc, *zero0, *agent_unit;
@@ -921,7 +922,9 @@ class NativeClosure(NativeSettle):
         from operator import itemgetter
 
         from ...model.program import ClusterArrive, Exit
-        from ...model.system import VIS_CLUSTER, VIS_CTA
+        from ...model.groups import WARP_SIZE
+        from ...model.mbarrier import PHASE_MOD
+        from ...model.system import DONE, VIS_CLUSTER, VIS_CTA
         ffi, t, sysm, fpt = self.ffi, self.t, ctx.sys, ctx.fp
         keep = self._static
         slots: list = []
@@ -1028,6 +1031,7 @@ class NativeClosure(NativeSettle):
         m.vis_pos = arr("int64_t[]", [pos(sysm.arr[(o[1], o[2])]) if (o[1], o[2]) in sysm.arr
                                       else -1 for o in self._arrays])
         m.vis_cta, m.vis_cluster = VIS_CTA, VIS_CLUSTER
+        m.done, m.warp_size, m.phase_mod = DONE, WARP_SIZE, PHASE_MOD
         m.cluster_one = int(sysm.info.cluster_size == 1)
         do, dp = [0], []
         for key, b in self._hg:
