@@ -50,8 +50,8 @@ from ..model.errors import option
 from ..model.program import is_acyclic
 from ..model.system import System
 from .errors import SetupTimeout
-from .explicit import (CONFIRM_TIMEOUT, POR_AUTO_WARPS, _find_starvation, confirmed,
-                       drop_needless_steps, report_graph_lasso, unconfirmed)
+from .explicit import (CONFIRM_TIMEOUT, _find_starvation, confirmed, drop_needless_steps,
+                       por_auto, report_graph_lasso, unconfirmed)
 from .por import stubborn_sets
 from .properties import DEADLOCK_MSG, PRIORITY
 from .statespace import Explorer, symmetric_groups
@@ -355,7 +355,7 @@ def check_distributed(system: System, client: Any = None, partitions: Optional[i
     the workers from the first level)."""
     t0 = time.perf_counter()
     if por is None:
-        por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
+        por = por_auto(system)
     deadline = time.time() + timeout
     cyclic = not all(is_acyclic(ag.program.code) for ag in system.agents)
     symmetry = reduce

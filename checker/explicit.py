@@ -83,7 +83,7 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
         cta_symmetry = reduce
     cpu_end = None if cpu_seconds is None else time.process_time() + cpu_seconds
     if por is None:
-        por = system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
+        por = por_auto(system)
     try:
         ex = Explorer(system, symmetry=reduce, cta_symmetry=cta_symmetry,
                       reduction=stubborn_sets(full=por, deadline=t0 + timeout,
@@ -123,6 +123,12 @@ def check_explicit(system: System, max_states: int = 2_000_000, timeout: float =
                  cpu_end)
         return confirmed(v, w, t0)
     return v
+
+
+def por_auto(system: System) -> bool:
+    """``--por auto``: stubborn sets where they pay (``check_explicit``): clusters of
+    more than one CTA, and CTAs of at least ``POR_AUTO_WARPS`` warps."""
+    return system.info.num_ctas > 1 or len(system.agents) >= POR_AUTO_WARPS
 
 
 def drop_needless_steps(system: System, v: Verdict) -> Verdict:

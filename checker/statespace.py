@@ -48,6 +48,23 @@ def symmetric_groups(system: System) -> list[list[int]]:
     return [g for g in by_key.values() if len(g) > 1]
 
 
+def dead_local_slots(system: System, a: int) -> dict[int, tuple[int, ...]]:
+    """Warp ``a``'s pc -> the slots of its locals dead there (``model.program.live_locals``:
+    no run from that pc reads them before writing them; every local once it has exited),
+    the pcs with none left out: what ``Explorer.forget`` sets to 0, and the native
+    engine's ``forget`` with stubborn sets (``native/ccode.py``)."""
+    ag = system.agents[a]
+    if not ag.locals:
+        return {}
+    out: dict[int, tuple[int, ...]] = {}
+    for pc, live in enumerate(live_locals(ag.program.code)):
+        dead = tuple(sorted(s for name, s in ag.locals.items() if name not in live))
+        if dead:
+            out[pc] = dead
+    out[DONE] = tuple(sorted(ag.locals.values()))
+    return out
+
+
 class Explorer:
     """Successor generation over packed states.
 
@@ -163,14 +180,10 @@ class Explorer:
             if not ag.locals:
                 continue
             ci, pc_off = where[ag.pc]
-            offs = {name: where[slot][1] for name, slot in ag.locals.items()
-                    if where[slot][0] == ci}  # a warp's locals live with its pc
-            by_pc: dict = {}
-            for pc, live in enumerate(live_locals(ag.program.code)):
-                dead = tuple(sorted(o for name, o in offs.items() if name not in live))
-                if dead:
-                    by_pc[pc] = dead
-            by_pc[DONE] = tuple(sorted(offs.values()))
+            # a warp's locals live with its pc
+            assert all(where[slot][0] == ci for slot in ag.locals.values())
+            by_pc = {pc: tuple(sorted(where[s][1] for s in slots))
+                     for pc, slots in dead_local_slots(self.sys, ag.index).items()}
             out.append((ci, pc_off, by_pc))
         return out
 

@@ -443,11 +443,14 @@ def _run_engine(system: System, *, engine: str, depth: Optional[int], timeout: f
                                  **({} if confirm_timeout is None
                                     else {"confirm_timeout": confirm_timeout}))
     elif engine == "native":
+        from .checker.explicit import por_auto
         from .checker.native.search import NativeUnavailable, check_native
 
         try:
+            # the stubborn sets as the explicit engine uses them (--por, auto by default)
             verdict = check_native(system, max_states=max_states, timeout=timeout,
-                                   progress=progress, symmetry=reduce)
+                                   progress=progress, symmetry=reduce,
+                                   por=reduce and (por_auto(system) if por is None else por))
         except NativeUnavailable as e:
             raise ConfigError(str(e)) from None
     elif engine == "swarm":

@@ -365,10 +365,10 @@ Exit codes: 0 safe or proven, 1 violated, 2 bad input or usage, 3 unknown.""")
                    help="explicit engine: states before UNKNOWN (default 3,000,000); "
                         "auto: also bounds the enumeration behind BMC's certificate")
     adv.add_argument("--por", choices=("auto", "on", "off"), default="auto",
-                   help="explicit engine: stubborn-set partial-order reduction (fewer "
-                        "states, each costlier to expand); auto: on for clusters of more "
-                        "than one CTA and for CTAs of 10 or more warps, where "
-                        "interleavings multiply")
+                   help="explicit and native engines: stubborn-set partial-order "
+                        "reduction (fewer states, each costlier to expand); auto: on for "
+                        "clusters of more than one CTA and for CTAs of 10 or more warps, "
+                        "where interleavings multiply")
     what.add_argument("--memory-model", choices=("cutlass", "strict"), default="cutlass",
                    help="cutlass (default): releases reach whoever acquires them, as "
                         "CUTLASS's .cta-scoped remote arrives assume; strict: also report "

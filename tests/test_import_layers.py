@@ -50,7 +50,7 @@ CHECKER_LAYERS: list[tuple[str, set[str]]] = [
      {"por", "por.modes", "por.counts", "por.footprints", "por.tables", "por.futures",
       "por.closure", "por.reducer", "safesteps", "symbolic", "invariants", "evalgraph",
       "certificate", "unrolling", "chain", "native", "native.ccode", "native.build",
-      "native.porwalk"}),
+      "native.porwalk", "native.por"}),
     ("the engines", {"explicit", "bmc", "liveness", "native.search", "distributed", "swarm"}),
     ("the portfolio", {"portfolio"}),
 ]

@@ -16,13 +16,29 @@
  * ccode.py, proven by checker/safesteps.py) with an enabled step, only that warp's
  * successors are kept: the reduced rule of certificate.certify_reduced.  Its theorem
  * needs the reduced graph acyclic, which pp_acyclic checks over the recorded edges.
+ *
+ * Stubborn sets (pp_set_reduce(2); checker/native/por.py): every step of a state is
+ * evaluated and buffered with its outcome, then pp_set_por's callback -- the explicit
+ * engine's Reducer, in the same state and over the same steps in the same order --
+ * says which of them a stubborn set keeps; only those count (their violations, their
+ * overflows, their successors).  As the explicit engine's Explorer: each successor has
+ * its dead locals forgotten (forget, from ccode.py) and its interchangeable warps sorted
+ * (canon_warps), and is expanded as that; its CTA renamings only key the visited set
+ * (canon of a copy, kept in a second arena where CANON_CTA), so the stubborn sets follow
+ * one run instead of jumping from CTA to CTA.
  */
 
 enum { ST_DONE = 0, ST_FOUND = 1, ST_LIMIT = 2, ST_TIMEOUT = 3, ST_OVERFLOW = 4,
-       ST_NOMEM = 5 };
+       ST_NOMEM = 5, ST_POR = 6 };
+
+/* the stubborn-set callback: the state, its n buffered steps' transition ids; sets
+ * keep[i] for the kept ones; nonzero: no answer (the search stops, ST_POR) */
+typedef int (*pp_por_fn)(const int32_t *x, int n, const int32_t *tids, int8_t *keep);
 
 static struct {
   uint8_t *arena;          /* packed states, SB bytes each, in discovery order */
+  uint8_t *sarena;         /* the states as expanded, where they differ (stubborn sets
+                              with CANON_CTA: arena holds the visited-set keys) */
   uint32_t *hashes;        /* hash of each state */
   int32_t *parent, *ptid, *depth;
   int64_t n, cap;          /* states stored, room */
@@ -36,9 +52,11 @@ static struct {
   int want_edges;
   int32_t ovf_state, ovf_tid;
   int nomem;
-  int reduce;                              /* safe-step reduction on */
-  int32_t *rbuf, *rtid; int64_t rn, rcap;  /* a state's good successors, reduce only */
-  uint8_t scratch[SB];
+  int reduce;                              /* 1: safe steps, 2: stubborn sets */
+  int32_t *rbuf, *rtid; int64_t rn, rcap;  /* a state's buffered successors */
+  int8_t *rr, *rkeep; int32_t *rrank;      /* their outcomes and ranks; kept (2) */
+  pp_por_fn por;
+  uint8_t scratch[SB], scratch2[SB];
 } G;
 
 static uint32_t hash_bytes(const uint8_t *p) {
@@ -67,6 +85,7 @@ static int grow_table(void) {
 static int grow_states(void) {
   int64_t nc = G.cap ? G.cap * 2 : 1024;
   uint8_t *a = realloc(G.arena, (size_t)nc * SB); if (!a) return 1; G.arena = a;
+  if (G.sarena) { a = realloc(G.sarena, (size_t)nc * SB); if (!a) return 1; G.sarena = a; }
   uint32_t *h = realloc(G.hashes, nc * sizeof(uint32_t)); if (!h) return 1; G.hashes = h;
   int32_t *p = realloc(G.parent, nc * sizeof(int32_t)); if (!p) return 1; G.parent = p;
   p = realloc(G.ptid, nc * sizeof(int32_t)); if (!p) return 1; G.ptid = p;
@@ -75,8 +94,9 @@ static int grow_states(void) {
   return 0;
 }
 
-/* the id of the packed state p, adding it (parent G.cur) when new; -1: out of memory */
-static int64_t intern(const uint8_t *p, int32_t tid) {
+/* the id of the packed state p, adding it (parent G.cur) when new, with s (or NULL:
+ * p itself) as the state to expand; -1: out of memory */
+static int64_t intern(const uint8_t *p, const uint8_t *s, int32_t tid) {
   uint32_t h = hash_bytes(p);
   uint64_t j = h & G.tmask;
   for (;;) {
@@ -90,6 +110,7 @@ static int64_t intern(const uint8_t *p, int32_t tid) {
   if (G.n >= 0x7FFFFFF0LL) return -1;
   int64_t id = G.n++;
   memcpy(G.arena + (size_t)id * SB, p, SB);
+  if (G.sarena) memcpy(G.sarena + (size_t)id * SB, s ? s : p, SB);
   G.hashes[id] = h;
   G.parent[id] = G.cur; G.ptid[id] = tid; G.depth[id] = G.cur < 0 ? 0 : G.d + 1;
   if (G.depth[id] > G.maxdepth) G.maxdepth = G.depth[id];
@@ -120,10 +141,23 @@ static int add_edge(int32_t s, int32_t t, int32_t tid) {
   return 0;
 }
 
-static int take(int tid, int32_t *y) {
-  canon(y);
+/* the stored form of a successor: its canonical form, or with stubborn sets its dead
+ * locals forgotten and warps sorted (then the visited-set key is a copy's canon) */
+static int64_t store(int32_t *y, int32_t tid) {
+  if (G.reduce != 2) { canon(y); pack(y, G.scratch); return intern(G.scratch, NULL, tid); }
+  forget(y);
+  canon_warps(y);
   pack(y, G.scratch);
-  int64_t id = intern(G.scratch, tid);
+  if (!CANON_CTA) return intern(G.scratch, NULL, tid);
+  int32_t z[NK];
+  memcpy(z, y, sizeof z);
+  canon(z);
+  pack(z, G.scratch2);
+  return intern(G.scratch2, G.scratch, tid);
+}
+
+static int take(int tid, int32_t *y) {
+  int64_t id = store(y, tid);
   if (id < 0) { G.nomem = 1; return 1; }
   if (G.want_edges && add_edge(G.cur, (int32_t)id, tid)) { G.nomem = 1; return 1; }
   return 0;
@@ -132,6 +166,7 @@ static int take(int tid, int32_t *y) {
 PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y) {
   G.any = 1;
   G.ntrans++;
+  if (G.reduce == 2) goto buffer;  /* every outcome waits for the stubborn set */
   if (r == 3) { G.ovf_state = G.cur; G.ovf_tid = tid; return 1; }
   if (r == 2) {
     if (G.found_len < 0 || G.d + 1 <= G.found_len) {
@@ -140,6 +175,7 @@ PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y) {
     }
     return 0;
   }
+buffer:
   if (G.reduce) {  /* kept until the state's every step is seen (reduced_take) */
     if (G.rn == G.rcap) {
       int64_t nc = G.rcap ? G.rcap * 2 : 64;
@@ -148,13 +184,47 @@ PP_HIDDEN int visit(int tid, int r, int rank, int32_t *y) {
       G.rbuf = b;
       int32_t *t = realloc(G.rtid, (size_t)nc * sizeof(int32_t));
       if (!t) { G.nomem = 1; return 1; }
-      G.rtid = t; G.rcap = nc;
+      G.rtid = t;
+      t = realloc(G.rrank, (size_t)nc * sizeof(int32_t));
+      if (!t) { G.nomem = 1; return 1; }
+      G.rrank = t;
+      int8_t *r8 = realloc(G.rr, (size_t)nc);
+      if (!r8) { G.nomem = 1; return 1; }
+      G.rr = r8;
+      r8 = realloc(G.rkeep, (size_t)nc);
+      if (!r8) { G.nomem = 1; return 1; }
+      G.rkeep = r8;
+      G.rcap = nc;
     }
     memcpy(G.rbuf + (size_t)G.rn * NK, y, NK * sizeof(int32_t));
+    G.rr[G.rn] = (int8_t)r; G.rrank[G.rn] = rank;
     G.rtid[G.rn++] = tid;
     return 0;
   }
   return take(tid, y);
+}
+
+/* the stubborn set of x among its buffered steps (the callback's answer): its
+ * violations are candidates, an overflow stops the search, the rest are taken.
+ * Returns 0, or the ST_* that stops the search. */
+static int stubborn_take(const int32_t *x) {
+  if (!G.rn) return 0;
+  memset(G.rkeep, 0, (size_t)G.rn);
+  if (G.por(x, (int)G.rn, G.rtid, G.rkeep)) return ST_POR;
+  for (int64_t i = 0; i < G.rn; i++) {
+    if (!G.rkeep[i]) continue;
+    if (G.rr[i] == 3) { G.ovf_state = G.cur; G.ovf_tid = G.rtid[i]; return ST_OVERFLOW; }
+    if (G.rr[i] == 2) {
+      if (G.found_len < 0 || G.d + 1 <= G.found_len) {
+        if (add_cand(G.d + 1, G.rrank[i], G.cur, G.rtid[i])) return ST_NOMEM;
+        G.found_len = G.d + 1;
+      }
+      continue;
+    }
+    if (take(G.rtid[i], G.rbuf + (size_t)i * NK)) return ST_NOMEM;
+  }
+  G.rn = 0;
+  return 0;
 }
 
 /* the reduced rule over the buffered successors of x: the lowest warp at a safe point
@@ -174,6 +244,7 @@ static int reduced_take(const int32_t *x) {
 }
 
 void pp_set_reduce(int on) { G.reduce = on; }
+void pp_set_por(pp_por_fn f) { G.por = f; }
 
 /* 1 when the graph of the recorded edges has no cycle (Kahn's algorithm); edges are
  * recorded in the order of their source states.  -1: out of memory. */
@@ -205,9 +276,11 @@ static double now(void) {
 void pp_free(void) {
   free(G.arena); free(G.hashes); free(G.parent); free(G.ptid); free(G.depth);
   free(G.table); free(G.cand); free(G.edges); free(G.rbuf); free(G.rtid);
+  free(G.sarena); free(G.rr); free(G.rkeep); free(G.rrank);
   int reduce = G.reduce;
+  pp_por_fn por = G.por;
   memset(&G, 0, sizeof(G));
-  G.reduce = reduce;
+  G.reduce = reduce; G.por = por;
 }
 
 /* Search from INIT.  deadlock_rank: the rank of a deadlock candidate.  Returns ST_*. */
@@ -218,19 +291,22 @@ int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_r
   G.found_len = -1; G.cur = -1; G.ovf_state = -1; G.ovf_tid = -1;
   G.table = calloc(1024, sizeof(uint32_t)); if (!G.table) return ST_NOMEM;
   G.tmask = 1023;
+  if (G.reduce == 2 && !G.por) return ST_POR;
+  if (G.reduce == 2 && CANON_CTA) {  /* a state to expand besides each key */
+    G.sarena = malloc(1); if (!G.sarena) return ST_NOMEM;
+  }
   memcpy(x, INIT, sizeof(x));
-  canon(x);
-  pack(x, G.scratch);
-  if (intern(G.scratch, -1) < 0) return ST_NOMEM;
+  if (store(x, -1) < 0) return ST_NOMEM;
   double t0 = now();
   for (int64_t si = 0; si < G.n; si++) {
     int32_t d = G.depth[si];
     if (G.found_len >= 0 && d >= G.found_len) break;
     G.cur = (int32_t)si; G.d = d; G.any = 0;
-    unpack(G.arena + (size_t)si * SB, x);
+    unpack((G.sarena ? G.sarena : G.arena) + (size_t)si * SB, x);
     G.rn = 0;
     if (expand(x, y)) return G.nomem ? ST_NOMEM : ST_OVERFLOW;
-    if (G.reduce && reduced_take(x)) return ST_NOMEM;
+    if (G.reduce == 1 && reduced_take(x)) return ST_NOMEM;
+    if (G.reduce == 2) { int rc = stubborn_take(x); if (rc) return rc; }
     if (!G.any) {
       int done = 1;
       for (int a = 0; a < NAGENTS; a++) if (x[PC_KEYS[a]] != DONE_PC) { done = 0; break; }
@@ -258,5 +334,7 @@ int32_t pp_ptid(int64_t id) { return G.ptid[id]; }
 int32_t pp_depth(int64_t id) { return G.depth[id]; }
 int32_t pp_ovf_state(void) { return G.ovf_state; }
 int32_t pp_ovf_tid(void) { return G.ovf_tid; }
-void pp_state(int64_t id, int32_t *out) { unpack(G.arena + (size_t)id * SB, out); }
+void pp_state(int64_t id, int32_t *out) {
+  unpack((G.sarena ? G.sarena : G.arena) + (size_t)id * SB, out);
+}
 int pp_nkeys(void) { return NK; }

@@ -25,6 +25,7 @@ CDEF = """
 int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_rank);
 void pp_free(void);
 void pp_set_reduce(int on);
+void pp_set_por(int (*f)(int32_t *, int, int32_t *, int8_t *));
 int pp_acyclic(void);
 int64_t pp_nstates(void);
 int64_t pp_ntrans(void);

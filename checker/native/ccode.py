@@ -462,7 +462,8 @@ def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]],
         flat = [k for blk in g for k in blk]
         out.append(f"static const int GK{gi}[] = {{{', '.join(map(str, flat))}}};")
         body.append(f"  canon_group(x, GK{gi}, {len(g)}, {len(g[0])});")
-    out += ["static void canon_warps(int32_t *x) {", *body, "  (void)x;", "}"]
+    out += ["static void canon_warps(int32_t *x) {", *body, "  (void)x;", "}",
+            f"#define CANON_CTA {1 if cta else 0}"]
     if not cta:
         return out + ["static void canon(int32_t *x) { canon_warps(x); }"]
     for ci, src in enumerate(cta):
@@ -483,6 +484,20 @@ def _canon_fn(blocks: Sequence[Sequence[Sequence[int]]],
     return out
 
 
+def _forget_fn(dead: Sequence[tuple[int, dict[int, Sequence[int]]]]) -> list[str]:
+    """``static void forget(x)``: each warp's dead locals set to 0 (``dead``: per warp with
+    locals, its pc key and {pc: the keys of the locals dead there}), as
+    ``statespace.Explorer.forget`` does in the explicit engine (``bfs.c`` uses it with
+    stubborn sets only, as the explicit engine uses it with its reductions only)."""
+    out = ["static void forget(int32_t *x) {"]
+    for pck, by_pc in dead:
+        cases = [f"    case {pc}: {' '.join(f'x[{k}] = 0;' for k in keys)} break;"
+                 for pc, keys in sorted(by_pc.items()) if keys]
+        if cases:
+            out += [f"  switch (x[{pck}]) {{", *cases, "    default: break;", "  }"]
+    return out + ["  (void)x;", "}"]
+
+
 def _safe_fn(enc: Encoding, safe: dict[int, frozenset[int]]) -> list[str]:
     """``TACT`` (the warp of each transition, -1 for an asynchronous item) and
     ``is_safe(a, pc)``: is ``pc`` one of warp ``a``'s safe points (``safe``, proven by
@@ -501,13 +516,14 @@ def _safe_fn(enc: Encoding, safe: dict[int, frozenset[int]]) -> list[str]:
 def generate(enc: Encoding, core: str,
              blocks: Sequence[Sequence[Sequence[int]]] = (),
              safe: Optional[dict[int, frozenset[int]]] = None,
-             cta: Sequence[Sequence[int]] = ()) -> Program:
+             cta: Sequence[Sequence[int]] = (),
+             dead: Sequence[tuple[int, dict[int, Sequence[int]]]] = ()) -> Program:
     """The C source of ``enc``: the transition functions, ``expand``, the packing of a
     state's keys into bytes, the initial state, the canonical form under the warp
     symmetry ``blocks`` and the CTA renamings ``cta`` (``_canon_fn``; none: the
     identity), the safe points ``safe``
-    (``_safe_fn``; none: no point is safe), and ``core`` (the search, ``bfs.c``) after
-    them.
+    (``_safe_fn``; none: no point is safe), the dead locals ``dead`` (``_forget_fn``),
+    and ``core`` (the search, ``bfs.c``) after them.
 
     The source is one C file, cut by ``UNIT`` lines into a prelude (what every unit
     needs), one unit per warp (its transition functions and ``expand_a<i>``), one for
@@ -562,6 +578,7 @@ def generate(enc: Encoding, core: str,
     lines.append("}")
     lines += _expand_fn(nag)
     lines += _canon_fn(blocks, cta)
+    lines += _forget_fn(dead)
     lines += _safe_fn(enc, safe or {})
     lines.append(core)
     return Program("\n".join(lines) + "\n", enc.nkeys, sb,

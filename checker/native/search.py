@@ -46,19 +46,19 @@ from ...model.program import is_acyclic
 from ...model.system import System
 from ..concrete import ConcreteRunner
 from ..cta_symmetry import CtaPermutation, cta_automorphisms
-from ..errors import InternalError
+from ..errors import InternalError, SetupTimeout
 from ..graphs import fair_cycle, starving_component
 from ..lasso import poll_pcs, report_lasso
 from ..properties import DEADLOCK_MSG, PRIORITY
 from ..packed import component_of
-from ..statespace import Explorer, symmetric_groups
+from ..statespace import Explorer, dead_local_slots, symmetric_groups
 from ..symbolic import (Encoding, bits_for, join_ranges, pool_key_name, same_shape,
                         sample_ranges)
 from ..verdict import PROVEN, UNKNOWN, VIOLATED, Stats, Verdict, state_limit_reason
 from .build import BuildFailed, NativeUnavailable, core_source, loaded
 from .ccode import Program, Unsupported, generate
 
-ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM = range(6)
+ST_DONE, ST_FOUND, ST_LIMIT, ST_TIMEOUT, ST_OVERFLOW, ST_NOMEM, ST_POR = range(7)
 
 #: states of the sample that guesses the encoding's value ranges
 SAMPLE_STATES = 2_000
@@ -223,32 +223,58 @@ def cta_sources(enc: Encoding, perms: Sequence[CtaPermutation]) -> list[list[int
     return out
 
 
+def sort_warps(x: list[int], blocks: list[list[list[int]]]) -> list[int]:
+    """The generated ``canon_warps`` in Python: each group's warp blocks sorted, in
+    place (``x`` is returned)."""
+    for bl in blocks:
+        order = canon_order(x, bl)
+        vals_ = [[x[k] for k in bl[j]] for j in order]
+        for blk, v in zip(bl, vals_):
+            for k, xv in zip(blk, v):
+                x[k] = xv
+    return x
+
+
 def canon_keys(vals: Sequence[int], blocks: list[list[list[int]]],
                sources: list[list[int]]) -> list[int]:
     """The generated ``canon`` in Python: each group's warp blocks sorted, then the least
     of that and its CTA renamings (``sources``), each with its warps sorted."""
-    def warps(x: list[int]) -> list[int]:
-        for bl in blocks:
-            order = canon_order(x, bl)
-            vals_ = [[x[k] for k in bl[j]] for j in order]
-            for blk, v in zip(bl, vals_):
-                for k, xv in zip(blk, v):
-                    x[k] = xv
-        return x
-
-    best = warps(list(vals))
+    best = sort_warps(list(vals), blocks)
     x0 = list(best)
     for src in sources:
-        y = warps([x0[src[k]] for k in range(len(x0))])
+        y = sort_warps([x0[src[k]] for k in range(len(x0))], blocks)
         if y < best:
             best = y
     return best
 
 
+def dead_keys(enc: Encoding) -> list[tuple[int, dict[int, list[int]]]]:
+    """Per warp with locals: its pc key and {pc: the keys of its locals dead there}
+    (``statespace.dead_local_slots``): the generated ``forget``'s table."""
+    out = []
+    for ag in enc.sys.agents:
+        by_pc = {pc: [enc.key_of_slot[s] for s in slots]
+                 for pc, slots in dead_local_slots(enc.sys, ag.index).items()}
+        if by_pc:
+            out.append((enc.key_of_slot[ag.pc], by_pc))
+    return out
+
+
+def stored_keys(vals: Sequence[int], blocks: list[list[list[int]]],
+                dead: list[tuple[int, dict[int, list[int]]]]) -> list[int]:
+    """The state the search stores and expands with stubborn sets (``bfs.c`` ``store``):
+    the dead locals at 0 (the generated ``forget``), then the warps sorted."""
+    x = list(vals)
+    for pck, by_pc in dead:
+        for k in by_pc.get(x[pck], ()):
+            x[k] = 0
+    return sort_warps(x, blocks)
+
+
 def check_native(system: System, max_states: int = 2_000_000, timeout: float = 600.0,
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  symmetry: bool = False, safe_steps: bool = False,
-                 cta_symmetry: Optional[bool] = None) -> Verdict:
+                 cta_symmetry: Optional[bool] = None, por: bool = False) -> Verdict:
     """Exhaustive breadth-first search in native code (module docstring).
 
     ``symmetry``: explore one state per class of states equal up to a permutation of
@@ -259,8 +285,13 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
     not where some warp loops for ever.  ``cta_symmetry`` (default: ``symmetry``, not
     with ``safe_steps``): also one state per class of states equal up to renaming
     identical CTAs of the cluster (``checker/cta_symmetry.py``), the least renaming of
-    the keys (``ccode._canon_fn``).  ``progress`` is not called: the search runs in
-    C to its end or limit.
+    the keys (``ccode._canon_fn``).  ``por``: the explicit engine's stubborn sets
+    (``native/por.py``; kernels whose every warp ends, in place of ``safe_steps``), with
+    its dead-local forgetting and its rule of expanding the state reached, the CTA
+    renamings keying the visited set only: the explicit engine's reduced search (with
+    ``symmetry``, its warp symmetry by another representative), its counterexamples
+    shortened and confirmed as the safe-step reduction's are.  ``progress`` is not
+    called: the search runs in C to its end or limit.
     Raises ``NativeUnavailable`` where cffi or a C compiler is missing."""
     t0 = time.perf_counter()
     stats = Stats(engine="native")
@@ -269,19 +300,30 @@ def check_native(system: System, max_states: int = 2_000_000, timeout: float = 6
     stats.extra["symmetric_groups"] = [len(g) for g in groups]
     if cta_symmetry is None:
         cta_symmetry = symmetry
+    por = por and acyclic
+    if por:
+        safe_steps = False
     perms = cta_automorphisms(system) if cta_symmetry and acyclic and not safe_steps else []
     if perms:
         stats.extra["cta_automorphisms"] = len(perms) + 1
     with contextlib.ExitStack() as libs:
         return _check(system, max_states, timeout, safe_steps and acyclic, groups, perms,
-                      stats, t0, libs)
+                      stats, t0, libs, por)
 
 
 def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
            groups: list, perms: list, stats: Stats, t0: float,
-           libs: contextlib.ExitStack) -> Verdict:
+           libs: contextlib.ExitStack, por: bool = False) -> Verdict:
     """``check_native``'s search, its libraries held by ``libs``."""
+    stubborn = None
     try:
+        if por:
+            from .por import NativeStubborn
+            try:
+                stubborn = NativeStubborn(system, deadline=t0 + timeout)
+            except SetupTimeout as e:
+                return _finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s while "
+                                       f"preparing {e}"), stats, t0)
         shape = _Shape(system, groups, perms)
         restarts = 0
         while True:
@@ -296,7 +338,8 @@ def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
             safe: dict[int, frozenset[int]] = {}
             if safe_steps:
                 safe = _safe_points(system, enc, min(SAFE_SECONDS, 0.25 * timeout), stats)
-            prog = generate(enc, core_source(), blocks, safe, sources)
+            dead = dead_keys(enc) if stubborn is not None else []
+            prog = generate(enc, core_source(), blocks, safe, sources, dead)
             t_build = time.perf_counter()
             ffi, lib = libs.enter_context(loaded(prog.source, timeout - (t_build - t0)))
             # sampling ranges, building the templates and proving safe points;
@@ -306,15 +349,29 @@ def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
             left = max(timeout - (time.perf_counter() - t0), 0.01)
             # cffi looks a function up on its first call through a handle: not search
             set_reduce, search = lib.pp_set_reduce, lib.pp_search
+            callback = None
+            if stubborn is not None:
+                stubborn.bind(enc, prog.steps, ffi)
+                callback = ffi.callback("int(int32_t *, int, int32_t *, int8_t *)",
+                                        stubborn)
+                lib.pp_set_por(callback)
             search_t0 = time.perf_counter()
-            set_reduce(1 if safe else 0)
+            set_reduce(2 if stubborn is not None else 1 if safe else 0)
             st = search(max_states, left, 1 if not enc.acyclic or safe else 0,
                         PRIORITY.get("deadlock", 99))
             stats.extra["search_seconds"] = round(time.perf_counter() - search_t0, 6)
+            if stubborn is not None:
+                lib.pp_set_por(ffi.NULL)
+                stats.extra["por"] = stubborn.stats()
+            if st == ST_POR:
+                lib.pp_free()
+                err = stubborn.error if stubborn is not None else None
+                raise InternalError(f"the stubborn-set callback failed: "
+                                    f"{type(err).__name__}: {err}")
             if st != ST_OVERFLOW:
                 break
             # a step left the encoding: see on the concrete model which keys it overflowed
-            run = _Real(enc, groups, blocks, sources, ffi, lib, prog)
+            run = _Real(enc, groups, blocks, sources, ffi, lib, prog, dead, stubborn)
             steps = run(lib.pp_ovf_state(), lib.pp_ovf_tid(),
                         lambda nxt, viol: any(enc.out_of_range(nxt)))
             states, _viol = ConcreteRunner(system).run(steps)
@@ -329,11 +386,16 @@ def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
         stats.extra["keys"] = enc.nkeys
         stats.extra["state_bytes"] = prog.state_bytes
         try:
-            real = _Real(enc, groups, blocks, sources, ffi, lib, prog)
+            real = _Real(enc, groups, blocks, sources, ffi, lib, prog, dead, stubborn)
             v = _answer(system, enc, prog, ffi, lib, st, max_states, timeout, stats, t0,
-                        real, reduced=bool(safe))
-            if v.status == VIOLATED and safe:
-                v = _confirm(system, enc, prog, ffi, lib, v, max_states, timeout, t0, real)
+                        real, reduced=bool(safe) or stubborn is not None, safe=bool(safe))
+            if v.status == VIOLATED and stubborn is not None:
+                # as the explicit engine: the steps the violation does not need go first
+                from ..explicit import drop_needless_steps
+                v = drop_needless_steps(system, v)
+            if v.status == VIOLATED and (safe or stubborn is not None):
+                v = _confirm(system, enc, prog, ffi, lib, v, max_states, timeout, t0,
+                             _Real(enc, groups, blocks, sources, ffi, lib, prog))
             return v
         finally:
             lib.pp_set_reduce(0)
@@ -419,22 +481,33 @@ def _path(lib: Any, prog: Program, i: int) -> list[tuple]:
 
 class _Real:
     """The run to a state of the search (by its parent links), as steps of the unreduced
-    system naming the real warps.  Without CTA renamings: ``_real``.  With them, each
-    step is found again on the concrete model: a step of the real state whose successor
-    has the search's next state as its representative (``canon_keys``); the last step
+    system naming the real warps.  Without CTA renamings or stubborn sets: ``_real``.
+    With them, each step is found again on the concrete model: a step of the real state
+    whose successor has the search's next state as its stored form (``rep``: the
+    representative ``canon_keys``, or with stubborn sets ``stored_keys``); the last step
     (a violation, an overflow) is any step of the last real state that ``last_ok``
     accepts -- the renamed image of the search's own last step is one."""
 
     def __init__(self, enc: Encoding, groups: list[list[int]],
                  blocks: list[list[list[int]]], sources: list[list[int]], ffi: Any,
-                 lib: Any, prog: Program):
+                 lib: Any, prog: Program, dead: Optional[list] = None,
+                 stubborn: Any = None):
         self.enc, self.groups, self.blocks, self.sources = enc, groups, blocks, sources
         self.ffi, self.lib, self.prog = ffi, lib, prog
+        #: with stubborn sets (``stubborn`` not None) the search stores each state as
+        #: ``stored_keys`` makes it (``dead``: the forget table), not as its canon
+        self.dead = dead if stubborn is not None else None
+
+    def rep(self, vals: list[int]) -> list[int]:
+        """The search's stored form of a state's keys."""
+        if self.dead is not None:
+            return stored_keys(vals, self.blocks, self.dead)
+        return canon_keys(vals, self.blocks, self.sources)
 
     def __call__(self, si: int, tid: int,
                  last_ok: Callable[[tuple, Optional[tuple]], bool]) -> list[tuple]:
         lib, prog = self.lib, self.prog
-        if not self.sources:
+        if not self.sources and self.dead is None:
             steps = _path(lib, prog, si) + ([prog.steps[tid]] if tid >= 0 else [])
             return _real(self.enc, self.groups, self.blocks, steps)
         ids = [si]
@@ -449,8 +522,7 @@ class _Real:
             lib.pp_state(v, buf)
             want = list(buf)
             for step, nxt, viol in runner.successors(flat):
-                if viol is None and canon_keys(self.enc.encode_concrete(nxt)[0], self.blocks,
-                                               self.sources) == want:
+                if viol is None and self.rep(self.enc.encode_concrete(nxt)[0]) == want:
                     out.append(step)
                     flat = nxt
                     break
@@ -511,7 +583,7 @@ def _real(enc: Encoding, groups: list[list[int]], blocks: list[list[list[int]]],
 
 def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st: int,
             max_states: int, timeout: float, stats: Stats, t0: float,
-            real: "_Real", reduced: bool = False) -> Verdict:
+            real: "_Real", reduced: bool = False, safe: bool = False) -> Verdict:
     stats.states = lib.pp_nstates()
     stats.transitions = lib.pp_ntrans()
     stats.depth = max_depth = lib.pp_maxdepth()
@@ -535,7 +607,7 @@ def _answer(system: System, enc: Encoding, prog: Program, ffi: Any, lib: Any, st
         cands = [(c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]) for i in range(n)]
         length, rank, si, tid = min(cands, key=lambda f: (f[0], f[1]))
         return _finish(_counterexample(system, lib, prog, rank, si, tid, real), stats, t0)
-    if reduced and lib.pp_acyclic() != 1:
+    if safe and lib.pp_acyclic() != 1:
         return _finish(Verdict(UNKNOWN, reason="the safe-step reduction's graph has a cycle "
                                "(or no memory to check it): no proof from it",
                                depth=max_depth), stats, t0)
