@@ -39,6 +39,7 @@ typedef struct {
     const int64_t *known_fp_off, *known_fp, *known_fp_nc_off, *known_fp_nc;
     const int64_t *known_arr_off, *known_arr, *known_ops_off, *known_ops;
     const int64_t *known_next_off, *known_next;     /* (pc, mask) pairs */
+    int64_t phase_mod, warp_size;  /* the model's PHASE_MOD and WARP_SIZE */
 } pw_tables;
 
 typedef struct {
@@ -321,7 +322,7 @@ static int wait_closed_on(const pw_tables *t, const pw_state *s, int64_t row, in
     int64_t phase = s->phase[b];
     if ((phase & 1) != t->wait_parity[row]) return 0;
     if (t->wait_ghost[row] >= 0) {
-        int64_t d = ((phase - t->wait_ghost[row]) % 4 + 4) % 4;
+        int64_t d = ((phase - t->wait_ghost[row]) % t->phase_mod + t->phase_mod) % t->phase_mod;
         if (d != 0 && d != 1) return 0;
     }
     return 1;
@@ -374,9 +375,9 @@ static void closed_waits(const pw_tables *t, pw_state *s) {
 }
 
 /* a requirement of kind "threads" (Closure._block_requirement of a wait on a counted named
- * barrier): blocked while 32 * |sets[0..w) - T| < (int64_t)sets[w] (the threads missing) */
+ * barrier): blocked while WARP_SIZE * |sets[0..w) - T| < (int64_t)sets[w] (the threads
+ * missing) */
 #define PW_THREADS (-10)
-#define PW_WARP_SIZE 32
 
 /* Closure._block_requirement of a named-barrier wait (-5: no room, ask) */
 static int32_t named_need(const pw_state *s, int32_t a, int64_t row, uint64_t *sets) {
@@ -683,7 +684,7 @@ static int answer_settle(void *vctx, int32_t a, int32_t pc) {
         int64_t outside = 0;
         for (int32_t j = 0; j < s->n_words; j++)
             outside += __builtin_popcountll(sets[j] & ~s->T[j]);
-        return PW_WARP_SIZE * outside < (int64_t)sets[s->n_words];
+        return t->warp_size * outside < (int64_t)sets[s->n_words];
     }
     for (int32_t i = 0; i < k; i++)
         if (subset_of(sets + i * s->n_words, s->T, s->n_words)) return 1;

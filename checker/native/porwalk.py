@@ -61,6 +61,7 @@ typedef struct {
     const int64_t *known_fp_off, *known_fp, *known_fp_nc_off, *known_fp_nc;
     const int64_t *known_arr_off, *known_arr, *known_ops_off, *known_ops;
     const int64_t *known_next_off, *known_next;
+    int64_t phase_mod, warp_size;
 } pw_tables;
 typedef struct {
     uint8_t *fp;
@@ -283,6 +284,9 @@ class NativeWalk:
         st.n_agents = len(tables.acyclic)
         st.n_pairs = len(tables.objects) * tables.n_modes
         st.n_bars = len(tables.bars)
+        from ...model.groups import WARP_SIZE
+        from ...model.mbarrier import PHASE_MOD
+        st.phase_mod, st.warp_size = PHASE_MOD, WARP_SIZE
         for name in ("pc_base", "blocking", "acyclic", "seg_fp_off", "seg_fp", "seg_fp_nc_off",
                      "seg_fp_nc", "seg_next_off", "seg_next", "seg_ops_off", "seg_ops",
                      "seg_arr_off", "seg_arr", "wait_bar", "wait_parity", "wait_ghost",
