@@ -272,8 +272,9 @@ def check_kernel(kernel: Kernel, params: Optional[dict[str, Any]] = None, *,
     """``engine``: ``auto`` (default: BMC's certificate, else the explicit engine, else
     BMC's unrolling, ``checker/portfolio.py``; plain BMC with ``smt2`` or without the
     certificate), ``bmc``, ``explicit`` or ``native`` (the explicit engine's search in C,
-    ``checker/native/``: ``reduce`` turns its warp and CTA symmetry on, ``por`` does not
-    apply).  ``confirm_timeout``: seconds for the search that confirms a counterexample found
+    ``checker/native/``: ``reduce`` turns its warp and CTA symmetry on, and ``por`` its
+    stubborn sets, None as for the explicit engine: clusters of more than one CTA and CTAs
+    of 10 or more warps).  ``confirm_timeout``: seconds for the search that confirms a counterexample found
     with a reduction (explicit engine: partial-order reduction; BMC: chained steps) is a
     shortest one (default 20).  ``memory_model="strict"`` adds the
     ``insufficient-scope`` check of release scopes (``model.system.System``).

@@ -125,6 +125,22 @@ def test_cli_engine_native(capsys) -> None:
     validate(out, SCHEMA)
 
 
+def test_cli_engine_native_takes_por(capsys) -> None:
+    """``--por`` reaches the native engine: ``auto`` reduces a cluster kernel, ``off``
+    does not (the same verdict)."""
+    from pipeproof.cli import main
+
+    path = str(ROOT / "examples/textbook/pipeline_tma_async_multicast.pipe")
+    rc = main(["check", path, "--engine", "native", "--json"])
+    on = json.loads(capsys.readouterr().out)
+    rc2 = main(["check", path, "--engine", "native", "--json", "--por", "off",
+                "--max-states", "20000"])
+    off = json.loads(capsys.readouterr().out)
+    assert rc == 0 and on["status"] == "PROVEN" and on["stats"]["states"] == 125
+    assert on["stats"]["por"]["states"] > 0 and "por" not in off["stats"]
+    assert rc2 == 3 and off["status"] == "UNKNOWN" and off["stats"]["states"] > 20000
+
+
 def test_without_cffi_it_is_a_usage_error(monkeypatch, capsys) -> None:
     import sys
 

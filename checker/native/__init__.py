@@ -5,5 +5,6 @@ z3 terms that the model's own transition functions produce over the value interf
 
 ``ccode`` prints the C, ``build`` compiles and loads it (cffi, the system C compiler),
 ``search`` runs it and turns its answers into the verdicts and traces the explicit engine
-gives.
+gives; ``por`` answers its stubborn-set callback with the explicit engine's reducer, whose
+closure ``porwalk`` computes in C.
 """

@@ -33,6 +33,12 @@ loops for ever: the reduction is off).  A counterexample it finds is real (repla
 any other) but perhaps not a shortest one: the unreduced search bounded by
 ``CONFIRM_SECONDS`` looks for a shortest one, and says so where it stopped first.  An
 unfinished reduced search claims nothing about bounded runs.
+
+With ``por`` (kernels whose every warp ends), the explicit engine's stubborn sets
+instead: every step of a state is evaluated in C and the explicit engine's ``Reducer``
+says, through a callback (``native/por.py``), which of them count; states are stored
+as the explicit engine stores them under its reductions (``stored_keys``).  Its
+counterexamples are shortened and confirmed as the safe-step reduction's are.
 """
 
 from __future__ import annotations
@@ -84,10 +90,14 @@ class _Shape:
     """The encoding's sizes: key ranges by name and queue capacities by slot."""
 
     def __init__(self, system: System, groups: list[list[int]],
-                 perms: Sequence[CtaPermutation] = ()):
+                 perms: Sequence[CtaPermutation] = (), reduced: bool = False):
         self.system = system
+        # ``reduced`` (a search with stubborn sets): where the unreduced sample does not
+        # finish, the reduced one goes on (to 4 x SAMPLE_STATES states, not by time):
+        # the states such a search reaches lie deeper than the unreduced sample's, and
+        # each key it leaves costs a restart, a new encoding and a compile
         sample = sample_ranges(system, max_states=SAMPLE_STATES, seconds=1e9,
-                               exact_seconds=1e9, reduced_seconds=0.0)
+                               exact_seconds=1e9, reduced_seconds=1e9 if reduced else 0.0)
         self.sample = sample
         self.caps: dict[int, int] = {}
         self.ranges: dict[str, tuple[int, int]] = {}
@@ -324,7 +334,7 @@ def _check(system: System, max_states: int, timeout: float, safe_steps: bool,
             except SetupTimeout as e:
                 return _finish(Verdict(UNKNOWN, reason=f"timeout after {timeout:.0f} s while "
                                        f"preparing {e}"), stats, t0)
-        shape = _Shape(system, groups, perms)
+        shape = _Shape(system, groups, perms, reduced=stubborn is not None)
         restarts = 0
         while True:
             enc = shape.encoding()
