@@ -316,7 +316,9 @@ int pp_search(int64_t max_states, double timeout, int want_edges, int deadlock_r
       }
     }
     if (G.n > max_states && G.found_len < 0) return ST_LIMIT;
-    if ((si & 1023) == 1023 && G.found_len < 0 && now() - t0 > timeout) return ST_TIMEOUT;
+    /* the clock every 1024 states, every 64 where each state waits for the callback */
+    if ((si & (G.reduce == 2 ? 63 : 1023)) == (G.reduce == 2 ? 63 : 1023) &&
+        G.found_len < 0 && now() - t0 > timeout) return ST_TIMEOUT;
   }
   return G.ncand ? ST_FOUND : ST_DONE;
 }
