@@ -180,9 +180,8 @@ class Explorer:
             if not ag.locals:
                 continue
             ci, pc_off = where[ag.pc]
-            # a warp's locals live with its pc
-            assert all(where[slot][0] == ci for slot in ag.locals.values())
-            by_pc = {pc: tuple(sorted(where[s][1] for s in slots))
+            # a warp's locals live with its pc; one elsewhere is not forgotten
+            by_pc = {pc: tuple(sorted(where[s][1] for s in slots if where[s][0] == ci))
                      for pc, slots in dead_local_slots(self.sys, ag.index).items()}
             out.append((ci, pc_off, by_pc))
         return out

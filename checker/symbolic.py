@@ -34,7 +34,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from operator import itemgetter
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import z3
 
@@ -796,6 +797,35 @@ class Encoding:
         for it in flat[self.sys.pool]:
             out[self.pool_keys[tuple(it)]] += 1
         return out, long
+
+    def concrete_decoder(self) -> Callable[[list[int]], list[Any]]:
+        """``encode_concrete``'s inverse on the states the encoding holds: a function from
+        a list of key values (consumed) to the concrete flat state -- scalars from their
+        keys, a queue as the tuple of its first ``len`` entries, the pool as the sorted
+        tuple of its items with their counts (``QueueOps.pool_add`` keeps it sorted)."""
+        nk, n = self.nkeys, self.sys.n
+        # slot -> where its value is: a key, or a queue or the pool after the keys
+        where = [0] * n
+        for s, k in self.key_of_slot.items():
+            where[s] = k
+        queues = []
+        for j, (s, (ents, ln)) in enumerate(self.qkeys.items()):
+            where[s] = nk + j
+            queues.append((ents, ln))
+        where[self.sys.pool] = nk + len(queues)
+        pick = itemgetter(*where) if n > 1 else (lambda v: (v[where[0]],))
+        pool_items = sorted((tuple(it), k) for it, k in self.pool_keys.items())
+
+        def decode(v: list[int]) -> list[Any]:
+            for ents, ln in queues:
+                v.append(tuple([v[e] for e in ents[:v[ln]]]))
+            pool: list = []
+            for it, k in pool_items:
+                if v[k]:
+                    pool.extend([it] * v[k])
+            v.append(tuple(pool))
+            return list(pick(v))
+        return decode
 
     def out_of_range(self, flat: Sequence[Any]) -> tuple[dict[str, tuple[int, int]],
                                                          dict[int, int]]:

@@ -458,3 +458,43 @@ def test_param_range_in_parallel_gives_the_one_by_one_answer() -> None:
     assert r.status == "PROVEN" and r.params["k_tiles"] == "1..4"
     assert r.verdict.stats.extra["parameter_values_checked"] == 4
     assert r.verdict.stats.extra["parameter_jobs"] == 2
+
+
+@pytest.mark.parametrize("name,pool,queue", [
+    ("textbook/pipeline_tma_async_multicast.pipe", 11, 0),  # up to 11 deliveries in flight
+    ("textbook/pipeline_tma_store.pipe", 0, 2),  # bulk stores
+    ("textbook/cp_async_groups.pipe", 0, 4),
+    ("textbook/pipeline_umma_async.pipe", 0, 1),  # tcgen05 commits
+    ("kernels/k5_hopper_fmha.pipe", 2, 2)])
+def test_concrete_decoder_inverts_encode_concrete(name: str, pool: int, queue: int) -> None:
+    """``Encoding.concrete_decoder`` (the native engine's stubborn-set callback reads its
+    states through it) gives back every concrete state from its keys: TMA deliveries in
+    flight (the pool), bulk, cp.async and tcgen05 queues, locals -- on the states of
+    seeded random runs, which go deeper than a breadth-first prefix."""
+    import random
+
+    system = System(compile_file(EX / name))
+    runner = ConcreteRunner(system)
+    rng = random.Random(7)
+    states = []
+    for _ in range(30):
+        flat = runner.initial
+        for _ in range(400):
+            states.append(flat)
+            nxt = [n for _s, n, viol in runner.successors(flat) if viol is None]
+            if not nxt:
+                break
+            flat = rng.choice(nxt)
+    sample = sample_ranges(system, max_states=300)
+    queues = [q for ag in system.agents for q in (ag.qtc, ag.qcp, ag.qbs)]
+    for q in queues:  # room for every queue the runs fill
+        sample.qlen[q] = max([sample.qlen.get(q, 0)] + [len(f[q]) for f in states])
+    enc = Encoding(system, sample=sample)
+    decode = enc.concrete_decoder()
+    # the runs reach what the case is here for: deliveries in flight, queued work
+    assert max(len(f[system.pool]) for f in states) == pool
+    assert max((len(f[q]) for f in states for q in queues), default=0) == queue
+    for flat in states:
+        vals, long = enc.encode_concrete(flat)
+        assert not long
+        assert tuple(decode(vals)) == flat

@@ -17,7 +17,6 @@ are C's.
 from __future__ import annotations
 
 import time
-from operator import itemgetter
 from typing import Any, Optional
 
 from ...model.system import System
@@ -50,40 +49,18 @@ class NativeStubborn:
         return self._flat.__getitem__
 
     def bind(self, enc: Encoding, steps: tuple, ffi: Any) -> None:
-        """Decode the keys of ``enc``; ``steps``: the step of each transition id;
-        ``ffi``: the library's (to read the keys at once).  The reducer's seed history
-        starts again: a search after a restart keeps the sets a fresh explicit search
-        would."""
+        """Decode the keys of ``enc`` (``Encoding.concrete_decoder``); ``steps``: the step
+        of each transition id; ``ffi``: the library's (to read the keys at once).  The
+        reducer's seed history starts again: a search after a restart keeps the sets a
+        fresh explicit search would."""
         self.steps = steps
         self.reducer._hits.clear()
         self._unpack, self._nk = ffi.unpack, enc.nkeys
-        n = self.sys.n
-        # slot -> where ``decode`` finds its value: a key, or a queue or the pool after
-        # the keys (the concrete pool is a sorted tuple, ``QueueOps.pool_add``)
-        where = [0] * n
-        for s, k in enc.key_of_slot.items():
-            where[s] = k
-        self._queues = []
-        for j, (s, (ents, ln)) in enumerate(enc.qkeys.items()):
-            where[s] = enc.nkeys + j
-            self._queues.append((ents, ln))
-        where[self.sys.pool] = enc.nkeys + len(self._queues)
-        self._pick = itemgetter(*where) if n > 1 else (lambda v: (v[where[0]],))
-        self._pool = sorted((tuple(it), k) for it, k in enc.pool_keys.items())
+        self._decode = enc.concrete_decoder()
 
     def decode(self, x: Any) -> list:
-        """The concrete flat state of the keys ``x`` (``Encoding.encode_concrete``'s
-        inverse on the states the encoding holds)."""
-        v = self._unpack(x, self._nk)
-        for ents, ln in self._queues:
-            v.append(tuple([v[e] for e in ents[:v[ln]]]))
-        pool: list = []
-        for it, k in self._pool:
-            c = v[k]
-            if c:
-                pool.extend([it] * c)
-        v.append(tuple(pool))
-        return list(self._pick(v))
+        """The concrete flat state of the keys ``x`` (a C array)."""
+        return self._decode(self._unpack(x, self._nk))
 
     def __call__(self, x: Any, n: int, tids: Any, keep: Any) -> int:
         try:
